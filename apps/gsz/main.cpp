@@ -1,0 +1,468 @@
+// gsz: the command-line tool.  The only code that prints or picks exit codes.
+//   0 success, 1 failure (one line on stderr naming the problem), 2 bad usage.
+#include <gsz/gsz.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+struct CliError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void die(const std::string& message) { throw CliError(message); }
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Ctx {
+    gsz_ctx* ctx = nullptr;
+    Ctx() {
+        if (gsz_ctx_create(&ctx) != GSZ_STATUS_OK) die("cannot create a gsz context");
+    }
+    ~Ctx() { gsz_ctx_free(ctx); }
+    void check(gsz_status status, const std::string& what) const {
+        if (status != GSZ_STATUS_OK)
+            die(what + ": " + gsz_status_string(status) + ": " + gsz_ctx_last_error(ctx));
+    }
+};
+
+std::vector<uint64_t> parse_dims(const std::string& text) {
+    std::vector<uint64_t> dims;
+    std::stringstream ss(text);
+    std::string part;
+    while (std::getline(ss, part, 'x')) {
+        if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos)
+            die("-l " + text + ": dims must look like 384x384x256 (positive integers, fastest-varying first)");
+        errno = 0;
+        const unsigned long long v = std::strtoull(part.c_str(), nullptr, 10);
+        if (errno || v == 0) die("-l " + text + ": dimension '" + part + "' must be a positive integer");
+        dims.push_back(v);
+    }
+    if (dims.empty() || dims.size() > GSZ_MAX_RANK) die("-l " + text + ": give 1 to 4 dims");
+    if (!text.empty() && text.back() == 'x') die("-l " + text + ": trailing 'x'");
+    return dims;
+}
+
+std::string dims_string(const uint64_t* dims, uint32_t rank) {
+    std::string s;
+    for (uint32_t d = 0; d < rank; ++d) s += (d ? "x" : "") + std::to_string(dims[d]);
+    return s;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) die(path + ": no such file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) die(path + ": cannot open for reading");
+    const auto size = fs::file_size(path, ec);
+    if (ec) die(path + ": cannot read its size");
+    std::vector<uint8_t> bytes(size);
+    if (size && !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)))
+        die(path + ": read failed");
+    return bytes;
+}
+
+// Refuse to clobber before any work is done.
+void check_output(const std::string& out, const std::string& in, bool force) {
+    std::error_code ec;
+    if (fs::exists(out, ec)) {
+        if (fs::equivalent(out, in, ec)) die(out + ": output would overwrite the input");
+        if (!force) die(out + ": exists (use --force to overwrite)");
+        if (fs::is_directory(out, ec)) die(out + ": is a directory");
+    }
+}
+
+// Written to a temporary file beside the target and renamed into place, so a
+// failure never leaves a partial output behind.
+void write_file_atomic(const std::string& path, const void* data, size_t size) {
+    const fs::path target(path);
+    const fs::path tmp = target.string() + ".gsz-tmp." + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) die(path + ": cannot open for writing");
+        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+        out.flush();
+        if (!out) {
+            out.close();
+            std::error_code ec;
+            fs::remove(tmp, ec);
+            die(path + ": write failed (disk full?)");
+        }
+    }
+    std::error_code ec;
+    fs::rename(tmp, target, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        die(path + ": cannot move the finished file into place");
+    }
+}
+
+gsz_device parse_device(const std::string& s) {
+    if (s == "auto") return GSZ_DEVICE_AUTO;
+    if (s == "cpu") return GSZ_DEVICE_CPU;
+    if (s == "cuda") return GSZ_DEVICE_CUDA;
+    die("--device " + s + ": expected auto, cpu or cuda");
+}
+
+const char* dtype_name(gsz_dtype t) { return t == GSZ_DTYPE_F64 ? "f64" : "f32"; }
+const char* mode_name(gsz_error_mode m) { return m == GSZ_ERROR_REL ? "rel" : "abs"; }
+const char* pipeline_name(gsz_pipeline p) { return p == GSZ_PIPELINE_LORENZO ? "lorenzo" : "store"; }
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string human_bytes(double b) {
+    const char* unit[] = {"B", "KB", "MB", "GB", "TB"};
+    int u = 0;
+    while (b >= 1000 && u < 4) b /= 1000, ++u;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+struct Quality {
+    double max_abs_error = 0;
+    double psnr = std::numeric_limits<double>::infinity();
+    double mse = 0;
+    uint64_t violations = 0;       // finite values outside the bound
+    uint64_t nonfinite_mismatch = 0;  // NaN/Inf not restored bit-exactly
+};
+
+template <class T>
+Quality measure(const T* orig, const T* dec, uint64_t n, double eb_abs, double vmin, double vmax) {
+    Quality q;
+    double sum_sq = 0;
+    uint64_t count = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        if (std::isfinite(orig[i])) {
+            const double e = std::fabs(static_cast<double>(dec[i]) - static_cast<double>(orig[i]));
+            if (!(e <= eb_abs)) ++q.violations;
+            q.max_abs_error = std::max(q.max_abs_error, std::isnan(e) ? std::numeric_limits<double>::infinity() : e);
+            sum_sq += e * e;
+            ++count;
+        } else if (std::memcmp(&orig[i], &dec[i], sizeof(T)) != 0) {
+            ++q.nonfinite_mismatch;
+        }
+    }
+    q.mse = count ? sum_sq / static_cast<double>(count) : 0;
+    const double range = vmax - vmin;
+    q.psnr = q.mse > 0 ? 20 * std::log10(range) - 10 * std::log10(q.mse) : std::numeric_limits<double>::infinity();
+    return q;
+}
+
+Quality measure_any(gsz_dtype t, const void* orig, const void* dec, uint64_t n, double eb, double lo, double hi) {
+    if (t == GSZ_DTYPE_F64)
+        return measure(static_cast<const double*>(orig), static_cast<const double*>(dec), n, eb, lo, hi);
+    return measure(static_cast<const float*>(orig), static_cast<const float*>(dec), n, eb, lo, hi);
+}
+
+void put_quality(json& j, const Quality& q) {
+    j["max_abs_error"] = q.max_abs_error;
+    j["mse"] = q.mse;
+    j["psnr"] = finite_or_null(q.psnr);
+    j["bound_violations"] = q.violations;
+    j["nonfinite_mismatches"] = q.nonfinite_mismatch;
+}
+
+json info_json(const gsz_archive_info& a) {
+    json j;
+    j["format_version"] = a.format_version;
+    j["dtype"] = dtype_name(a.dtype);
+    j["dims"] = std::vector<uint64_t>(a.dims, a.dims + a.rank);
+    j["num_elements"] = a.num_elements;
+    j["pipeline"] = pipeline_name(a.pipeline);
+    j["error_mode"] = mode_name(a.error_mode);
+    j["error_bound"] = a.error_bound;
+    j["error_bound_abs"] = a.error_bound_abs;
+    j["value_min"] = finite_or_null(a.value_min);
+    j["value_max"] = finite_or_null(a.value_max);
+    if (a.pipeline == GSZ_PIPELINE_LORENZO) {
+        j["radius"] = a.radius;
+        j["num_outliers"] = a.num_outliers;
+    }
+    j["original_bytes"] = a.original_bytes;
+    j["archive_bytes"] = a.archive_bytes;
+    j["ratio"] = static_cast<double>(a.original_bytes) / static_cast<double>(a.archive_bytes);
+    j["bits_per_value"] = 8.0 * static_cast<double>(a.archive_bytes) / static_cast<double>(a.num_elements);
+    return j;
+}
+
+struct CompressArgs {
+    std::string input, output, dtype = "f32", dims, mode = "rel", pipeline = "lorenzo", device = "auto";
+    double eb = -1;
+    uint32_t radius = 512;
+    int threads = 0;
+    bool json = false, force = false, verify = false;
+};
+
+int run_compress(const CompressArgs& a) {
+    gsz_params p;
+    gsz_params_init(&p);
+    if (a.dtype == "f32") p.dtype = GSZ_DTYPE_F32;
+    else if (a.dtype == "f64") p.dtype = GSZ_DTYPE_F64;
+    else die("-t " + a.dtype + ": expected f32 or f64");
+    const auto dims = parse_dims(a.dims);
+    p.rank = static_cast<uint32_t>(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) p.dims[d] = dims[d];
+    if (a.mode == "abs") p.error_mode = GSZ_ERROR_ABS;
+    else if (a.mode == "rel") p.error_mode = GSZ_ERROR_REL;
+    else die("-m " + a.mode + ": expected abs or rel");
+    if (!(a.eb >= 0) || !std::isfinite(a.eb)) die("-e: the error bound must be a finite number >= 0");
+    p.error_bound = a.eb;
+    if (a.pipeline == "lorenzo") p.pipeline = GSZ_PIPELINE_LORENZO;
+    else die("-p " + a.pipeline + ": this gsz has the pipelines: lorenzo");
+    p.radius = a.radius;
+    p.device = parse_device(a.device);
+    p.num_threads = a.threads;
+
+    Ctx ctx;
+    size_t capacity = 0;
+    ctx.check(gsz_compress_bound(&p, &capacity), "compress");
+    check_output(a.output, a.input, a.force);
+
+    const auto t_read = Clock::now();
+    const std::vector<uint8_t> input = read_file(a.input);
+    const double read_s = seconds_since(t_read);
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    const uint64_t elem = p.dtype == GSZ_DTYPE_F64 ? 8 : 4;
+    if (input.size() != n * elem)
+        die(a.input + ": has " + std::to_string(input.size()) + " bytes, but -t " + a.dtype + " -l " + a.dims +
+            " needs " + std::to_string(n * elem));
+
+    std::vector<uint8_t> archive(capacity);
+    size_t archive_bytes = 0;
+    const auto t0 = Clock::now();
+    ctx.check(gsz_compress(ctx.ctx, &p, input.data(), archive.data(), archive.size(), &archive_bytes), "compress");
+    const double compress_s = seconds_since(t0);
+    archive.resize(archive_bytes);
+
+    gsz_archive_info info;
+    ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), "compress");
+
+    std::optional<Quality> quality;
+    double verify_s = 0;
+    if (a.verify) {
+        std::vector<uint8_t> back(input.size());
+        const auto t1 = Clock::now();
+        ctx.check(gsz_decompress(ctx.ctx, archive.data(), archive.size(), back.data(), back.size(), p.device,
+                                 p.num_threads),
+                  "verify");
+        verify_s = seconds_since(t1);
+        quality = measure_any(p.dtype, input.data(), back.data(), n, info.error_bound_abs, info.value_min,
+                              info.value_max);
+    }
+    write_file_atomic(a.output, archive.data(), archive.size());
+
+    const double ratio = static_cast<double>(input.size()) / static_cast<double>(archive_bytes);
+    if (a.json) {
+        json j;
+        j["command"] = "compress";
+        j["input"] = a.input;
+        j["output"] = a.output;
+        j["device"] = "cpu";
+        j["threads"] = a.threads;
+        j.update(info_json(info));
+        j["read_s"] = read_s;
+        j["compress_s"] = compress_s;
+        j["compress_gbps"] = static_cast<double>(input.size()) / compress_s / 1e9;
+        if (quality) {
+            j["decompress_s"] = verify_s;
+            j["decompress_gbps"] = static_cast<double>(input.size()) / verify_s / 1e9;
+            put_quality(j, *quality);
+        }
+        std::cout << j.dump(2) << "\n";
+    } else {
+        std::printf("%s -> %s: %s -> %s, ratio %.2f (%.3f bits/value), %s, eb %s %g (abs %.6g), %.3f s (%.3f GB/s)\n",
+                    a.input.c_str(), a.output.c_str(), human_bytes(static_cast<double>(input.size())).c_str(),
+                    human_bytes(static_cast<double>(archive_bytes)).c_str(), ratio,
+                    8.0 * static_cast<double>(archive_bytes) / static_cast<double>(n), pipeline_name(info.pipeline),
+                    mode_name(p.error_mode), p.error_bound, info.error_bound_abs, compress_s,
+                    static_cast<double>(input.size()) / compress_s / 1e9);
+        if (quality)
+            std::printf("verify: max abs error %.6g (bound %.6g, %s), PSNR %.2f dB, decompress %.3f s (%.3f GB/s)\n",
+                        quality->max_abs_error, info.error_bound_abs,
+                        quality->violations || quality->nonfinite_mismatch ? "VIOLATED" : "holds", quality->psnr,
+                        verify_s, static_cast<double>(input.size()) / verify_s / 1e9);
+    }
+    if (quality && (quality->violations || quality->nonfinite_mismatch)) {
+        std::fprintf(stderr, "gsz: error: verification failed: %llu values outside the bound, %llu NaN/Inf changed\n",
+                     static_cast<unsigned long long>(quality->violations),
+                     static_cast<unsigned long long>(quality->nonfinite_mismatch));
+        return 1;
+    }
+    return 0;
+}
+
+struct DecompressArgs {
+    std::string input, output, device = "auto";
+    int threads = 0;
+    bool json = false, force = false;
+};
+
+int run_decompress(const DecompressArgs& a) {
+    Ctx ctx;
+    const gsz_device device = parse_device(a.device);
+    check_output(a.output, a.input, a.force);
+    const std::vector<uint8_t> archive = read_file(a.input);
+    gsz_archive_info info;
+    ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), a.input);
+    std::vector<uint8_t> out;
+    try {
+        out.resize(info.original_bytes);
+    } catch (const std::exception&) {
+        die(a.input + ": cannot allocate " + human_bytes(static_cast<double>(info.original_bytes)) + " for the output");
+    }
+    const auto t0 = Clock::now();
+    ctx.check(gsz_decompress(ctx.ctx, archive.data(), archive.size(), out.data(), out.size(), device, a.threads),
+              a.input);
+    const double s = seconds_since(t0);
+    write_file_atomic(a.output, out.data(), out.size());
+    if (a.json) {
+        json j;
+        j["command"] = "decompress";
+        j["input"] = a.input;
+        j["output"] = a.output;
+        j["device"] = "cpu";
+        j.update(info_json(info));
+        j["decompress_s"] = s;
+        j["decompress_gbps"] = static_cast<double>(out.size()) / s / 1e9;
+        std::cout << j.dump(2) << "\n";
+    } else {
+        std::printf("%s -> %s: %s %s %s, %.3f s (%.3f GB/s)\n", a.input.c_str(), a.output.c_str(),
+                    dtype_name(info.dtype), dims_string(info.dims, info.rank).c_str(),
+                    human_bytes(static_cast<double>(out.size())).c_str(), s,
+                    static_cast<double>(out.size()) / s / 1e9);
+    }
+    return 0;
+}
+
+int run_info(const std::string& input, bool as_json) {
+    Ctx ctx;
+    const std::vector<uint8_t> archive = read_file(input);
+    gsz_archive_info info;
+    ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), input);
+    if (as_json) {
+        json out{{"command", "info"}, {"input", input}};
+        out.update(info_json(info));
+        std::cout << out.dump(2) << "\n";
+        return 0;
+    }
+    std::printf("file            %s\n", input.c_str());
+    std::printf("format version  %u\n", info.format_version);
+    std::printf("data            %s, dims %s (fastest first), %llu values\n", dtype_name(info.dtype),
+                dims_string(info.dims, info.rank).c_str(), static_cast<unsigned long long>(info.num_elements));
+    std::printf("pipeline        %s\n", pipeline_name(info.pipeline));
+    std::printf("error bound     %s %g -> absolute %.9g%s\n", mode_name(info.error_mode), info.error_bound,
+                info.error_bound_abs, info.error_bound_abs == 0 ? " (lossless)" : "");
+    std::printf("value range     [%.9g, %.9g]\n", info.value_min, info.value_max);
+    if (info.pipeline == GSZ_PIPELINE_LORENZO)
+        std::printf("lorenzo         radius %u, %llu outliers stored exactly\n", info.radius,
+                    static_cast<unsigned long long>(info.num_outliers));
+    std::printf("size            %s -> %s, ratio %.3f, %.4f bits/value\n",
+                human_bytes(static_cast<double>(info.original_bytes)).c_str(),
+                human_bytes(static_cast<double>(info.archive_bytes)).c_str(),
+                static_cast<double>(info.original_bytes) / static_cast<double>(info.archive_bytes),
+                8.0 * static_cast<double>(info.archive_bytes) / static_cast<double>(info.num_elements));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{
+        "gsz: error-bounded lossy compression of float32/float64 arrays.\n"
+        "Every finite value comes back within the bound; NaN and Inf come back bit-exact.\n"
+        "Dims (-l) are listed fastest-varying first, as in cuSZ and SZ3: a C array\n"
+        "float a[256][384][384] is -l 384x384x256.",
+        "gsz"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("gsz ") + gsz_version_string());
+    app.footer(
+        "Examples:\n"
+        "  gsz compress -i field.f32 -t f32 -l 384x384x256 -m rel -e 1e-4 -o field.gsz\n"
+        "  gsz decompress -i field.gsz -o field.out.f32\n"
+        "  gsz info -i field.gsz\n"
+        "Exit status: 0 success, 1 failure, 2 bad usage.");
+
+    CompressArgs ca;
+    auto* c = app.add_subcommand("compress", "Compress a raw binary array (little-endian, C order)");
+    c->add_option("-i,--input", ca.input, "Raw input file")->required();
+    c->add_option("-o,--output", ca.output, "Archive to write")->required();
+    c->add_option("-t,--type", ca.dtype, "Element type: f32 or f64")->required();
+    c->add_option("-l,--dims", ca.dims, "Dims, fastest-varying first, e.g. 384x384x256 (1 to 4 dims)")->required();
+    c->add_option("-m,--mode", ca.mode, "Error mode: abs (absolute) or rel (relative to max-min of the finite values)")
+        ->capture_default_str();
+    c->add_option("-e,--error-bound", ca.eb, "Error bound (0 = lossless)")->required();
+    c->add_option("-p,--pipeline", ca.pipeline, "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman)")
+        ->capture_default_str();
+    c->add_option("--radius", ca.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
+                                         "others are stored exactly (1..32768)")
+        ->capture_default_str();
+    c->add_option("--device", ca.device, "Backend: auto, cpu or cuda")->capture_default_str();
+    c->add_option("--threads", ca.threads, "CPU threads (0 = all); never changes the archive")->capture_default_str();
+    c->add_flag("--verify", ca.verify, "Decompress in memory and report max error and PSNR; fail if the bound breaks");
+    c->add_flag("--json", ca.json, "Print one JSON object instead of text");
+    c->add_flag("-f,--force", ca.force, "Overwrite the output if it exists");
+
+    DecompressArgs da;
+    auto* d = app.add_subcommand("decompress", "Decompress an archive to a raw binary array");
+    d->add_option("-i,--input", da.input, "Archive to read")->required();
+    d->add_option("-o,--output", da.output, "Raw output file")->required();
+    d->add_option("--device", da.device, "Backend: auto, cpu or cuda")->capture_default_str();
+    d->add_option("--threads", da.threads, "CPU threads (0 = all)")->capture_default_str();
+    d->add_flag("--json", da.json, "Print one JSON object instead of text");
+    d->add_flag("-f,--force", da.force, "Overwrite the output if it exists");
+
+    std::string info_input;
+    bool info_json_flag = false;
+    auto* in = app.add_subcommand("info", "Validate an archive and show what it holds");
+    in->add_option("-i,--input", info_input, "Archive to read")->required();
+    in->add_flag("--json", info_json_flag, "Print one JSON object instead of text");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Success& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return 2;
+    }
+
+    try {
+        if (*c) return run_compress(ca);
+        if (*d) return run_decompress(da);
+        if (*in) return run_info(info_input, info_json_flag);
+    } catch (const CliError& e) {
+        std::fprintf(stderr, "gsz: error: %s\n", e.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "gsz: error: out of memory\n");
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "gsz: error: %s\n", e.what());
+        return 1;
+    }
+    return 2;
+}

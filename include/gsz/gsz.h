@@ -1,0 +1,166 @@
+/*
+ * gsz.h: the stable C interface of gsz, an error-bounded lossy compressor for
+ * float32/float64 arrays (1-D to 4-D).
+ *
+ * Conventions
+ *   - Every function returns a gsz_status; results are written through
+ *     out-parameters.  GSZ_STATUS_OK is 0; values are pinned, new ones are
+ *     appended.
+ *   - A gsz_ctx keeps the detail message of the last failure
+ *     (gsz_ctx_last_error) and caller-set limits.  A context is not
+ *     thread-safe; use one per thread.
+ *   - Dims are listed fastest-varying first (x, then y, ...), as in cuSZ and
+ *     SZ3's -l/-3 options: a C array float a[Z][Y][X] has dims {X, Y, Z}.
+ *   - Output is deterministic: the archive bytes depend only on the input
+ *     values and the parameters, never on thread counts or the backend.
+ *   - All pointers in this header are host pointers.
+ *
+ * Example
+ *   gsz_ctx* ctx; gsz_ctx_create(&ctx);
+ *   gsz_params p; gsz_params_init(&p);
+ *   p.dtype = GSZ_DTYPE_F32; p.rank = 3; p.dims[0] = 91; p.dims[1] = 91; p.dims[2] = 91;
+ *   p.error_mode = GSZ_ERROR_REL; p.error_bound = 1e-3;
+ *   size_t cap; gsz_compress_bound(&p, &cap);
+ *   void* arc = malloc(cap); size_t arc_bytes;
+ *   if (gsz_compress(ctx, &p, data, arc, cap, &arc_bytes) != GSZ_STATUS_OK)
+ *       fprintf(stderr, "%s\n", gsz_ctx_last_error(ctx));
+ *   gsz_ctx_free(ctx);
+ */
+#ifndef GSZ_GSZ_H
+#define GSZ_GSZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GSZ_VERSION_MAJOR 0
+#define GSZ_VERSION_MINOR 1
+#define GSZ_VERSION_PATCH 0
+#define GSZ_MAX_RANK 4
+
+typedef enum gsz_status {
+    GSZ_STATUS_OK = 0,
+    GSZ_STATUS_INVALID_ARGUMENT = 1,   /* a parameter is out of range or inconsistent */
+    GSZ_STATUS_CORRUPT = 2,            /* archive bytes fail a length, range or checksum test */
+    GSZ_STATUS_UNSUPPORTED = 3,        /* unknown format version, pipeline or feature */
+    GSZ_STATUS_BUFFER_TOO_SMALL = 4,   /* caller's output capacity is insufficient */
+    GSZ_STATUS_OUT_OF_MEMORY = 5,      /* allocation failed */
+    GSZ_STATUS_LIMIT_EXCEEDED = 6,     /* would need more memory than the context allows */
+    GSZ_STATUS_NO_DEVICE = 7,          /* CUDA backend requested but unavailable */
+    GSZ_STATUS_DEVICE_ERROR = 8,       /* a CUDA runtime call or kernel failed */
+    GSZ_STATUS_INTERNAL = 9            /* a bug in gsz: please report it */
+} gsz_status;
+
+typedef enum gsz_dtype {
+    GSZ_DTYPE_F32 = 1,
+    GSZ_DTYPE_F64 = 2
+} gsz_dtype;
+
+/* How error_bound is interpreted.
+ *   GSZ_ERROR_ABS: |x - x'| <= error_bound for every finite x.
+ *   GSZ_ERROR_REL: value-range relative; the absolute bound applied is
+ *                  error_bound * (max - min) over the finite values.
+ * A bound of 0 (or a constant field in REL mode) means lossless. */
+typedef enum gsz_error_mode {
+    GSZ_ERROR_ABS = 1,
+    GSZ_ERROR_REL = 2
+} gsz_error_mode;
+
+typedef enum gsz_pipeline {
+    GSZ_PIPELINE_STORE = 0,    /* lossless: values kept verbatim, zstd-compressed */
+    GSZ_PIPELINE_LORENZO = 1   /* Lorenzo + dual quantization + Huffman (cuSZ) */
+} gsz_pipeline;
+
+typedef enum gsz_device {
+    GSZ_DEVICE_AUTO = 0,   /* CUDA when built in and a GPU is present, else CPU */
+    GSZ_DEVICE_CPU = 1,
+    GSZ_DEVICE_CUDA = 2
+} gsz_device;
+
+typedef struct gsz_params {
+    gsz_dtype dtype;
+    uint32_t rank;                  /* 1..GSZ_MAX_RANK */
+    uint64_t dims[GSZ_MAX_RANK];    /* fastest-varying first; entries >= rank are ignored */
+    gsz_error_mode error_mode;
+    double error_bound;             /* >= 0, finite */
+    gsz_pipeline pipeline;          /* default GSZ_PIPELINE_LORENZO */
+    uint32_t radius;                /* quantization radius, 1..32768; default 512 */
+    gsz_device device;              /* default GSZ_DEVICE_AUTO */
+    int32_t num_threads;            /* CPU threads; 0 = OpenMP default.  Never changes output. */
+} gsz_params;
+
+/* What an archive holds, read from its (validated) header. */
+typedef struct gsz_archive_info {
+    uint32_t format_version;
+    gsz_dtype dtype;
+    uint32_t rank;
+    uint64_t dims[GSZ_MAX_RANK];
+    uint64_t num_elements;
+    gsz_error_mode error_mode;
+    double error_bound;             /* as the user gave it */
+    double error_bound_abs;         /* absolute bound applied (0 = lossless) */
+    double value_min;               /* finite range of the input (NaN if none) */
+    double value_max;
+    gsz_pipeline pipeline;
+    uint32_t radius;                /* lorenzo only, else 0 */
+    uint64_t num_outliers;          /* values stored exactly (lorenzo only) */
+    uint64_t archive_bytes;
+    uint64_t original_bytes;
+} gsz_archive_info;
+
+typedef struct gsz_ctx gsz_ctx;
+
+/* Human-readable name of a status ("ok", "corrupt archive", ...). Never NULL. */
+const char* gsz_status_string(gsz_status status);
+
+/* Library version as "MAJOR.MINOR.PATCH". */
+const char* gsz_version_string(void);
+
+/* Create a context; *ctx is NULL on failure. */
+gsz_status gsz_ctx_create(gsz_ctx** ctx);
+
+/* Free a context; NULL is accepted. */
+void gsz_ctx_free(gsz_ctx* ctx);
+
+/* Detail message of the last failed call on this context ("" if none). */
+const char* gsz_ctx_last_error(const gsz_ctx* ctx);
+
+/* Cap on the memory a call may allocate (output plus working buffers).
+ * Archives that would need more are refused with GSZ_STATUS_LIMIT_EXCEEDED
+ * before anything is allocated.  Default: 16 GiB.  0 = no limit. */
+gsz_status gsz_ctx_set_memory_limit(gsz_ctx* ctx, uint64_t bytes);
+
+/* Fill *params with defaults: f32, rank 1, dims 1, REL 1e-3, lorenzo,
+ * radius 512, device auto, threads 0. */
+void gsz_params_init(gsz_params* params);
+
+/* Worst-case archive size for these parameters: a capacity of this many bytes
+ * makes gsz_compress never fail with GSZ_STATUS_BUFFER_TOO_SMALL. */
+gsz_status gsz_compress_bound(const gsz_params* params, size_t* bytes);
+
+/* Compress `data` (num_elements values of params->dtype, C order, host
+ * memory) into `archive` (capacity bytes).  On success *archive_bytes holds
+ * the archive size.  Every finite value is reconstructed within the bound;
+ * NaN and +-Inf come back bit-exact. */
+gsz_status gsz_compress(gsz_ctx* ctx, const gsz_params* params, const void* data,
+                        void* archive, size_t capacity, size_t* archive_bytes);
+
+/* Validate an archive fully (header, section table, checksums) and describe it. */
+gsz_status gsz_archive_inspect(gsz_ctx* ctx, const void* archive, size_t archive_bytes,
+                               gsz_archive_info* info);
+
+/* Decompress into `out` (out_capacity bytes, host memory).  The archive is
+ * validated before anything is written; out must hold num_elements values of
+ * the archive's dtype (see gsz_archive_inspect).  `device` picks the backend. */
+gsz_status gsz_decompress(gsz_ctx* ctx, const void* archive, size_t archive_bytes,
+                          void* out, size_t out_capacity, gsz_device device,
+                          int32_t num_threads);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GSZ_GSZ_H */

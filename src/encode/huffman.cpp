@@ -1,0 +1,466 @@
+// Canonical length-limited Huffman coding, CPU side.
+//
+// Code lengths: two-queue Huffman (leaves sorted by (count, symbol), ties
+// between a leaf and a merged node go to the leaf), rebuilt with halved counts
+// until the longest code fits kHuffmanMaxCodeLength.  Canonical codes: symbols
+// ranked by (length, symbol); shorter codes are numerically smaller prefixes,
+// so in a left-aligned 24-bit window the codes of length l occupy
+// [limit(l-1), limit(l)), which is what the decoder compares against.
+#include "encode/huffman.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+
+namespace gsz::encode {
+namespace {
+
+constexpr int kMaxLen = kHuffmanMaxCodeLength;
+constexpr uint32_t kMaxChunkSymbols = 1u << 20;
+// Codes up to this length decode with one table lookup; 2^11 x 4 bytes stays in L1.
+constexpr int kLutBits = 11;
+
+int resolve_threads(int num_threads) { return num_threads > 0 ? num_threads : omp_get_max_threads(); }
+
+// Code lengths of an optimal (unlimited) Huffman code; `used` lists the
+// symbols with nonzero weight, at least two of them.
+std::vector<uint8_t> huffman_lengths(const std::vector<uint64_t>& weight, const std::vector<uint16_t>& used) {
+    const size_t n = used.size();
+    std::vector<uint16_t> leaves(used);
+    std::sort(leaves.begin(), leaves.end(), [&](uint16_t a, uint16_t b) {
+        return weight[a] != weight[b] ? weight[a] < weight[b] : a < b;
+    });
+    // Nodes 0..n-1 are the sorted leaves, n..2n-2 the merged nodes in creation
+    // order; merged weights are nondecreasing, so they form the second queue.
+    std::vector<uint64_t> node_weight(2 * n - 1);
+    std::vector<uint32_t> parent(2 * n - 1, 0);
+    for (size_t i = 0; i < n; ++i) node_weight[i] = weight[leaves[i]];
+    size_t next_leaf = 0, next_merged = n;
+    auto pop_smallest = [&](size_t end_merged) {
+        if (next_leaf < n && (next_merged == end_merged || node_weight[next_leaf] <= node_weight[next_merged]))
+            return next_leaf++;
+        return next_merged++;
+    };
+    for (size_t m = n; m < 2 * n - 1; ++m) {
+        const size_t a = pop_smallest(m);
+        const size_t b = pop_smallest(m);
+        node_weight[m] = node_weight[a] + node_weight[b];  // <= total weight, checked to fit by the caller
+        parent[a] = parent[b] = static_cast<uint32_t>(m);
+    }
+    // Depths top-down: a parent is always created after its children.
+    std::vector<uint32_t> depth(2 * n - 1, 0);
+    for (size_t m = 2 * n - 2; m-- > 0;) depth[m] = depth[parent[m]] + 1;
+    std::vector<uint8_t> lengths(weight.size(), 0);
+    for (size_t i = 0; i < n; ++i) lengths[leaves[i]] = static_cast<uint8_t>(std::min<uint32_t>(depth[i], 255));
+    return lengths;
+}
+
+// Derives canonical codes and decoding tables from `book.lengths`, which must
+// satisfy Kraft (checked by every caller).
+void assign_canonical(HuffmanCodebook& book) {
+    const uint32_t alphabet = book.alphabet_size;
+    book.codes.assign(alphabet, 0);
+    book.first_code.assign(kMaxLen + 1, 0);
+    book.first_index.assign(kMaxLen + 1, 0);
+    book.count.assign(kMaxLen + 1, 0);
+    book.max_length = 0;
+    for (uint32_t s = 0; s < alphabet; ++s) {
+        const uint32_t len = book.lengths[s];
+        if (len == 0) continue;
+        ++book.count[len];
+        book.max_length = std::max(book.max_length, len);
+    }
+    uint32_t code = 0, index = 0;
+    for (int len = 1; len <= kMaxLen; ++len) {
+        book.first_code[len] = code;
+        book.first_index[len] = index;
+        code = (code + book.count[len]) << 1;
+        index += book.count[len];
+    }
+    book.sorted_symbols.assign(index, 0);
+    std::array<uint32_t, kMaxLen + 1> next{};
+    for (int len = 1; len <= kMaxLen; ++len) next[len] = book.first_index[len];
+    for (uint32_t s = 0; s < alphabet; ++s) {
+        const uint32_t len = book.lengths[s];
+        if (len == 0) continue;
+        const uint32_t rank = next[len]++;
+        book.sorted_symbols[rank] = static_cast<uint16_t>(s);
+        book.codes[s] = book.first_code[len] + (rank - book.first_index[len]);
+    }
+}
+
+void check_book_shape(const HuffmanCodebook& book) {
+    GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet &&
+                  book.lengths.size() == book.alphabet_size && book.codes.size() == book.alphabet_size &&
+                  book.first_code.size() == kMaxLen + 1 && book.first_index.size() == kMaxLen + 1 &&
+                  book.count.size() == kMaxLen + 1 && book.max_length <= kMaxLen && book.max_length >= 1,
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook is not initialized");
+}
+
+uint32_t load_word(const uint8_t* p) {
+    uint32_t w;
+    std::memcpy(&w, p, sizeof w);
+    return w;  // little-endian host (asserted in byte_io.hpp)
+}
+
+struct DecodeTables {
+    std::array<uint32_t, 1u << kLutBits> lut{};  // (symbol << 8) | length; 0 = code longer than kLutBits or invalid
+    // limit[l]: end of the length-l codes in a left-aligned kMaxLen-bit window.
+    std::array<uint32_t, kMaxLen + 1> limit{};
+};
+
+DecodeTables build_decode_tables(const HuffmanCodebook& book) {
+    DecodeTables t;
+    for (int len = 1; len <= kMaxLen; ++len)
+        t.limit[len] = (book.first_code[len] + book.count[len]) << (kMaxLen - len);
+    for (int len = 1; len <= kLutBits; ++len) {
+        for (uint32_t i = 0; i < book.count[len]; ++i) {
+            const uint32_t code = book.first_code[len] + i;
+            const uint32_t entry = (uint32_t{book.sorted_symbols[book.first_index[len] + i]} << 8) | len;
+            const uint32_t shift = kLutBits - len;
+            std::fill(t.lut.begin() + (code << shift), t.lut.begin() + ((code + 1) << shift), entry);
+        }
+    }
+    return t;
+}
+
+enum class ChunkResult : uint8_t { ok, bad_code, wrong_length, nonzero_padding };
+
+// Decodes one chunk.  The 64-bit buffer holds the next bits MSB-first and
+// keeps >= kMaxLen valid bits before each symbol; past the chunk's last word it
+// is fed zeros, so overruns show up only in the final bit count.
+ChunkResult decode_chunk(const HuffmanCodebook& book, const DecodeTables& t, const uint8_t* words,
+                         uint64_t num_words, uint32_t num_bits, uint16_t* out, uint32_t num_symbols) {
+    uint64_t buf = 0;
+    int avail = 0;
+    uint64_t next_word = 0;
+    for (uint32_t i = 0; i < num_symbols; ++i) {
+        if (avail <= 32) {
+            const uint64_t w = next_word < num_words ? load_word(words + 4 * next_word) : 0;
+            ++next_word;
+            buf |= w << (32 - avail);
+            avail += 32;
+        }
+        const uint32_t entry = t.lut[buf >> (64 - kLutBits)];
+        uint32_t len;
+        if (entry != 0) {
+            len = entry & 0xFF;
+            out[i] = static_cast<uint16_t>(entry >> 8);
+        } else {
+            const auto window = static_cast<uint32_t>(buf >> (64 - kMaxLen));
+            len = kLutBits + 1;
+            while (len <= book.max_length && window >= t.limit[len]) ++len;
+            if (len > book.max_length) return ChunkResult::bad_code;
+            const uint32_t rank = book.first_index[len] + (window >> (kMaxLen - len)) - book.first_code[len];
+            out[i] = book.sorted_symbols[rank];
+        }
+        buf <<= len;
+        avail -= static_cast<int>(len);
+    }
+    if (next_word * 32 - static_cast<uint64_t>(avail) != num_bits) return ChunkResult::wrong_length;
+    // Zero padding keeps every valid stream canonical (byte-identical on re-encode).
+    if (num_bits % 32 != 0 && (load_word(words + 4 * (num_words - 1)) << (num_bits % 32)) != 0)
+        return ChunkResult::nonzero_padding;
+    return ChunkResult::ok;
+}
+
+}  // namespace
+
+std::vector<uint64_t> histogram_cpu(std::span<const uint16_t> symbols, uint32_t alphabet_size, int num_threads) {
+    GSZ_CHECK(alphabet_size >= 1 && alphabet_size <= kHuffmanMaxAlphabet, GSZ_STATUS_INVALID_ARGUMENT,
+              "histogram: alphabet size %u out of [1, %u]", alphabet_size, kHuffmanMaxAlphabet);
+    const int threads = resolve_threads(num_threads);
+    const size_t n = symbols.size();
+    // Bin `alphabet_size` collects out-of-range symbols so the loop needs no
+    // branch.  Small alphabets get 4 interleaved tables: skewed data hits one
+    // bin over and over, and a single counter serializes on store forwarding.
+    const size_t bins = size_t{alphabet_size} + 1;
+    const int ways = alphabet_size <= 4096 ? 4 : 1;
+    std::vector<std::vector<uint64_t>> partial(static_cast<size_t>(threads));
+#pragma omp parallel num_threads(threads)
+    {
+        const auto tid = static_cast<size_t>(omp_get_thread_num());
+        const auto nt = static_cast<size_t>(omp_get_num_threads());
+        const size_t begin = n * tid / nt, end = n * (tid + 1) / nt;
+        std::vector<uint64_t> h(bins * ways, 0);
+        uint64_t* t0 = h.data();
+        uint64_t* t1 = h.data() + bins * (ways > 1);
+        uint64_t* t2 = h.data() + bins * 2 * (ways > 1);
+        uint64_t* t3 = h.data() + bins * 3 * (ways > 1);
+        const uint16_t* s = symbols.data();
+        const uint32_t cap = alphabet_size;
+        size_t i = begin;
+        for (; i + 4 <= end; i += 4) {
+            ++t0[std::min<uint32_t>(s[i], cap)];
+            ++t1[std::min<uint32_t>(s[i + 1], cap)];
+            ++t2[std::min<uint32_t>(s[i + 2], cap)];
+            ++t3[std::min<uint32_t>(s[i + 3], cap)];
+        }
+        for (; i < end; ++i) ++t0[std::min<uint32_t>(s[i], cap)];
+        for (int w = 1; w < ways; ++w)
+            for (size_t b = 0; b < bins; ++b) h[b] += h[w * bins + b];
+        h.resize(bins);
+        partial[tid] = std::move(h);
+    }
+    std::vector<uint64_t> hist(bins, 0);
+    for (const auto& h : partial)  // fixed order; empty when the runtime gave fewer threads
+        for (size_t b = 0; b < h.size(); ++b) hist[b] += h[b];
+    GSZ_CHECK(hist[alphabet_size] == 0, GSZ_STATUS_INVALID_ARGUMENT,
+              "histogram: %llu symbols are >= alphabet size %u",
+              static_cast<unsigned long long>(hist[alphabet_size]), alphabet_size);
+    hist.pop_back();
+    return hist;
+}
+
+HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
+    GSZ_CHECK(!histogram.empty() && histogram.size() <= kHuffmanMaxAlphabet, GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: alphabet size %zu out of [1, %u]", histogram.size(), kHuffmanMaxAlphabet);
+    const auto alphabet = static_cast<uint32_t>(histogram.size());
+    std::vector<uint64_t> weight(histogram.begin(), histogram.end());
+    std::vector<uint16_t> used;
+    for (uint32_t s = 0; s < alphabet; ++s)
+        if (weight[s] != 0) used.push_back(static_cast<uint16_t>(s));
+    GSZ_CHECK(!used.empty(), GSZ_STATUS_INVALID_ARGUMENT, "huffman: histogram is empty");
+
+    auto halve = [&] {
+        for (uint16_t s : used) weight[s] = std::max<uint64_t>(1, weight[s] >> 1);
+    };
+    // Merged weights are bounded by the total: keep it within 64 bits.
+    auto total_fits = [&] {
+        uint64_t total = 0;
+        for (uint16_t s : used)
+            if (__builtin_add_overflow(total, weight[s], &total)) return false;
+        return true;
+    };
+    while (!total_fits()) halve();
+
+    HuffmanCodebook book;
+    book.alphabet_size = alphabet;
+    if (used.size() == 1) {
+        book.lengths.assign(alphabet, 0);
+        book.lengths[used[0]] = 1;
+    } else {
+        // Terminates: with all weights 1 the depth is ceil(log2(65536)) = 16.
+        for (;;) {
+            book.lengths = huffman_lengths(weight, used);
+            if (*std::max_element(book.lengths.begin(), book.lengths.end()) <= kMaxLen) break;
+            halve();
+        }
+    }
+    assign_canonical(book);
+    return book;
+}
+
+void huffman_codebook_write(const HuffmanCodebook& book, ByteWriter& out) {
+    GSZ_CHECK(book.lengths.size() == book.alphabet_size && book.alphabet_size >= 1 &&
+                  book.alphabet_size <= kHuffmanMaxAlphabet,
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook is not initialized");
+    uint32_t num_used = 0;
+    for (uint8_t len : book.lengths) num_used += len != 0;
+    out.put<uint32_t>(book.alphabet_size);
+    out.put<uint32_t>(num_used);
+    for (uint32_t s = 0; s < book.alphabet_size; ++s) {
+        if (book.lengths[s] == 0) continue;
+        out.put<uint16_t>(static_cast<uint16_t>(s));
+        out.put<uint8_t>(book.lengths[s]);
+    }
+}
+
+HuffmanCodebook huffman_codebook_read(ByteReader& in, uint32_t max_alphabet) {
+    max_alphabet = std::min(max_alphabet, kHuffmanMaxAlphabet);
+    const auto alphabet = in.get<uint32_t>("huffman alphabet size");
+    GSZ_CHECK(alphabet >= 1 && alphabet <= max_alphabet, GSZ_STATUS_CORRUPT,
+              "huffman codebook: alphabet size %u out of [1, %u]", alphabet, max_alphabet);
+    const auto num_used = in.get<uint32_t>("huffman used symbols");
+    GSZ_CHECK(num_used >= 1 && num_used <= alphabet, GSZ_STATUS_CORRUPT,
+              "huffman codebook: %u used symbols out of [1, %u]", num_used, alphabet);
+    GSZ_CHECK(num_used <= in.remaining() / 3, GSZ_STATUS_CORRUPT,
+              "huffman codebook: truncated (%u entries, %zu bytes left)", num_used, in.remaining());
+
+    HuffmanCodebook book;
+    book.alphabet_size = alphabet;
+    book.lengths.assign(alphabet, 0);
+    uint64_t kraft = 0;  // sum of 2^(24 - len); at most 65536 * 2^23, no overflow
+    int64_t previous = -1;
+    for (uint32_t i = 0; i < num_used; ++i) {
+        const auto symbol = in.get<uint16_t>("huffman symbol");
+        const auto len = in.get<uint8_t>("huffman code length");
+        GSZ_CHECK(symbol > previous && symbol < alphabet, GSZ_STATUS_CORRUPT,
+                  "huffman codebook: symbol %u out of order or >= %u", symbol, alphabet);
+        GSZ_CHECK(len >= 1 && len <= kMaxLen, GSZ_STATUS_CORRUPT,
+                  "huffman codebook: symbol %u has length %u", symbol, len);
+        previous = symbol;
+        book.lengths[symbol] = len;
+        kraft += uint64_t{1} << (kMaxLen - len);
+    }
+    GSZ_CHECK(kraft <= (uint64_t{1} << kMaxLen), GSZ_STATUS_CORRUPT,
+              "huffman codebook: code lengths violate the Kraft inequality");
+    GSZ_CHECK(num_used > 1 || book.lengths[previous] == 1, GSZ_STATUS_CORRUPT,
+              "huffman codebook: a single symbol must have a 1-bit code");
+    assign_canonical(book);
+    return book;
+}
+
+HuffmanStream huffman_encode_cpu(const HuffmanCodebook& book, std::span<const uint16_t> symbols,
+                                 uint32_t chunk_symbols, int num_threads) {
+    check_book_shape(book);
+    GSZ_CHECK(chunk_symbols >= 1 && chunk_symbols <= kMaxChunkSymbols, GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: chunk size %u out of [1, %u]", chunk_symbols, kMaxChunkSymbols);
+    const int threads = resolve_threads(num_threads);
+    const size_t n = symbols.size();
+    const size_t num_chunks = n / chunk_symbols + (n % chunk_symbols != 0);
+    GSZ_CHECK(num_chunks <= std::numeric_limits<uint32_t>::max(), GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: %zu chunks do not fit the u32 chunk count", num_chunks);
+
+    // Every uint16 value indexes these; 0 length marks symbols outside the book.
+    std::vector<uint8_t> len_of(size_t{1} << 16, 0);
+    std::copy(book.lengths.begin(), book.lengths.end(), len_of.begin());
+    std::vector<uint32_t> code_of(size_t{1} << 16, 0);
+    std::copy(book.codes.begin(), book.codes.end(), code_of.begin());
+
+    HuffmanStream stream;
+    stream.num_symbols = n;
+    stream.chunk_symbols = chunk_symbols;
+    stream.chunk_bits.assign(num_chunks, 0);
+
+    // Pass 1: bits per chunk (fits u32: at most 2^20 * 24), and unknown symbols.
+    bool unknown = false;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(|| : unknown)
+    for (size_t c = 0; c < num_chunks; ++c) {
+        const size_t begin = c * chunk_symbols, end = std::min(n, begin + chunk_symbols);
+        uint32_t bits = 0;
+        bool zero = false;
+        for (size_t i = begin; i < end; ++i) {
+            const uint32_t len = len_of[symbols[i]];
+            bits += len;
+            zero |= len == 0;
+        }
+        stream.chunk_bits[c] = bits;
+        unknown = unknown || zero;
+    }
+    GSZ_CHECK(!unknown, GSZ_STATUS_INVALID_ARGUMENT, "huffman: a symbol has no code in the codebook");
+
+    std::vector<uint64_t> offset(num_chunks + 1, 0);
+    for (size_t c = 0; c < num_chunks; ++c) offset[c + 1] = offset[c] + (stream.chunk_bits[c] + 31) / 32;
+    stream.words.assign(offset[num_chunks], 0);
+
+    // Pass 2: pack MSB-first.  `acc` holds `pending` (< 32) unwritten bits
+    // right-aligned; bits above them are stale and dropped by the u32 cast.
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t c = 0; c < num_chunks; ++c) {
+        const size_t begin = c * chunk_symbols, end = std::min(n, begin + chunk_symbols);
+        uint32_t* dst = stream.words.data() + offset[c];
+        uint64_t acc = 0;
+        uint32_t pending = 0;
+        for (size_t i = begin; i < end; ++i) {
+            const uint16_t s = symbols[i];
+            const uint32_t len = len_of[s];
+            acc = (acc << len) | code_of[s];
+            pending += len;
+            if (pending >= 32) {
+                pending -= 32;
+                *dst++ = static_cast<uint32_t>(acc >> pending);
+            }
+        }
+        if (pending > 0) *dst = static_cast<uint32_t>(acc << (32 - pending));
+    }
+    return stream;
+}
+
+void huffman_chunks_write(const HuffmanStream& stream, ByteWriter& out) {
+    out.put<uint64_t>(stream.num_symbols);
+    out.put<uint32_t>(stream.chunk_symbols);
+    out.put<uint32_t>(static_cast<uint32_t>(stream.chunk_bits.size()));
+    out.put_array<uint32_t>(stream.chunk_bits);
+}
+
+void huffman_bitstream_write(const HuffmanStream& stream, ByteWriter& out) {
+    out.put_array<uint32_t>(stream.words);
+}
+
+HuffmanStreamView huffman_stream_read(std::span<const uint8_t> chunks_section,
+                                      std::span<const uint8_t> bitstream_section, uint64_t expected_symbols) {
+    ByteReader in(chunks_section, "huffman chunks");
+    HuffmanStreamView view;
+    view.num_symbols = in.get<uint64_t>("symbol count");
+    view.chunk_symbols = in.get<uint32_t>("chunk size");
+    const auto num_chunks = in.get<uint32_t>("chunk count");
+    GSZ_CHECK(view.num_symbols == expected_symbols, GSZ_STATUS_CORRUPT,
+              "huffman chunks: %llu symbols, expected %llu", static_cast<unsigned long long>(view.num_symbols),
+              static_cast<unsigned long long>(expected_symbols));
+    GSZ_CHECK(view.chunk_symbols >= 1 && view.chunk_symbols <= kMaxChunkSymbols, GSZ_STATUS_CORRUPT,
+              "huffman chunks: chunk size %u out of [1, %u]", view.chunk_symbols, kMaxChunkSymbols);
+    const uint64_t want_chunks =
+        view.num_symbols / view.chunk_symbols + (view.num_symbols % view.chunk_symbols != 0);
+    GSZ_CHECK(num_chunks == want_chunks, GSZ_STATUS_CORRUPT, "huffman chunks: %u chunks, expected %llu",
+              num_chunks, static_cast<unsigned long long>(want_chunks));
+    GSZ_CHECK(in.remaining() == uint64_t{num_chunks} * 4, GSZ_STATUS_CORRUPT,
+              "huffman chunks: %zu bytes of bit counts for %u chunks", in.remaining(), num_chunks);
+    view.chunk_bits = in.get_array<uint32_t>(num_chunks, "chunk bit counts");
+    in.expect_end();
+
+    GSZ_CHECK(bitstream_section.size() % 4 == 0, GSZ_STATUS_CORRUPT,
+              "huffman bitstream: %zu bytes is not whole 32-bit words", bitstream_section.size());
+    view.chunk_word_offset.resize(size_t{num_chunks} + 1);
+    view.chunk_word_offset[0] = 0;
+    for (uint32_t c = 0; c < num_chunks; ++c) {
+        const uint64_t in_chunk = std::min<uint64_t>(view.chunk_symbols,
+                                                     view.num_symbols - uint64_t{c} * view.chunk_symbols);
+        const uint32_t bits = view.chunk_bits[c];
+        GSZ_CHECK(bits >= in_chunk && bits <= in_chunk * kMaxLen, GSZ_STATUS_CORRUPT,
+                  "huffman chunks: chunk %u has %u bits for %llu symbols", c, bits,
+                  static_cast<unsigned long long>(in_chunk));
+        view.chunk_word_offset[c + 1] = view.chunk_word_offset[c] + (uint64_t{bits} + 31) / 32;
+    }
+    GSZ_CHECK(view.chunk_word_offset[num_chunks] == bitstream_section.size() / 4, GSZ_STATUS_CORRUPT,
+              "huffman bitstream: %zu words, chunk table needs %llu", bitstream_section.size() / 4,
+              static_cast<unsigned long long>(view.chunk_word_offset[num_chunks]));
+    view.words = bitstream_section;
+    return view;
+}
+
+void huffman_decode_cpu(const HuffmanCodebook& book, const HuffmanStreamView& stream, std::span<uint16_t> out,
+                        int num_threads) {
+    check_book_shape(book);
+    GSZ_CHECK(out.size() == stream.num_symbols, GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: output holds %zu symbols, stream has %llu", out.size(),
+              static_cast<unsigned long long>(stream.num_symbols));
+    const size_t num_chunks = stream.chunk_bits.size();
+    // The view's fields are public: re-check what the loop relies on (cheap, per chunk).
+    bool consistent = stream.chunk_symbols >= 1 && stream.chunk_word_offset.size() == num_chunks + 1 &&
+                      stream.chunk_word_offset[0] == 0 &&
+                      num_chunks == stream.num_symbols / stream.chunk_symbols +
+                                        (stream.num_symbols % stream.chunk_symbols != 0);
+    for (size_t c = 0; consistent && c < num_chunks; ++c)
+        consistent = stream.chunk_bits[c] >= 1 &&
+                     stream.chunk_word_offset[c + 1] - stream.chunk_word_offset[c] ==
+                         (uint64_t{stream.chunk_bits[c]} + 31) / 32;
+    GSZ_CHECK(consistent && stream.chunk_word_offset[num_chunks] <= stream.words.size() / 4,
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: stream view is inconsistent");
+    const int threads = resolve_threads(num_threads);
+    const DecodeTables tables = build_decode_tables(book);
+
+    // Exceptions must not leave the parallel region: record per-chunk results
+    // and report the first failing chunk afterwards (deterministic message).
+    std::vector<ChunkResult> result(num_chunks, ChunkResult::ok);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
+    for (size_t c = 0; c < num_chunks; ++c) {
+        const uint64_t begin = uint64_t{c} * stream.chunk_symbols;
+        const auto count = static_cast<uint32_t>(std::min<uint64_t>(stream.chunk_symbols, stream.num_symbols - begin));
+        const uint64_t first_word = stream.chunk_word_offset[c];
+        result[c] = decode_chunk(book, tables, stream.words.data() + 4 * first_word,
+                                 stream.chunk_word_offset[c + 1] - first_word, stream.chunk_bits[c],
+                                 out.data() + begin, count);
+    }
+    for (size_t c = 0; c < num_chunks; ++c) {
+        static constexpr const char* kWhy[] = {"ok", "an invalid codeword", "a bit count mismatch",
+                                               "nonzero padding bits"};
+        GSZ_CHECK(result[c] == ChunkResult::ok, GSZ_STATUS_CORRUPT, "huffman bitstream: chunk %zu has %s", c,
+                  kWhy[static_cast<int>(result[c])]);
+    }
+}
+
+}  // namespace gsz::encode

@@ -1,0 +1,84 @@
+// The gsz archive container: a fixed header, a section table and the sections.
+// This layer knows bytes, not predictors: it validates lengths, offsets,
+// versions and checksums, and hands out views of section payloads.
+// Layout and every field are specified in docs/FORMAT.md.
+#pragma once
+
+#include <gsz/gsz.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace gsz::format {
+
+inline constexpr uint8_t kFormatVersion = 1;
+inline constexpr size_t kHeaderBytes = 128;
+inline constexpr size_t kSectionEntryBytes = 32;
+inline constexpr uint32_t kMaxSections = 64;
+
+enum class SectionKind : uint32_t {
+    pipeline_params = 1,    // pipeline-specific parameters (layout per pipeline, FORMAT.md)
+    huffman_codebook = 2,   // code lengths of the used symbols
+    huffman_chunks = 3,     // per-chunk bit counts of the Huffman bitstream
+    huffman_bitstream = 4,  // the encoded quant-codes, 32-bit words
+    outlier_values = 5,     // exact original values of the outliers, in stream order
+    zstd_values = 6,        // lossless pipeline: zstd frame of the raw values
+};
+
+const char* section_kind_name(SectionKind kind);
+
+struct Header {
+    uint8_t format_version = kFormatVersion;
+    gsz_dtype dtype = GSZ_DTYPE_F32;
+    uint32_t rank = 1;
+    uint64_t dims[GSZ_MAX_RANK] = {1, 1, 1, 1};  // fastest first; entries >= rank are 1
+    gsz_error_mode error_mode = GSZ_ERROR_ABS;
+    gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO;
+    double error_bound = 0;       // as given by the user
+    double error_bound_abs = 0;   // absolute bound applied
+    double value_min = 0;         // finite range of the input (NaN when none)
+    double value_max = 0;
+
+    uint64_t num_elements() const;  // product of dims (validated not to overflow)
+    size_t element_bytes() const { return dtype == GSZ_DTYPE_F64 ? 8 : 4; }
+};
+
+struct SectionData {          // what a writer hands in
+    SectionKind kind;
+    std::span<const uint8_t> bytes;
+};
+
+struct Section {              // what a reader hands out: a view into the archive
+    SectionKind kind;
+    std::span<const uint8_t> bytes;
+};
+
+struct Archive {
+    Header header;
+    std::vector<Section> sections;
+
+    bool has(SectionKind kind) const;
+    // Payload of a required section; GSZ_STATUS_CORRUPT if it is missing.
+    std::span<const uint8_t> section(SectionKind kind) const;
+};
+
+// Checks that a header describes a valid array (dtype, rank, dims, bounds);
+// throws gsz::Error(GSZ_STATUS_INVALID_ARGUMENT / CORRUPT) naming the field.
+void header_validate(const Header& header, gsz_status status_on_error);
+
+// Serialize header + section table + sections, with all checksums.
+std::vector<uint8_t> archive_write(const Header& header, std::span<const SectionData> sections);
+
+// Validate everything (magic, version, header checksum, reserved fields, dims,
+// section table bounds and order, section checksums, no trailing bytes)
+// before returning views into `bytes`.  Throws gsz::Error on any failure:
+// GSZ_STATUS_UNSUPPORTED for an unknown version or pipeline, else
+// GSZ_STATUS_CORRUPT.  Never allocates more than the section table.
+Archive archive_parse(std::span<const uint8_t> bytes);
+
+// XXH64 (seed 0) used for all archive checksums.
+uint64_t checksum64(std::span<const uint8_t> bytes);
+
+}  // namespace gsz::format

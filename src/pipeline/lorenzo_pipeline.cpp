@@ -1,0 +1,149 @@
+// The lorenzo pipeline (cuSZ): lattice + Lorenzo -> quant-codes and exact
+// outliers -> histogram -> canonical Huffman -> chunked bitstream.
+#include "pipeline/pipeline.hpp"
+
+#include "encode/huffman.hpp"
+#include "predict/lorenzo/lorenzo.hpp"
+#include "runtime/byte_io.hpp"
+#include "runtime/status.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace gsz::pipeline {
+
+namespace {
+
+// Symbols per Huffman chunk: the chunk table costs 32 bits and the word
+// alignment ~16 bits per chunk, i.e. ~0.012 bits/value at 4096.
+constexpr uint32_t kHuffmanChunkSymbols = 4096;
+
+struct LorenzoParams {
+    uint32_t radius = 0;
+    uint32_t chunk[3] = {1, 1, 1};
+    uint32_t lorenzo_rank = 1;
+    uint32_t huffman_chunk_symbols = 0;
+    uint64_t num_outliers = 0;
+
+    void write(ByteWriter& out) const {
+        out.put(radius);
+        for (uint32_t c : chunk) out.put(c);
+        out.put(lorenzo_rank);
+        out.put(huffman_chunk_symbols);
+        out.put(num_outliers);
+    }
+    static LorenzoParams read(std::span<const uint8_t> bytes) {
+        ByteReader in(bytes, "pipeline_params");
+        LorenzoParams p;
+        p.radius = in.get<uint32_t>("radius");
+        for (uint32_t& c : p.chunk) c = in.get<uint32_t>("chunk extent");
+        p.lorenzo_rank = in.get<uint32_t>("lorenzo rank");
+        p.huffman_chunk_symbols = in.get<uint32_t>("huffman chunk symbols");
+        p.num_outliers = in.get<uint64_t>("outlier count");
+        in.expect_end();
+        GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, GSZ_STATUS_CORRUPT, "pipeline_params: radius %u out of range",
+                  p.radius);
+        return p;
+    }
+};
+
+template <class T>
+std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Header& header, const T* data) {
+    const int threads = params.num_threads;
+    const predict::LorenzoLayout layout = predict::lorenzo_layout(header.rank, header.dims);
+    const auto quant = predict::QuantParams::from_bound(header.error_bound_abs, params.radius);
+
+    predict::LorenzoCodes<T> lc;
+    predict::lorenzo_encode_cpu(data, layout, quant, lc, threads);
+
+    const uint32_t alphabet = 2 * params.radius;
+    const auto histogram = encode::histogram_cpu(lc.codes, alphabet, threads);
+    const auto book = encode::huffman_build(histogram);
+    const auto stream = encode::huffman_encode_cpu(book, lc.codes, kHuffmanChunkSymbols, threads);
+    lc.codes = {};  // the largest buffer; free it before the archive is assembled
+
+    LorenzoParams lp;
+    lp.radius = params.radius;
+    for (int d = 0; d < 3; ++d) lp.chunk[d] = layout.chunk[d];
+    lp.lorenzo_rank = layout.rank;
+    lp.huffman_chunk_symbols = kHuffmanChunkSymbols;
+    lp.num_outliers = lc.outliers.size();
+
+    ByteWriter params_bytes, book_bytes, chunk_bytes, bit_bytes, outlier_bytes;
+    lp.write(params_bytes);
+    encode::huffman_codebook_write(book, book_bytes);
+    encode::huffman_chunks_write(stream, chunk_bytes);
+    encode::huffman_bitstream_write(stream, bit_bytes);
+    outlier_bytes.put_array(std::span<const T>(lc.outliers));
+
+    const format::SectionData sections[] = {
+        {format::SectionKind::pipeline_params, params_bytes.bytes()},
+        {format::SectionKind::huffman_codebook, book_bytes.bytes()},
+        {format::SectionKind::huffman_chunks, chunk_bytes.bytes()},
+        {format::SectionKind::huffman_bitstream, bit_bytes.bytes()},
+        {format::SectionKind::outlier_values, outlier_bytes.bytes()},
+    };
+    return format::archive_write(header, sections);
+}
+
+template <class T>
+void decompress_typed(const format::Archive& archive, T* out, int threads) {
+    const format::Header& h = archive.header;
+    GSZ_CHECK(h.error_bound_abs > 0 && std::isfinite(1.0 / (2.0 * h.error_bound_abs)), GSZ_STATUS_CORRUPT,
+              "lorenzo archive with unusable bound %g", h.error_bound_abs);
+    const LorenzoParams lp = LorenzoParams::read(archive.section(format::SectionKind::pipeline_params));
+    const uint64_t n = h.num_elements();
+
+    // The geometry the encoder derived from the header must match the stored one.
+    const predict::LorenzoLayout derived = predict::lorenzo_layout(h.rank, h.dims);
+    GSZ_CHECK(lp.lorenzo_rank == derived.rank, GSZ_STATUS_CORRUPT,
+              "pipeline_params: lorenzo rank %u, but the dims give %u", lp.lorenzo_rank, derived.rank);
+    const predict::LorenzoLayout layout = predict::lorenzo_layout_from(derived.rank, derived.dims, lp.chunk, n);
+
+    const auto outlier_section = archive.section(format::SectionKind::outlier_values);
+    GSZ_CHECK(lp.num_outliers <= n && outlier_section.size() == lp.num_outliers * sizeof(T), GSZ_STATUS_CORRUPT,
+              "outlier_values: %zu bytes for %llu outliers", outlier_section.size(),
+              static_cast<unsigned long long>(lp.num_outliers));
+
+    ByteReader book_in(archive.section(format::SectionKind::huffman_codebook), "huffman_codebook");
+    const auto book = encode::huffman_codebook_read(book_in, 2 * lp.radius);
+    book_in.expect_end();
+    // The stream view checks the symbol count against the bitstream length
+    // (>= 1 bit per symbol) before the code buffer below is allocated.
+    const auto stream = encode::huffman_stream_read(archive.section(format::SectionKind::huffman_chunks),
+                                                    archive.section(format::SectionKind::huffman_bitstream), n);
+    GSZ_CHECK(stream.chunk_symbols == lp.huffman_chunk_symbols, GSZ_STATUS_CORRUPT,
+              "huffman_chunks: chunk of %u symbols, pipeline_params says %u", stream.chunk_symbols,
+              lp.huffman_chunk_symbols);
+
+    std::vector<uint16_t> codes(n);
+    encode::huffman_decode_cpu(book, stream, codes, threads);
+
+    std::vector<T> outliers(lp.num_outliers);
+    if (!outliers.empty()) std::memcpy(outliers.data(), outlier_section.data(), outlier_section.size());
+
+    const auto quant = predict::QuantParams::from_bound(h.error_bound_abs, lp.radius);
+    predict::lorenzo_decode_cpu<T>(codes, outliers, layout, quant, out, threads);
+}
+
+}  // namespace
+
+std::vector<uint8_t> lorenzo_compress(const gsz_params& params, const format::Header& header, const void* data) {
+    if (header.dtype == GSZ_DTYPE_F32) return compress_typed(params, header, static_cast<const float*>(data));
+    return compress_typed(params, header, static_cast<const double*>(data));
+}
+
+void lorenzo_decompress(const format::Archive& archive, void* out, int num_threads) {
+    if (archive.header.dtype == GSZ_DTYPE_F32)
+        decompress_typed(archive, static_cast<float*>(out), num_threads);
+    else
+        decompress_typed(archive, static_cast<double*>(out), num_threads);
+}
+
+void lorenzo_describe(const format::Archive& archive, gsz_archive_info& info) {
+    const LorenzoParams lp = LorenzoParams::read(archive.section(format::SectionKind::pipeline_params));
+    info.radius = lp.radius;
+    info.num_outliers = lp.num_outliers;
+}
+
+}  // namespace gsz::pipeline

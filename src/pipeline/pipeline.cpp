@@ -1,0 +1,114 @@
+#include "pipeline/pipeline.hpp"
+
+#include "encode/huffman.hpp"
+#include "runtime/status.hpp"
+
+#include <zstd.h>
+
+#include <cmath>
+
+namespace gsz::pipeline {
+
+size_t dtype_bytes(gsz_dtype dtype) { return dtype == GSZ_DTYPE_F64 ? 8 : 4; }
+
+void params_validate(const gsz_params& p) {
+    constexpr gsz_status bad = GSZ_STATUS_INVALID_ARGUMENT;
+    GSZ_CHECK(p.dtype == GSZ_DTYPE_F32 || p.dtype == GSZ_DTYPE_F64, bad, "dtype %d is not f32 or f64", p.dtype);
+    GSZ_CHECK(p.rank >= 1 && p.rank <= GSZ_MAX_RANK, bad, "rank %u is not in 1..4", p.rank);
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < p.rank; ++d) {
+        GSZ_CHECK(p.dims[d] >= 1, bad, "dimension %u is 0", d);
+        GSZ_CHECK(!__builtin_mul_overflow(n, p.dims[d], &n), bad, "dims product overflows 64 bits");
+    }
+    GSZ_CHECK(n <= (uint64_t{1} << 62) / dtype_bytes(p.dtype), bad, "array of %llu elements is too large",
+              static_cast<unsigned long long>(n));
+    GSZ_CHECK(p.error_mode == GSZ_ERROR_ABS || p.error_mode == GSZ_ERROR_REL, bad, "error mode %d is not abs or rel",
+              p.error_mode);
+    GSZ_CHECK(std::isfinite(p.error_bound) && p.error_bound >= 0, bad,
+              "error bound %g must be finite and >= 0", p.error_bound);
+    GSZ_CHECK(p.pipeline == GSZ_PIPELINE_LORENZO || p.pipeline == GSZ_PIPELINE_STORE, bad,
+              "pipeline %d is not available", p.pipeline);
+    GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, bad, "radius %u is not in 1..32768", p.radius);
+    GSZ_CHECK(p.device == GSZ_DEVICE_AUTO || p.device == GSZ_DEVICE_CPU || p.device == GSZ_DEVICE_CUDA, bad,
+              "device %d is not auto, cpu or cuda", p.device);
+}
+
+uint64_t params_num_elements(const gsz_params& p) {
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < p.rank; ++d) n *= p.dims[d];
+    return n;
+}
+
+uint64_t compress_bound(const gsz_params& p) {
+    const uint64_t n = params_num_elements(p);
+    const uint64_t raw = n * dtype_bytes(p.dtype);
+    // A lossy archive larger than the input is replaced by the store
+    // pipeline, so the bound is the store archive's worst case.
+    const uint64_t overhead = format::kHeaderBytes + format::kMaxSections * format::kSectionEntryBytes;
+    return overhead + ZSTD_compressBound(static_cast<size_t>(raw)) + raw + 64;
+}
+
+uint64_t compress_workspace_bytes(const gsz_params& p) {
+    const uint64_t n = params_num_elements(p);
+    // codes (2 B) + bitstream (<= 3 B) + outliers + archive (<= input + zstd bound)
+    return n * (2 + 3 + 2 * dtype_bytes(p.dtype)) + (1u << 20);
+}
+
+uint64_t decompress_workspace_bytes(const format::Header& h) {
+    return h.num_elements() * 2 + (1u << 20);  // quant-codes; outliers are bounded by the archive
+}
+
+std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
+    params_validate(p);
+    format::Header h;
+    h.dtype = p.dtype;
+    h.rank = p.rank;
+    for (uint32_t d = 0; d < GSZ_MAX_RANK; ++d) h.dims[d] = d < p.rank ? p.dims[d] : 1;
+    h.error_mode = p.error_mode;
+    h.error_bound = p.error_bound;
+
+    const uint64_t n = h.num_elements();
+    const FiniteRange range = p.dtype == GSZ_DTYPE_F32
+                                  ? finite_range_cpu(static_cast<const float*>(data), n, p.num_threads)
+                                  : finite_range_cpu(static_cast<const double*>(data), n, p.num_threads);
+    h.value_min = range.min;
+    h.value_max = range.max;
+    double eb_abs = p.error_bound;
+    if (p.error_mode == GSZ_ERROR_REL) eb_abs = range.any ? p.error_bound * (range.max - range.min) : 0.0;
+    // A bound whose lattice step or reciprocal is not a finite positive double
+    // cannot drive the lattice: store losslessly (bound 0 means lossless).
+    const bool lossy = eb_abs > 0 && std::isfinite(2.0 * eb_abs) && std::isfinite(1.0 / (2.0 * eb_abs));
+    h.error_bound_abs = lossy ? eb_abs : 0.0;
+
+    if (!lossy || p.pipeline == GSZ_PIPELINE_STORE) {
+        h.pipeline = GSZ_PIPELINE_STORE;
+        return store_compress(h, data);
+    }
+    h.pipeline = GSZ_PIPELINE_LORENZO;
+    std::vector<uint8_t> archive = lorenzo_compress(p, h, data);
+    if (archive.size() > n * dtype_bytes(p.dtype)) {
+        // Incompressible at this bound: the lossless archive is smaller.
+        format::Header store = h;
+        store.pipeline = GSZ_PIPELINE_STORE;
+        store.error_bound_abs = 0;
+        std::vector<uint8_t> stored = store_compress(store, data);
+        if (stored.size() < archive.size()) return stored;
+    }
+    return archive;
+}
+
+void decompress(const format::Archive& archive, void* out, int num_threads) {
+    switch (archive.header.pipeline) {
+        case GSZ_PIPELINE_STORE: return store_decompress(archive, out);
+        case GSZ_PIPELINE_LORENZO: return lorenzo_decompress(archive, out, num_threads);
+    }
+    fail(GSZ_STATUS_UNSUPPORTED, format_message("pipeline %d is not supported", archive.header.pipeline));
+}
+
+void describe(const format::Archive& archive, gsz_archive_info& info) {
+    info.radius = 0;
+    info.num_outliers = 0;
+    if (archive.header.pipeline == GSZ_PIPELINE_LORENZO) lorenzo_describe(archive, info);
+}
+
+}  // namespace gsz::pipeline

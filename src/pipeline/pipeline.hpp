@@ -1,0 +1,54 @@
+// The pipelines: the only place that knows the order of the stages.
+//   lorenzo: finite range -> lattice + Lorenzo + quant-codes/outliers ->
+//            histogram -> canonical Huffman -> chunked bitstream -> archive
+//   store:   zstd of the raw values (lossless; also the fallback when a lossy
+//            archive would be larger than the input)
+#pragma once
+
+#include "format/archive.hpp"
+
+#include <gsz/gsz.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gsz::pipeline {
+
+struct FiniteRange {
+    double min = 0, max = 0;
+    bool any = false;   // false when no value is finite
+};
+
+template <class T>
+FiniteRange finite_range_cpu(const T* data, uint64_t count, int num_threads);
+
+// Throws GSZ_STATUS_INVALID_ARGUMENT naming the first bad field.
+void params_validate(const gsz_params& params);
+uint64_t params_num_elements(const gsz_params& params);   // after validation
+size_t dtype_bytes(gsz_dtype dtype);
+
+// Worst-case archive size (see gsz_compress_bound).
+uint64_t compress_bound(const gsz_params& params);
+
+// Scratch memory compression/decompression need besides input and output,
+// for the context's memory limit.
+uint64_t compress_workspace_bytes(const gsz_params& params);
+uint64_t decompress_workspace_bytes(const format::Header& header);
+
+std::vector<uint8_t> compress(const gsz_params& params, const void* data);
+
+// `out` holds header.num_elements() values of header.dtype.
+void decompress(const format::Archive& archive, void* out, int num_threads);
+
+// Pipeline-specific facts for gsz_archive_inspect (radius, outlier count).
+void describe(const format::Archive& archive, gsz_archive_info& info);
+
+// Stage recipes, one per pipeline.
+std::vector<uint8_t> lorenzo_compress(const gsz_params& params, const format::Header& header, const void* data);
+void lorenzo_decompress(const format::Archive& archive, void* out, int num_threads);
+void lorenzo_describe(const format::Archive& archive, gsz_archive_info& info);
+
+std::vector<uint8_t> store_compress(const format::Header& header, const void* data);
+void store_decompress(const format::Archive& archive, void* out);
+
+}  // namespace gsz::pipeline

@@ -1,0 +1,111 @@
+// Per-element arithmetic of the Lorenzo predictor with dual quantization
+// (cuSZ, PACT'20 §3.1; reference-algorithms.md §1), shared by host and device.
+//
+// A value x sits on the integer lattice of step 2·eb: q = rint(x · r) with
+// r = 1/(2·eb) in double.  Every product here is a single IEEE operation, so
+// there is nothing for a compiler to contract into an FMA.  Residuals between
+// neighbours are exact integer differences, so the decoder rebuilds the very
+// same q and hence the very same reconstructed value T(q · 2·eb), which the
+// encoder has already checked against the bound.
+#pragma once
+
+#include "runtime/host_device.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+namespace gsz::predict {
+
+template <class T>
+struct LatticeLimits;
+// |x·r| must stay below 2^23 (f32) / 2^52 (f64): beyond, the lattice value no
+// longer carries the fraction that rounding needs, and neighbour sums could
+// leave the range the GPU backend computes in.
+template <>
+struct LatticeLimits<float> {
+    static constexpr double max_abs = 8388608.0;  // 2^23
+};
+template <>
+struct LatticeLimits<double> {
+    static constexpr double max_abs = 4503599627370496.0;  // 2^52
+};
+
+struct QuantParams {
+    double eb = 0;      // absolute bound, > 0
+    double ebx2 = 0;    // 2·eb (exact in binary floating point)
+    double r = 0;       // 1 / (2·eb), rounded once, in double
+    int64_t radius = 512;
+
+    static QuantParams from_bound(double eb_abs, uint32_t radius) {
+        QuantParams p;
+        p.eb = eb_abs;
+        p.ebx2 = 2.0 * eb_abs;
+        p.r = 1.0 / p.ebx2;
+        p.radius = radius;
+        return p;
+    }
+};
+
+// Lattice value of x.  Returns false (and q = 0) when x is not finite or too
+// far out for the lattice: such a value can only be stored exactly.
+template <class T>
+GSZ_HD bool lattice_of(T x, double r, int64_t& q) {
+    const double v = static_cast<double>(x) * r;
+    if (!(::fabs(v) < LatticeLimits<T>::max_abs)) {  // also false for NaN
+        q = 0;
+        return false;
+    }
+    q = static_cast<int64_t>(::rint(v));  // ties to even, same on host and device
+    return true;
+}
+
+template <class T>
+GSZ_HD T lattice_value(int64_t q, double ebx2) {
+    return static_cast<T>(static_cast<double>(q) * ebx2);
+}
+
+// The bound as the user checks it: reconstructed value in T, difference in double.
+template <class T>
+GSZ_HD bool within_bound(T x, T reconstructed, double eb) {
+    return ::fabs(static_cast<double>(reconstructed) - static_cast<double>(x)) <= eb;
+}
+
+// Quantize one value: its lattice value q (what neighbours predict from) and
+// whether T(q·2eb) keeps the bound.  When it does not, the value is an
+// outlier stored exactly, but q stays the lattice value of x (0 if none),
+// which the decoder recomputes from the stored value.
+template <class T>
+GSZ_HD bool quantize(T x, const QuantParams& p, int64_t& q) {
+    if (!lattice_of(x, p.r, q)) return false;
+    return within_bound(x, lattice_value<T>(q, p.ebx2), p.eb);
+}
+
+// First-order Lorenzo prediction from the already known lattice values of the
+// backward neighbours; out-of-chunk neighbours are 0.  Arithmetic wraps
+// (unsigned) so a hostile archive cannot cause signed overflow; on valid data
+// every intermediate is far inside int64.
+GSZ_HD int64_t lorenzo_predict_1d(int64_t west) { return west; }
+
+GSZ_HD int64_t lorenzo_predict_2d(int64_t west, int64_t south, int64_t southwest) {
+    return static_cast<int64_t>(static_cast<uint64_t>(west) + static_cast<uint64_t>(south) -
+                                static_cast<uint64_t>(southwest));
+}
+
+GSZ_HD int64_t lorenzo_predict_3d(int64_t x1, int64_t y1, int64_t z1, int64_t x1y1, int64_t x1z1,
+                                  int64_t y1z1, int64_t x1y1z1) {
+    const uint64_t s = static_cast<uint64_t>(x1) + static_cast<uint64_t>(y1) + static_cast<uint64_t>(z1) -
+                       static_cast<uint64_t>(x1y1) - static_cast<uint64_t>(x1z1) -
+                       static_cast<uint64_t>(y1z1) + static_cast<uint64_t>(x1y1z1);
+    return static_cast<int64_t>(s);
+}
+
+// Quant-code of a residual: delta + radius in [1, 2·radius-1], or 0 (outlier).
+GSZ_HD uint16_t lorenzo_code(int64_t delta, int64_t radius) {
+    return (delta > -radius && delta < radius) ? static_cast<uint16_t>(delta + radius) : uint16_t{0};
+}
+
+GSZ_HD int64_t wrap_add(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+}  // namespace gsz::predict

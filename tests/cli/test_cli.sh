@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The command-line tool as a user drives it: help, round trip, refusals,
+# exit codes, no partial outputs.  Usage: test_cli.sh path/to/gsz repo_dir
+set -u
+GSZ=$1
+REPO=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0; passes=0
+ok()   { passes=$((passes + 1)); }
+bad()  { echo "FAIL: $*"; fails=$((fails + 1)); }
+expect_exit() {  # expected_code description cmd...
+    local want=$1 what=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"; local got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, wanted $want; stderr: $(cat "$T/err")"; fi
+}
+
+SAMPLE=$REPO/data/sperr_wmag_91x91x91.f32
+
+# help explains the dims order
+"$GSZ" --help >"$T/help" 2>&1 || true
+grep -q "fastest-varying first" "$T/help" && ok || bad "--help does not explain the dims order"
+"$GSZ" compress --help >"$T/help" 2>&1 || true
+for flag in -i -o -t -l -m -e -p --device --json --force --verify --radius; do
+    grep -q -- "$flag" "$T/help" && ok || bad "compress --help lacks $flag"
+done
+expect_exit 0 "--version" "$GSZ" --version
+expect_exit 2 "no subcommand" "$GSZ"
+expect_exit 2 "unknown flag" "$GSZ" compress --bogus
+
+# round trip with --verify and --json
+expect_exit 0 "compress" "$GSZ" compress -i "$SAMPLE" -o "$T/a.gsz" -t f32 -l 91x91x91 -m rel -e 1e-3 --verify --json
+python3 -c "import json,sys; j=json.load(open('$T/out')); assert j['ratio']>5 and j['bound_violations']==0 and j['psnr']>60, j" \
+    && ok || bad "compress --json: $(cat "$T/out")"
+expect_exit 0 "decompress" "$GSZ" decompress -i "$T/a.gsz" -o "$T/a.out" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['num_elements']==91**3" && ok || bad "decompress --json"
+[ "$(stat -c %s "$T/a.out")" -eq 3014284 ] && ok || bad "decompressed size"
+python3 - "$SAMPLE" "$T/a.out" "$T/a.gsz" <<'PY' && ok || bad "decompressed values outside the bound"
+import struct, sys, json, subprocess
+a = open(sys.argv[1], 'rb').read(); b = open(sys.argv[2], 'rb').read()
+n = len(a) // 4
+x = struct.unpack(f'<{n}f', a); y = struct.unpack(f'<{n}f', b)
+eb = 1e-3 * (max(x) - min(x))
+assert max(abs(p - q) for p, q in zip(x, y)) <= eb
+PY
+expect_exit 0 "info" "$GSZ" info -i "$T/a.gsz"
+grep -q "lorenzo" "$T/out" && ok || bad "info does not name the pipeline"
+expect_exit 0 "info --json" "$GSZ" info -i "$T/a.gsz" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['dims']==[91,91,91] and j['dtype']=='f32'" && ok || bad "info --json"
+
+# refusals: no overwrite without --force, output untouched
+cp "$T/a.gsz" "$T/keep.gsz"
+expect_exit 1 "overwrite refused" "$GSZ" compress -i "$SAMPLE" -o "$T/a.gsz" -t f32 -l 91x91x91 -m abs -e 0.5
+grep -q "exists" "$T/err" && ok || bad "overwrite message: $(cat "$T/err")"
+cmp -s "$T/a.gsz" "$T/keep.gsz" && ok || bad "refused overwrite changed the file"
+expect_exit 0 "overwrite with --force" "$GSZ" compress -i "$SAMPLE" -o "$T/a.gsz" -t f32 -l 91x91x91 -m abs -e 0.5 --force
+expect_exit 1 "decompress onto existing" "$GSZ" decompress -i "$T/a.gsz" -o "$T/a.out"
+
+# bad input: one-line message, exit 1, no output left behind
+expect_exit 1 "wrong size" "$GSZ" compress -i "$SAMPLE" -o "$T/w.gsz" -t f32 -l 90x91x91 -e 1e-3
+grep -q "needs" "$T/err" && ok || bad "wrong-size message: $(cat "$T/err")"
+[ ! -e "$T/w.gsz" ] && ok || bad "partial output left after failure"
+expect_exit 1 "bad dims" "$GSZ" compress -i "$SAMPLE" -o "$T/w.gsz" -t f32 -l 91xx91 -e 1e-3
+expect_exit 1 "bad type" "$GSZ" compress -i "$SAMPLE" -o "$T/w.gsz" -t f16 -l 91x91x91 -e 1e-3
+expect_exit 1 "negative bound" "$GSZ" compress -i "$SAMPLE" -o "$T/w.gsz" -t f32 -l 91x91x91 -e -1
+expect_exit 1 "missing input" "$GSZ" compress -i "$T/nope" -o "$T/w.gsz" -t f32 -l 91x91x91 -e 1e-3
+head -c 1000 "$T/keep.gsz" >"$T/trunc.gsz"
+expect_exit 1 "truncated archive" "$GSZ" decompress -i "$T/trunc.gsz" -o "$T/t.out"
+[ "$(wc -l <"$T/err")" -eq 1 ] && ok || bad "failure message is not one line: $(cat "$T/err")"
+[ ! -e "$T/t.out" ] && ok || bad "partial output left after a corrupt archive"
+expect_exit 1 "not an archive" "$GSZ" info -i "$SAMPLE"
+grep -q "not a gsz archive" "$T/err" && ok || bad "garbage message: $(cat "$T/err")"
+ls "$T" | grep -q "gsz-tmp" && bad "temporary files left behind" || ok
+
+# lossless and f64
+expect_exit 0 "lossless" "$GSZ" compress -i "$SAMPLE" -o "$T/l.gsz" -t f32 -l 91x91x91 -m abs -e 0
+expect_exit 0 "lossless back" "$GSZ" decompress -i "$T/l.gsz" -o "$T/l.out"
+cmp -s "$SAMPLE" "$T/l.out" && ok || bad "-e 0 is not lossless"
+expect_exit 0 "as 1-D" "$GSZ" compress -i "$SAMPLE" -o "$T/d.gsz" -t f32 -l 753571 -m rel -e 1e-4 --verify --threads 1
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,569 @@
+#include "encode/huffman.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <queue>
+#include <random>
+#include <utility>
+
+namespace gsz::encode {
+namespace {
+
+// Quant-code-like data: a two-sided geometric (discrete Laplace) around the
+// middle of the alphabet, clamped into range.
+std::vector<uint16_t> skewed_symbols(size_t n, uint32_t alphabet, double spread, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::geometric_distribution<int> geo(1.0 / (1.0 + spread));
+    std::bernoulli_distribution sign(0.5);
+    const int center = static_cast<int>(alphabet / 2);
+    std::vector<uint16_t> out(n);
+    for (auto& s : out) {
+        const int v = center + (sign(rng) ? geo(rng) : -geo(rng));
+        s = static_cast<uint16_t>(std::clamp(v, 0, static_cast<int>(alphabet) - 1));
+    }
+    return out;
+}
+
+struct Archive {
+    std::vector<uint8_t> codebook, chunks, bitstream;
+};
+
+Archive serialize(const HuffmanCodebook& book, const HuffmanStream& stream) {
+    Archive a;
+    ByteWriter w1, w2, w3;
+    huffman_codebook_write(book, w1);
+    huffman_chunks_write(stream, w2);
+    huffman_bitstream_write(stream, w3);
+    a.codebook = w1.take();
+    a.chunks = w2.take();
+    a.bitstream = w3.take();
+    return a;
+}
+
+std::vector<uint16_t> deserialize_decode(const Archive& a, uint64_t num_symbols, int threads) {
+    ByteReader in(a.codebook, "codebook");
+    const HuffmanCodebook book = huffman_codebook_read(in, kHuffmanMaxAlphabet);
+    in.expect_end();
+    const HuffmanStreamView view = huffman_stream_read(a.chunks, a.bitstream, num_symbols);
+    std::vector<uint16_t> out(num_symbols);
+    huffman_decode_cpu(book, view, out, threads);
+    return out;
+}
+
+void expect_round_trip(const std::vector<uint16_t>& symbols, uint32_t alphabet, uint32_t chunk, int threads) {
+    const auto hist = histogram_cpu(symbols, alphabet, threads);
+    const auto book = huffman_build(hist);
+    const auto stream = huffman_encode_cpu(book, symbols, chunk, threads);
+    uint64_t total_bits = 0;
+    for (uint32_t s = 0; s < alphabet; ++s) total_bits += hist[s] * book.lengths[s];
+    uint64_t stream_bits = 0;
+    for (uint32_t b : stream.chunk_bits) stream_bits += b;
+    EXPECT_EQ(stream_bits, total_bits);
+    const auto decoded = deserialize_decode(serialize(book, stream), symbols.size(), threads);
+    EXPECT_EQ(decoded, symbols) << "alphabet " << alphabet << " chunk " << chunk;
+}
+
+gsz_status status_of(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const Error& e) {
+        return e.status();
+    }
+    return GSZ_STATUS_OK;
+}
+
+// Cost of an optimal Huffman code = sum of all merged weights.
+uint64_t reference_huffman_cost(const std::vector<uint64_t>& hist) {
+    std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> q;
+    for (uint64_t c : hist)
+        if (c) q.push(c);
+    uint64_t cost = 0;
+    while (q.size() > 1) {
+        const uint64_t a = q.top();
+        q.pop();
+        const uint64_t b = q.top();
+        q.pop();
+        cost += a + b;
+        q.push(a + b);
+    }
+    return cost;
+}
+
+uint64_t code_cost(const HuffmanCodebook& book, const std::vector<uint64_t>& hist) {
+    uint64_t cost = 0;
+    for (size_t s = 0; s < hist.size(); ++s) cost += hist[s] * book.lengths[s];
+    return cost;
+}
+
+void expect_canonical(const HuffmanCodebook& book) {
+    ASSERT_EQ(book.lengths.size(), book.alphabet_size);
+    std::vector<uint32_t> used;
+    uint64_t kraft = 0;
+    for (uint32_t s = 0; s < book.alphabet_size; ++s) {
+        if (!book.lengths[s]) continue;
+        used.push_back(s);
+        ASSERT_LE(book.lengths[s], kHuffmanMaxCodeLength);
+        ASSERT_LT(book.codes[s], 1u << book.lengths[s]);
+        kraft += 1ull << (kHuffmanMaxCodeLength - book.lengths[s]);
+    }
+    if (used.size() > 1) {
+        EXPECT_EQ(kraft, 1ull << kHuffmanMaxCodeLength);  // complete code
+    }
+    // Ranked by (length, symbol), the left-aligned codes are consecutive:
+    // canonical and prefix-free at once.
+    std::sort(used.begin(), used.end(), [&](uint32_t a, uint32_t b) {
+        return book.lengths[a] != book.lengths[b] ? book.lengths[a] < book.lengths[b] : a < b;
+    });
+    ASSERT_EQ(book.sorted_symbols.size(), used.size());
+    uint64_t expected_left = 0;
+    for (size_t r = 0; r < used.size(); ++r) {
+        const uint32_t s = used[r];
+        EXPECT_EQ(book.sorted_symbols[r], s);
+        const uint64_t left = uint64_t{book.codes[s]} << (kHuffmanMaxCodeLength - book.lengths[s]);
+        EXPECT_EQ(left, expected_left) << "rank " << r;
+        expected_left = left + (1ull << (kHuffmanMaxCodeLength - book.lengths[s]));
+    }
+    EXPECT_EQ(book.max_length, used.empty() ? 0u : book.lengths[used.back()]);
+}
+
+TEST(Huffman, RoundTripSkewedAlphabets) {
+    for (uint32_t alphabet : {2u, 1024u, 65536u}) {
+        for (double spread : {0.3, 3.0, 40.0}) {
+            const auto symbols = skewed_symbols(200003, alphabet, spread, alphabet + 7);
+            for (uint32_t chunk : {1u, 7u, 4096u, 1u << 20}) {
+                if (chunk == 1 && spread != 3.0) continue;  // slow path, once is enough
+                expect_round_trip(symbols, alphabet, chunk, 2);
+            }
+        }
+    }
+}
+
+TEST(Huffman, RoundTripUniformWideAlphabet) {
+    std::mt19937 rng(5);
+    std::vector<uint16_t> symbols(300000);
+    for (auto& s : symbols) s = static_cast<uint16_t>(rng());
+    expect_round_trip(symbols, 65536, 1000, 2);
+}
+
+TEST(Huffman, SingleSymbol) {
+    const std::vector<uint16_t> symbols(1000, 5);
+    const auto hist = histogram_cpu(symbols, 16, 1);
+    const auto book = huffman_build(hist);
+    EXPECT_EQ(book.lengths[5], 1);
+    EXPECT_EQ(book.codes[5], 0u);
+    EXPECT_EQ(book.max_length, 1u);
+    expect_canonical(book);
+    const auto stream = huffman_encode_cpu(book, symbols, 300, 1);
+    ASSERT_EQ(stream.chunk_bits, (std::vector<uint32_t>{300, 300, 300, 100}));
+    for (uint32_t w : stream.words) EXPECT_EQ(w, 0u);
+    expect_round_trip(symbols, 16, 300, 1);
+    expect_round_trip(std::vector<uint16_t>(1, 0), 1, 1, 1);
+}
+
+TEST(Huffman, EmptyInputEncodesToNothing) {
+    const std::vector<uint64_t> hist{1, 1};
+    const auto book = huffman_build(hist);
+    const auto stream = huffman_encode_cpu(book, {}, 64, 2);
+    EXPECT_TRUE(stream.chunk_bits.empty());
+    EXPECT_TRUE(stream.words.empty());
+    EXPECT_TRUE(deserialize_decode(serialize(book, stream), 0, 2).empty());
+}
+
+TEST(Huffman, ExactBitLayout) {
+    // Counts 2,1,1 -> lengths 1,2,2 -> codes 0, 10, 11; stream "0 10 11 0" MSB-first.
+    const std::vector<uint64_t> hist{2, 1, 1};
+    const auto book = huffman_build(hist);
+    EXPECT_EQ(book.lengths, (std::vector<uint8_t>{1, 2, 2}));
+    EXPECT_EQ(book.codes, (std::vector<uint32_t>{0b0, 0b10, 0b11}));
+    const std::vector<uint16_t> symbols{0, 1, 2, 0};
+    const auto stream = huffman_encode_cpu(book, symbols, 4, 1);
+    ASSERT_EQ(stream.chunk_bits, (std::vector<uint32_t>{6}));
+    ASSERT_EQ(stream.words, (std::vector<uint32_t>{0b010110u << 26}));
+    const auto a = serialize(book, stream);
+    EXPECT_EQ(a.bitstream, (std::vector<uint8_t>{0x00, 0x00, 0x00, 0x58}));  // little-endian word
+    EXPECT_EQ(a.codebook, (std::vector<uint8_t>{3, 0, 0, 0, 3, 0, 0, 0, 0, 0, 1, 1, 0, 2, 2, 0, 2}));
+    EXPECT_EQ(a.chunks, (std::vector<uint8_t>{4, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 6, 0, 0, 0}));
+    // A codeword straddling two words, in the second chunk (which starts a new word).
+    std::vector<uint16_t> many(80, 0);
+    many[40 + 31] = 2;
+    const auto s2 = huffman_encode_cpu(book, many, 40, 1);
+    ASSERT_EQ(s2.chunk_bits, (std::vector<uint32_t>{40, 41}));
+    EXPECT_EQ(s2.words, (std::vector<uint32_t>{0, 0, 1, 1u << 31}));
+}
+
+TEST(Huffman, OptimalWhenNoLimitIsHit) {
+    std::mt19937_64 rng(11);
+    for (int trial = 0; trial < 300; ++trial) {
+        const size_t alphabet = 1 + rng() % 300;
+        std::vector<uint64_t> hist(alphabet);
+        for (auto& c : hist) {
+            const int kind = static_cast<int>(rng() % 4);
+            c = kind == 0 ? 0 : kind == 1 ? rng() % 4 : kind == 2 ? rng() % 1000 : (rng() % 1000) << (rng() % 4);  // shallow enough to stay unlimited
+        }
+        hist[rng() % alphabet] += 1;
+        const auto book = huffman_build(hist);
+        expect_canonical(book);
+        ASSERT_LT(book.max_length, static_cast<uint32_t>(kHuffmanMaxCodeLength));
+        size_t used = std::count_if(hist.begin(), hist.end(), [](uint64_t c) { return c != 0; });
+        if (used > 1) {
+            EXPECT_EQ(code_cost(book, hist), reference_huffman_cost(hist)) << "trial " << trial;
+        }
+    }
+}
+
+TEST(Huffman, Deterministic) {
+    const std::vector<uint64_t> hist{5, 5, 5, 5, 5, 3, 3, 0, 8};
+    const auto a = huffman_build(hist);
+    const auto b = huffman_build(hist);
+    EXPECT_EQ(a.lengths, b.lengths);
+    EXPECT_EQ(a.codes, b.codes);
+}
+
+TEST(Huffman, LengthLimitedGeometric) {
+    // Counts 2^50, 2^49, ... want code lengths 1..50 without a limit.
+    std::vector<uint64_t> hist(51);
+    for (int i = 0; i < 51; ++i) hist[i] = 1ull << (50 - std::min(i, 50));
+    const auto book = huffman_build(hist);
+    expect_canonical(book);
+    EXPECT_EQ(book.max_length, static_cast<uint32_t>(kHuffmanMaxCodeLength));
+    EXPECT_EQ(book.lengths[0], 1);
+    // Fibonacci counts: the deepest possible tree.
+    std::vector<uint64_t> fib(80);
+    fib[0] = fib[1] = 1;
+    for (size_t i = 2; i < fib.size(); ++i) fib[i] = fib[i - 1] + fib[i - 2];
+    const auto fbook = huffman_build(fib);
+    expect_canonical(fbook);
+    EXPECT_LE(fbook.max_length, static_cast<uint32_t>(kHuffmanMaxCodeLength));
+
+    // Round trip data that uses every symbol, with the limited book.
+    std::vector<uint16_t> symbols;
+    std::mt19937 rng(3);
+    for (int rep = 0; rep < 3000; ++rep)
+        for (uint16_t s = 0; s < 51; ++s)
+            if (rng() % 4 == 0 || s > 40) symbols.push_back(s);
+    std::shuffle(symbols.begin(), symbols.end(), rng);
+    const auto stream = huffman_encode_cpu(book, symbols, 777, 3);
+    EXPECT_EQ(deserialize_decode(serialize(book, stream), symbols.size(), 2), symbols);
+}
+
+TEST(Huffman, LengthLimitedFromRealData) {
+    // Fibonacci counts over 30 symbols: a plain Huffman tree is 29 deep.
+    std::vector<uint16_t> symbols;
+    uint64_t f0 = 1, f1 = 1;
+    for (uint16_t s = 0; s < 30; ++s) {
+        symbols.insert(symbols.end(), f0, s);
+        f0 = std::exchange(f1, f0 + f1);
+    }
+    std::shuffle(symbols.begin(), symbols.end(), std::mt19937(2));
+    const auto hist = histogram_cpu(symbols, 64, 2);
+    const auto book = huffman_build(hist);
+    expect_canonical(book);
+    EXPECT_LE(book.max_length, static_cast<uint32_t>(kHuffmanMaxCodeLength));
+    // Limiting costs a little, but not much.
+    const uint64_t optimal = reference_huffman_cost(hist), limited = code_cost(book, hist);
+    EXPECT_GT(limited, optimal);
+    EXPECT_LT(limited, optimal + optimal / 100);
+    expect_round_trip(symbols, 64, 1 << 16, 2);
+}
+
+TEST(Huffman, HugeCounts) {
+    std::vector<uint64_t> hist{1ull << 40, 3ull << 40, 1, 0, 1ull << 33, 12345};
+    const auto book = huffman_build(hist);
+    expect_canonical(book);
+    EXPECT_EQ(code_cost(book, hist), reference_huffman_cost(hist));
+    // Sums beyond 2^64 still build (counts are pre-scaled).
+    std::vector<uint64_t> giant{~0ull, ~0ull, ~0ull - 5, 1, 7};
+    const auto gbook = huffman_build(giant);
+    expect_canonical(gbook);
+    EXPECT_EQ(gbook.lengths[3], gbook.max_length);
+}
+
+TEST(Huffman, HistogramMatchesNaiveAndIgnoresThreadCount) {
+    for (uint32_t alphabet : {1u, 3u, 1024u, 65536u}) {
+        const auto symbols = skewed_symbols(100001, alphabet, 20.0, 99);
+        std::vector<uint64_t> naive(alphabet, 0);
+        for (uint16_t s : symbols) ++naive[s];
+        for (int threads : {0, 1, 2, 3, 7}) EXPECT_EQ(histogram_cpu(symbols, alphabet, threads), naive);
+    }
+    const std::vector<uint16_t> few{1, 2};
+    EXPECT_EQ(histogram_cpu(few, 4, 8), (std::vector<uint64_t>{0, 1, 1, 0}));
+    EXPECT_EQ(histogram_cpu({}, 4, 3), (std::vector<uint64_t>{0, 0, 0, 0}));
+}
+
+TEST(Huffman, EncodingIgnoresThreadCount) {
+    const auto symbols = skewed_symbols(500000, 1024, 5.0, 17);
+    const auto book = huffman_build(histogram_cpu(symbols, 1024, 0));
+    for (uint32_t chunk : {1000u, 4096u, 70000u}) {
+        const auto one = huffman_encode_cpu(book, symbols, chunk, 1);
+        for (int threads : {2, 3, 0}) {
+            const auto other = huffman_encode_cpu(book, symbols, chunk, threads);
+            EXPECT_EQ(other.chunk_bits, one.chunk_bits);
+            EXPECT_EQ(other.words, one.words);
+        }
+        for (int threads : {1, 2, 3}) EXPECT_EQ(deserialize_decode(serialize(book, one), symbols.size(), threads), symbols);
+    }
+}
+
+TEST(Huffman, CodebookSerializationRoundTrip) {
+    for (uint32_t alphabet : {1u, 2u, 1024u, 65536u}) {
+        const auto symbols = skewed_symbols(50000, alphabet, 30.0, alphabet);
+        const auto book = huffman_build(histogram_cpu(symbols, alphabet, 1));
+        ByteWriter w;
+        huffman_codebook_write(book, w);
+        ByteReader in(w.bytes(), "codebook");
+        const auto read = huffman_codebook_read(in, alphabet);
+        EXPECT_EQ(in.remaining(), 0u);
+        EXPECT_EQ(read.alphabet_size, book.alphabet_size);
+        EXPECT_EQ(read.lengths, book.lengths);
+        EXPECT_EQ(read.codes, book.codes);
+        EXPECT_EQ(read.max_length, book.max_length);
+        EXPECT_EQ(read.first_code, book.first_code);
+        EXPECT_EQ(read.first_index, book.first_index);
+        EXPECT_EQ(read.count, book.count);
+        EXPECT_EQ(read.sorted_symbols, book.sorted_symbols);
+        if (alphabet > 1) {
+            ByteReader small(w.bytes(), "codebook");
+            EXPECT_EQ(status_of([&] { huffman_codebook_read(small, alphabet - 1); }), GSZ_STATUS_CORRUPT);
+        }
+    }
+    // The reader stops at its own end; trailing bytes are the caller's business.
+    const auto book = huffman_build(std::vector<uint64_t>{1, 2, 3});
+    ByteWriter w;
+    huffman_codebook_write(book, w);
+    w.put<uint32_t>(0xdeadbeef);
+    ByteReader in(w.bytes(), "codebook");
+    huffman_codebook_read(in, 3);
+    EXPECT_EQ(in.remaining(), 4u);
+}
+
+std::vector<uint8_t> codebook_bytes(uint32_t alphabet, std::vector<std::pair<uint16_t, uint8_t>> entries,
+                                    int num_used = -1) {
+    ByteWriter w;
+    w.put<uint32_t>(alphabet);
+    w.put<uint32_t>(num_used < 0 ? static_cast<uint32_t>(entries.size()) : static_cast<uint32_t>(num_used));
+    for (auto [s, l] : entries) {
+        w.put<uint16_t>(s);
+        w.put<uint8_t>(l);
+    }
+    return w.take();
+}
+
+gsz_status read_codebook_status(const std::vector<uint8_t>& bytes, uint32_t max_alphabet = 65536) {
+    return status_of([&] {
+        ByteReader in(bytes, "codebook");
+        huffman_codebook_read(in, max_alphabet);
+    });
+}
+
+TEST(HuffmanHostile, CodebookValidation) {
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {1, 2}, {3, 2}})), GSZ_STATUS_OK);
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {3, 2}})), GSZ_STATUS_OK);  // incomplete is allowed
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {1, 1}, {3, 2}})), GSZ_STATUS_CORRUPT);  // Kraft
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {1, 2}, {2, 3}, {3, 3}})), GSZ_STATUS_OK);
+    EXPECT_EQ(read_codebook_status(codebook_bytes(5, {{0, 1}, {1, 2}, {2, 3}, {3, 3}, {4, 24}})),
+              GSZ_STATUS_CORRUPT);  // Kraft exceeded by 2^-24
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 2}})), GSZ_STATUS_CORRUPT);   // single symbol, 2 bits
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{2, 1}})), GSZ_STATUS_OK);
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{1, 1}, {1, 1}})), GSZ_STATUS_CORRUPT);  // repeated
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{2, 1}, {1, 1}})), GSZ_STATUS_CORRUPT);  // decreasing
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {4, 1}})), GSZ_STATUS_CORRUPT);  // >= alphabet
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {1, 0}})), GSZ_STATUS_CORRUPT);  // length 0
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {1, 25}})), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(read_codebook_status(codebook_bytes(0, {})), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {})), GSZ_STATUS_CORRUPT);  // nothing used
+    EXPECT_EQ(read_codebook_status(codebook_bytes(65537, {{0, 1}})), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(read_codebook_status(codebook_bytes(100, {{0, 1}}), 50), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}}, 5)), GSZ_STATUS_CORRUPT);  // num_used > alphabet
+    EXPECT_EQ(read_codebook_status(codebook_bytes(65536, {{0, 1}}, 65536)), GSZ_STATUS_CORRUPT);  // truncated
+}
+
+TEST(HuffmanHostile, EveryTruncationThrows) {
+    const auto symbols = skewed_symbols(20000, 300, 10.0, 4);
+    const auto book = huffman_build(histogram_cpu(symbols, 300, 1));
+    const auto a = serialize(book, huffman_encode_cpu(book, symbols, 999, 1));
+    for (size_t len = 0; len < a.codebook.size(); ++len) {
+        const std::vector<uint8_t> cut(a.codebook.begin(), a.codebook.begin() + len);
+        EXPECT_EQ(read_codebook_status(cut), GSZ_STATUS_CORRUPT) << len;
+    }
+    for (size_t len = 0; len < a.chunks.size(); ++len) {
+        const std::span<const uint8_t> cut(a.chunks.data(), len);
+        EXPECT_EQ(status_of([&] { huffman_stream_read(cut, a.bitstream, symbols.size()); }), GSZ_STATUS_CORRUPT)
+            << len;
+    }
+    for (size_t len = 0; len < a.bitstream.size(); ++len) {
+        const std::span<const uint8_t> cut(a.bitstream.data(), len);
+        EXPECT_EQ(status_of([&] { huffman_stream_read(a.chunks, cut, symbols.size()); }), GSZ_STATUS_CORRUPT)
+            << len;
+    }
+}
+
+TEST(HuffmanHostile, ChunkTableValidation) {
+    const auto symbols = skewed_symbols(10000, 64, 3.0, 8);
+    const auto book = huffman_build(histogram_cpu(symbols, 64, 1));
+    const auto stream = huffman_encode_cpu(book, symbols, 3000, 1);  // 4 chunks
+    const auto a = serialize(book, stream);
+    auto read_status = [&](const std::vector<uint8_t>& chunks, const std::vector<uint8_t>& bits, uint64_t n) {
+        return status_of([&] { huffman_stream_read(chunks, bits, n); });
+    };
+    EXPECT_EQ(read_status(a.chunks, a.bitstream, 10000), GSZ_STATUS_OK);
+    EXPECT_EQ(read_status(a.chunks, a.bitstream, 9999), GSZ_STATUS_CORRUPT);
+
+    auto patched = [&](size_t offset, auto value) {
+        auto c = a.chunks;
+        std::memcpy(c.data() + offset, &value, sizeof value);
+        return c;
+    };
+    EXPECT_EQ(read_status(patched(0, uint64_t{9000}), a.bitstream, 9000), GSZ_STATUS_CORRUPT);  // 3 chunks, not 4
+    EXPECT_EQ(read_status(patched(8, uint32_t{0}), a.bitstream, 10000), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(read_status(patched(8, uint32_t{(1u << 20) + 1}), a.bitstream, 10000), GSZ_STATUS_CORRUPT);
+    {
+        // Still 4 chunks and plausible bit counts: only decoding can tell.
+        const auto c = patched(8, uint32_t{2500});
+        ASSERT_EQ(read_status(c, a.bitstream, 10000), GSZ_STATUS_OK);
+        const auto view = huffman_stream_read(c, a.bitstream, 10000);
+        std::vector<uint16_t> out(10000);
+        EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, out, 2); }), GSZ_STATUS_CORRUPT);
+    }
+    EXPECT_EQ(read_status(patched(12, uint32_t{5}), a.bitstream, 10000), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(read_status(patched(12, uint32_t{0xffffffff}), a.bitstream, 10000), GSZ_STATUS_CORRUPT);
+    // A chunk claiming fewer bits than symbols, or more than 24 per symbol.
+    EXPECT_EQ(read_status(patched(16, uint32_t{2999}), a.bitstream, 10000), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(read_status(patched(16, uint32_t{3000 * 24 + 1}), a.bitstream, 10000), GSZ_STATUS_CORRUPT);
+    // Moving bits between chunks by a whole word keeps the total but not the per-chunk words.
+    {
+        auto c = patched(16, stream.chunk_bits[0] + 32);
+        const uint32_t b1 = stream.chunk_bits[1] - 32;
+        std::memcpy(c.data() + 20, &b1, 4);
+        EXPECT_EQ(read_status(c, a.bitstream, 10000), GSZ_STATUS_OK);  // table is consistent ...
+        const auto view = huffman_stream_read(c, a.bitstream, 10000);
+        std::vector<uint16_t> out(10000);
+        EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, out, 1); }), GSZ_STATUS_CORRUPT);  // ... data not
+    }
+    auto extra = a.chunks;
+    extra.push_back(0);
+    EXPECT_EQ(read_status(extra, a.bitstream, 10000), GSZ_STATUS_CORRUPT);
+    auto longer = a.bitstream;
+    longer.insert(longer.end(), 4, 0);
+    EXPECT_EQ(read_status(a.chunks, longer, 10000), GSZ_STATUS_CORRUPT);
+    longer.resize(a.bitstream.size() + 1);
+    EXPECT_EQ(read_status(a.chunks, longer, 10000), GSZ_STATUS_CORRUPT);
+    // Empty stream: zero chunks.
+    ByteWriter w;
+    w.put<uint64_t>(0);
+    w.put<uint32_t>(1);
+    w.put<uint32_t>(0);
+    EXPECT_EQ(read_status(w.bytes(), {}, 0), GSZ_STATUS_OK);
+    EXPECT_EQ(read_status(w.bytes(), {0, 0, 0, 0}, 0), GSZ_STATUS_CORRUPT);
+    // Symbol count near 2^64 must not overflow the chunk count.
+    ByteWriter big;
+    big.put<uint64_t>(~0ull);
+    big.put<uint32_t>(1);
+    big.put<uint32_t>(0);
+    EXPECT_EQ(read_status(big.bytes(), {}, ~0ull), GSZ_STATUS_CORRUPT);
+}
+
+TEST(HuffmanHostile, BitFlipsNeverCrash) {
+    const auto symbols = skewed_symbols(4000, 1024, 8.0, 21);
+    auto hist = histogram_cpu(symbols, 1024, 1);
+    const auto book = huffman_build(hist);
+    const auto a = serialize(book, huffman_encode_cpu(book, symbols, 500, 1));
+    size_t corrupt = 0, decoded = 0;
+    for (size_t bit = 0; bit < a.bitstream.size() * 8; ++bit) {
+        Archive b = a;
+        b.bitstream[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+        const auto st = status_of([&] { deserialize_decode(b, symbols.size(), 2); });
+        ASSERT_TRUE(st == GSZ_STATUS_OK || st == GSZ_STATUS_CORRUPT);
+        (st == GSZ_STATUS_OK ? decoded : corrupt)++;
+    }
+    EXPECT_GT(corrupt, 0u);
+    // Same against an incomplete code, where some bit patterns are no codeword.
+    const auto inc = codebook_bytes(8, {{0, 1}, {3, 3}, {5, 4}});
+    ByteReader in(inc, "codebook");
+    const auto ibook = huffman_codebook_read(in, 8);
+    std::mt19937 rng(1);
+    std::vector<uint16_t> isym(3000);
+    for (auto& s : isym) s = std::array<uint16_t, 3>{0, 3, 5}[rng() % 3];
+    const auto istream = huffman_encode_cpu(ibook, isym, 256, 1);
+    Archive ia = serialize(ibook, istream);
+    ia.codebook = inc;
+    EXPECT_EQ(deserialize_decode(ia, isym.size(), 1), isym);
+    for (size_t bit = 0; bit < ia.bitstream.size() * 8; ++bit) {
+        Archive b = ia;
+        b.bitstream[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+        const auto st = status_of([&] { deserialize_decode(b, isym.size(), 1); });
+        ASSERT_TRUE(st == GSZ_STATUS_OK || st == GSZ_STATUS_CORRUPT);
+    }
+}
+
+TEST(HuffmanHostile, DecodeRejectsBadCodewordsAndPadding) {
+    // Code {0: "0", 1: "10"}; "11" is no codeword.
+    const auto bytes = codebook_bytes(2, {{0, 1}, {1, 2}});
+    ByteReader in(bytes, "codebook");
+    const auto book = huffman_codebook_read(in, 2);
+    auto decode_word = [&](uint32_t word, uint32_t bits, uint64_t n) {
+        ByteWriter c, b;
+        c.put<uint64_t>(n);
+        c.put<uint32_t>(static_cast<uint32_t>(n));
+        c.put<uint32_t>(1);
+        c.put<uint32_t>(bits);
+        b.put<uint32_t>(word);
+        std::vector<uint16_t> out(n);
+        return status_of([&] {
+            const auto view = huffman_stream_read(c.bytes(), b.bytes(), n);
+            huffman_decode_cpu(book, view, out, 1);
+        });
+    };
+    EXPECT_EQ(decode_word(0b0100u << 28, 3, 2), GSZ_STATUS_OK);
+    EXPECT_EQ(decode_word(0b1100u << 28, 3, 2), GSZ_STATUS_CORRUPT);   // invalid codeword
+    EXPECT_EQ(decode_word(0b0100u << 28, 4, 2), GSZ_STATUS_CORRUPT);   // one bit left over
+    EXPECT_EQ(decode_word(0b0100u << 28, 3, 3), GSZ_STATUS_CORRUPT);   // (count/chunk mismatch)
+    EXPECT_EQ(decode_word(0b0101u << 28, 3, 2), GSZ_STATUS_CORRUPT);   // nonzero padding
+    EXPECT_EQ(decode_word(0b0100u << 28, 2, 2), GSZ_STATUS_CORRUPT);   // codeword runs past the chunk
+    // Runs past the chunk's last word: the next chunk's bits must not be used.
+    ByteWriter c, b;
+    c.put<uint64_t>(2);
+    c.put<uint32_t>(1);
+    c.put<uint32_t>(2);
+    c.put<uint32_t>(1);
+    c.put<uint32_t>(1);
+    b.put<uint32_t>(1u << 31);  // "1" then the next chunk's "0": would be "10" if read across
+    b.put<uint32_t>(0);
+    const auto view = huffman_stream_read(c.bytes(), b.bytes(), 2);
+    std::vector<uint16_t> out(2);
+    EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, out, 1); }), GSZ_STATUS_CORRUPT);
+}
+
+TEST(HuffmanHostile, InvalidArguments) {
+    EXPECT_EQ(status_of([] { huffman_build(std::vector<uint64_t>{0, 0, 0}); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([] { huffman_build(std::vector<uint64_t>{}); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([] { huffman_build(std::vector<uint64_t>(65537, 1)); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([] { histogram_cpu(std::vector<uint16_t>{1, 2, 9}, 9, 2); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([] { histogram_cpu(std::vector<uint16_t>{0}, 0, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
+
+    const auto book = huffman_build(std::vector<uint64_t>{3, 0, 1, 1});
+    const std::vector<uint16_t> good{0, 2, 3}, unused{0, 1}, outside{0, 4};
+    EXPECT_EQ(status_of([&] { huffman_encode_cpu(book, unused, 16, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([&] { huffman_encode_cpu(book, outside, 16, 2); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([&] { huffman_encode_cpu(book, good, 0, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([&] { huffman_encode_cpu(book, good, (1u << 20) + 1, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([&] { huffman_encode_cpu(book, good, 1u << 20, 1); }), GSZ_STATUS_OK);
+    EXPECT_EQ(status_of([&] { huffman_encode_cpu(HuffmanCodebook{}, good, 16, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
+
+    const auto a = serialize(book, huffman_encode_cpu(book, good, 2, 1));
+    const auto view = huffman_stream_read(a.chunks, a.bitstream, 3);
+    std::vector<uint16_t> small(2), right(3);
+    EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, small, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, right, 1); }), GSZ_STATUS_OK);
+    EXPECT_EQ(right, good);
+    auto broken = view;
+    broken.chunk_word_offset[1] = 5;  // a hand-made view that points past the words
+    EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, broken, right, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace gsz::encode

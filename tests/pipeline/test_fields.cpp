@@ -1,0 +1,127 @@
+// Every shared real field at rel 1e-2, 1e-3, 1e-4 and one absolute bound:
+// compress, decompress, and check every element against the bound.
+#include "test_util.hpp"
+
+#include <cstdio>
+#include <map>
+
+using namespace gsz::test;
+
+namespace {
+
+struct Case {
+    Field field;
+    gsz_error_mode mode;
+    double eb;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.field.name << (c.mode == GSZ_ERROR_REL ? " rel " : " abs ") << c.eb;
+}
+
+std::vector<Case> all_cases() {
+    std::vector<Case> cases;
+    for (const Field& f : shared_fields()) {
+        for (double eb : {1e-2, 1e-3, 1e-4}) cases.push_back({f, GSZ_ERROR_REL, eb});
+        cases.push_back({f, GSZ_ERROR_ABS, 1e-2});
+    }
+    return cases;
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+    std::string s = info.param.field.name + (info.param.mode == GSZ_ERROR_REL ? "_rel_" : "_abs_");
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.0e", info.param.eb);
+    s += buf;
+    for (char& c : s)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return s;
+}
+
+template <class T>
+double roundtrip(const Case& c) {
+    const auto orig = read_raw<T>(c.field.path);
+    const auto params = make_params(dtype_of<T>(), c.field.dims, c.mode, c.eb);
+    gsz::Context ctx;
+    const auto archive = ctx.compress(params, orig.data());
+    const auto info = ctx.inspect(archive.data(), archive.size());
+    EXPECT_EQ(info.num_elements, orig.size());
+    const auto dec = ctx.decompress<T>(archive, GSZ_DEVICE_CPU);
+    const BoundReport r = check_bound(orig, dec, info.error_bound_abs);
+    EXPECT_EQ(r.violations, 0u) << "first bad element " << r.first_bad << " eb " << info.error_bound_abs;
+    EXPECT_EQ(r.nonfinite_changed, 0u);
+    EXPECT_LE(r.max_abs_error, info.error_bound_abs);
+    const double ratio = static_cast<double>(orig.size() * sizeof(T)) / static_cast<double>(archive.size());
+    std::printf("[ field    ] %-40s %s %-7g ratio %8.3f  max err %.4g / eb %.4g  outliers %llu\n",
+                c.field.name.c_str(), c.mode == GSZ_ERROR_REL ? "rel" : "abs", c.eb, ratio, r.max_abs_error,
+                info.error_bound_abs, static_cast<unsigned long long>(info.num_outliers));
+    return ratio;
+}
+
+class FieldRoundTrip : public testing::TestWithParam<Case> {};
+
+TEST_P(FieldRoundTrip, EveryElementWithinBound) {
+    const Case& c = GetParam();
+    if (c.field.dtype == GSZ_DTYPE_F32)
+        roundtrip<float>(c);
+    else
+        roundtrip<double>(c);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, FieldRoundTrip, testing::ValuesIn(all_cases()), case_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FieldRoundTrip);
+
+TEST(SharedData, Present) {
+    if (shared_fields().empty())
+        GTEST_SKIP() << "no shared fields at " << shared_data_dir()
+                     << ": set GSZ_DATA_DIR to ../shared/data to run the real-field tests";
+    EXPECT_GE(shared_fields().size(), 10u);
+}
+
+// cuSZ's Lorenzo pipeline on the same fields (PEERS.md, measured on an H100
+// with the cuSZ-i code base): our archives must be at least as small.
+TEST(SharedData, RatioAtLeastCuSZ) {
+    const std::map<std::string, std::vector<double>> cusz = {
+        {"sperr_wmag_91x91x91", {12.72, 6.35, 3.74}},
+        {"etopo5_relief_2161x4320", {22.86, 12.47, 6.26}},
+    };
+    int checked = 0;
+    for (const Field& f : shared_fields()) {
+        const auto it = cusz.find(f.name);
+        if (it == cusz.end()) continue;
+        const double ebs[] = {1e-2, 1e-3, 1e-4};
+        for (int k = 0; k < 3; ++k) {
+            const double ratio = roundtrip<float>({f, GSZ_ERROR_REL, ebs[k]});
+            EXPECT_GE(ratio, it->second[k]) << f.name << " rel " << ebs[k];
+            ++checked;
+        }
+    }
+    if (checked == 0) GTEST_SKIP() << "shared fields not found at " << shared_data_dir();
+    EXPECT_EQ(checked, 6);
+}
+
+// The archive depends only on the data and the options, never on threads.
+TEST(SharedData, ThreadCountDoesNotChangeArchive) {
+    int checked = 0;
+    for (const Field& f : shared_fields()) {
+        if (f.name != "ncl_atm_temp3d_17x96x192" && f.name != "sperr_pressure2d_384x384" &&
+            f.name != "mpl_membrane_12000" && f.name != "ocean_atlas_temp_12x19x90x180")
+            continue;
+        gsz::Context ctx;
+        std::vector<uint8_t> first;
+        const auto bytes = read_bytes(f.path);
+        for (int threads : {1, 2, 3, 7}) {
+            const auto p = make_params(f.dtype, f.dims, GSZ_ERROR_REL, 1e-4, threads);
+            const auto archive = ctx.compress(p, bytes.data());
+            if (first.empty())
+                first = archive;
+            else
+                EXPECT_EQ(archive, first) << f.name << " with " << threads << " threads";
+        }
+        ++checked;
+    }
+    if (checked == 0) GTEST_SKIP() << "shared fields not found at " << shared_data_dir();
+    EXPECT_EQ(checked, 4);
+}
+
+}  // namespace

@@ -1,0 +1,79 @@
+// Golden archives: small archives committed under tests/golden.  Compressing
+// their source again must give the same bytes (so a format change is a
+// deliberate act: regenerate with GSZ_UPDATE_GOLDEN=1 and bump the version),
+// and decoding them must stay within their bound.
+#include "test_util.hpp"
+
+#include <fstream>
+
+using namespace gsz::test;
+
+namespace {
+
+struct Golden {
+    const char* file;
+    gsz_dtype dtype;
+    std::vector<uint64_t> dims;   // a sub-box of the bundled sample, fastest first
+    gsz_error_mode mode;
+    double eb;
+};
+
+const Golden kGoldens[] = {
+    {"wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3},
+    {"wmag_40x24x10_f64_abs1e-2.gsz", GSZ_DTYPE_F64, {40, 24, 10}, GSZ_ERROR_ABS, 1e-2},
+    {"wmag_91x37_f32_rel1e-2.gsz", GSZ_DTYPE_F32, {91, 37}, GSZ_ERROR_REL, 1e-2},
+    {"wmag_3000_f32_abs1e-1.gsz", GSZ_DTYPE_F32, {3000}, GSZ_ERROR_ABS, 1e-1},
+};
+
+// The golden's input: the leading box of the bundled 91^3 sample, with one
+// NaN and one Inf so the outlier path is pinned too.
+template <class T>
+std::vector<T> golden_input(const std::vector<uint64_t>& dims) {
+    const auto all = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    std::vector<T> v;
+    if (dims.size() == 1) {
+        v.assign(all.begin(), all.begin() + static_cast<ptrdiff_t>(dims[0]));
+    } else {
+        const uint64_t nz = dims.size() > 2 ? dims[2] : 1;
+        for (uint64_t z = 0; z < nz; ++z)
+            for (uint64_t y = 0; y < dims[1]; ++y)
+                for (uint64_t x = 0; x < dims[0]; ++x) v.push_back(static_cast<T>(all[x + 91 * (y + 91 * z)]));
+    }
+    v[5] = std::numeric_limits<T>::quiet_NaN();
+    v[v.size() / 2] = -std::numeric_limits<T>::infinity();
+    return v;
+}
+
+template <class T>
+void check_golden(const Golden& g) {
+    const auto input = golden_input<T>(g.dims);
+    const auto path = repo_dir() / "tests" / "golden" / g.file;
+    gsz::Context ctx;
+    auto params = make_params(g.dtype, g.dims, g.mode, g.eb);
+    const auto fresh = ctx.compress(params, input.data());
+    if (std::getenv("GSZ_UPDATE_GOLDEN")) {
+        std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),
+                                                    static_cast<std::streamsize>(fresh.size()));
+    }
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;
+    const auto golden = read_bytes(path);
+    EXPECT_EQ(fresh, golden) << g.file << ": the archive bytes changed; if the format change is deliberate, bump "
+                                          "the format version and regenerate with GSZ_UPDATE_GOLDEN=1";
+    const auto info = ctx.inspect(golden.data(), golden.size());
+    const auto dec = ctx.decompress<T>(golden, GSZ_DEVICE_CPU);
+    const auto r = check_bound(input, dec, info.error_bound_abs);
+    EXPECT_EQ(r.violations, 0u);
+    EXPECT_EQ(r.nonfinite_changed, 0u);
+}
+
+TEST(Golden, ArchivesAreStable) {
+    for (const Golden& g : kGoldens) {
+        SCOPED_TRACE(g.file);
+        if (g.dtype == GSZ_DTYPE_F32)
+            check_golden<float>(g);
+        else
+            check_golden<double>(g);
+    }
+}
+
+}  // namespace
