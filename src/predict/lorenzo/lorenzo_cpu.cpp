@@ -114,6 +114,80 @@ LorenzoLayout lorenzo_layout_from(uint32_t predictor_rank, const uint64_t* predi
     return L;
 }
 
+namespace {
+
+// Lorenzo prediction in a zero-padded buffer; the rank is a template
+// parameter so that 1-D and 2-D chunks skip the terms that are known zeros.
+template <int Rank>
+inline int64_t predict_padded(const int64_t* q, const int64_t* qy, const int64_t* qz, const int64_t* qyz,
+                              uint32_t x) {
+    if constexpr (Rank == 1) {
+        return lorenzo_predict_1d(q[x - 1]);
+    } else if constexpr (Rank == 2) {
+        return lorenzo_predict_2d(q[x - 1], qy[x], qy[x - 1]);
+    } else {
+        return lorenzo_predict_3d(q[x - 1], qy[x], qz[x], qy[x - 1], qz[x - 1], qyz[x], qyz[x - 1]);
+    }
+}
+
+template <class T, int Rank>
+void encode_chunk(const T* data, const LorenzoLayout& L, const LorenzoLayout::ChunkBox& box, const QuantParams& p,
+                  PaddedChunk& buf, std::vector<uint8_t>& ok, uint16_t* code, std::vector<T>& outliers) {
+    buf.reset(box.extent);
+    ok.resize(box.extent[0] + 1);
+    const uint64_t nx = L.dims[0], ny = L.dims[1];
+    for (uint32_t z = 1; z <= box.extent[2]; ++z) {
+        for (uint32_t y = 1; y <= box.extent[1]; ++y) {
+            const T* src = data + box.origin[0] + nx * ((box.origin[1] + y - 1) + ny * (box.origin[2] + z - 1)) - 1;
+            int64_t* q = buf.row(y, z);
+            const int64_t* qy = buf.row(y - 1, z);
+            const int64_t* qz = buf.row(y, z - 1);
+            const int64_t* qyz = buf.row(y - 1, z - 1);
+            // Quantizing a row has no dependency between points: a separate
+            // loop lets the compiler overlap the conversions.
+            for (uint32_t x = 1; x <= box.extent[0]; ++x) ok[x] = quantize(src[x], p, q[x]);
+            for (uint32_t x = 1; x <= box.extent[0]; ++x) {
+                const int64_t pred = predict_padded<Rank>(q, qy, qz, qyz, x);
+                const uint16_t c16 = ok[x] ? lorenzo_code(q[x] - pred, p.radius) : uint16_t{0};
+                if (c16 == 0) [[unlikely]]
+                    outliers.push_back(src[x]);
+                *code++ = c16;
+            }
+        }
+    }
+}
+
+template <class T, int Rank>
+void decode_chunk(const uint16_t* code, const T*& outlier, const LorenzoLayout& L, const LorenzoLayout::ChunkBox& box,
+                  const QuantParams& p, PaddedChunk& buf, T* out) {
+    buf.reset(box.extent);
+    const uint64_t nx = L.dims[0], ny = L.dims[1];
+    for (uint32_t z = 1; z <= box.extent[2]; ++z) {
+        for (uint32_t y = 1; y <= box.extent[1]; ++y) {
+            T* dst = out + box.origin[0] + nx * ((box.origin[1] + y - 1) + ny * (box.origin[2] + z - 1)) - 1;
+            int64_t* q = buf.row(y, z);
+            const int64_t* qy = buf.row(y - 1, z);
+            const int64_t* qz = buf.row(y, z - 1);
+            const int64_t* qyz = buf.row(y - 1, z - 1);
+            const T* row_outlier = outlier;
+            for (uint32_t x = 1; x <= box.extent[0]; ++x) {
+                const uint16_t c16 = *code++;
+                if (c16 != 0) [[likely]] {
+                    q[x] = wrap_add(predict_padded<Rank>(q, qy, qz, qyz, x), int64_t{c16} - p.radius);
+                } else {
+                    lattice_of(*row_outlier++, p.r, q[x]);
+                }
+            }
+            // Values come from the lattice except where the exact value was stored.
+            const uint16_t* row_code = code - box.extent[0];
+            for (uint32_t x = 1; x <= box.extent[0]; ++x)
+                dst[x] = row_code[x - 1] != 0 ? lattice_value<T>(q[x], p.ebx2) : *outlier++;
+        }
+    }
+}
+
+}  // namespace
+
 template <class T>
 void lorenzo_encode_cpu(const T* data, const LorenzoLayout& L, const QuantParams& p, LorenzoCodes<T>& out,
                         int num_threads) {
@@ -123,36 +197,20 @@ void lorenzo_encode_cpu(const T* data, const LorenzoLayout& L, const QuantParams
     // privately; joining the runs in thread order gives stream order, so the
     // result does not depend on the thread count.
     std::vector<std::vector<T>> outliers_of(threads);
-    const uint64_t nx = L.dims[0], ny = L.dims[1];
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads)
     errors.capture([&] {
         const auto [first, last] = thread_range(L.num_chunks);
         std::vector<T>& outliers = outliers_of[thread_index()];
         PaddedChunk buf;
+        std::vector<uint8_t> ok;
         for (uint64_t c = first; c < last; ++c) {
             const auto box = L.chunk_box(c);
-            buf.reset(box.extent);
             uint16_t* code = out.codes.data() + box.stream_offset;
-            for (uint32_t z = 1; z <= box.extent[2]; ++z) {
-                for (uint32_t y = 1; y <= box.extent[1]; ++y) {
-                    const T* src = data + box.origin[0] + nx * ((box.origin[1] + y - 1) + ny * (box.origin[2] + z - 1));
-                    int64_t* q = buf.row(y, z);
-                    const int64_t* qy = buf.row(y - 1, z);
-                    const int64_t* qz = buf.row(y, z - 1);
-                    const int64_t* qyz = buf.row(y - 1, z - 1);
-                    for (uint32_t x = 1; x <= box.extent[0]; ++x) {
-                        const T value = src[x - 1];
-                        int64_t qv;
-                        const bool ok = quantize(value, p, qv);
-                        q[x] = qv;
-                        const int64_t pred = lorenzo_predict_3d(q[x - 1], qy[x], qz[x], qy[x - 1], qz[x - 1],
-                                                                qyz[x], qyz[x - 1]);
-                        const uint16_t c16 = ok ? lorenzo_code(qv - pred, p.radius) : uint16_t{0};
-                        if (c16 == 0) outliers.push_back(value);
-                        *code++ = c16;
-                    }
-                }
+            switch (L.rank) {
+                case 1: encode_chunk<T, 1>(data, L, box, p, buf, ok, code, outliers); break;
+                case 2: encode_chunk<T, 2>(data, L, box, p, buf, ok, code, outliers); break;
+                default: encode_chunk<T, 3>(data, L, box, p, buf, ok, code, outliers); break;
             }
         }
     });
@@ -180,7 +238,6 @@ void lorenzo_decode_cpu(std::span<const uint16_t> codes, std::span<const T> outl
               "archive holds %zu outlier values but its codes mark %llu", outliers.size(),
               static_cast<unsigned long long>(first_outlier[L.num_chunks]));
 
-    const uint64_t nx = L.dims[0], ny = L.dims[1];
     ParallelErrors errors;
 #pragma omp parallel num_threads(threads)
     errors.capture([&] {
@@ -188,30 +245,12 @@ void lorenzo_decode_cpu(std::span<const uint16_t> codes, std::span<const T> outl
         PaddedChunk buf;
         for (uint64_t c = first; c < last; ++c) {
             const auto box = L.chunk_box(c);
-            buf.reset(box.extent);
             const uint16_t* code = codes.data() + box.stream_offset;
-            const T* outlier = outliers.data() + first_outlier[c];
-            for (uint32_t z = 1; z <= box.extent[2]; ++z) {
-                for (uint32_t y = 1; y <= box.extent[1]; ++y) {
-                    T* dst = out + box.origin[0] + nx * ((box.origin[1] + y - 1) + ny * (box.origin[2] + z - 1));
-                    int64_t* q = buf.row(y, z);
-                    const int64_t* qy = buf.row(y - 1, z);
-                    const int64_t* qz = buf.row(y, z - 1);
-                    const int64_t* qyz = buf.row(y - 1, z - 1);
-                    for (uint32_t x = 1; x <= box.extent[0]; ++x) {
-                        const uint16_t c16 = *code++;
-                        if (c16 != 0) {
-                            const int64_t pred = lorenzo_predict_3d(q[x - 1], qy[x], qz[x], qy[x - 1], qz[x - 1],
-                                                                    qyz[x], qyz[x - 1]);
-                            q[x] = wrap_add(pred, int64_t{c16} - p.radius);
-                            dst[x - 1] = lattice_value<T>(q[x], p.ebx2);
-                        } else {
-                            const T value = *outlier++;
-                            lattice_of(value, p.r, q[x]);
-                            dst[x - 1] = value;
-                        }
-                    }
-                }
+            const T* outlier = outliers.data() + first_outlier[c];  // advanced by decode_chunk
+            switch (L.rank) {
+                case 1: decode_chunk<T, 1>(code, outlier, L, box, p, buf, out); break;
+                case 2: decode_chunk<T, 2>(code, outlier, L, box, p, buf, out); break;
+                default: decode_chunk<T, 3>(code, outlier, L, box, p, buf, out); break;
             }
         }
     });
