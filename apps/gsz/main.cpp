@@ -71,14 +71,25 @@ std::string dims_string(const uint64_t* dims, uint32_t rank) {
     return s;
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
+// A byte buffer that is not zero-filled: large inputs and outputs are
+// overwritten anyway, and a memset of gigabytes would be pure cost.
+struct Bytes {
+    std::unique_ptr<uint8_t[]> ptr;
+    size_t count = 0;
+    Bytes() = default;
+    explicit Bytes(size_t n) : ptr(new uint8_t[n ? n : 1]), count(n) {}
+    uint8_t* data() const { return ptr.get(); }
+    size_t size() const { return count; }
+};
+
+Bytes read_file(const std::string& path) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) die(path + ": no such file");
     std::ifstream in(path, std::ios::binary);
     if (!in) die(path + ": cannot open for reading");
     const auto size = fs::file_size(path, ec);
     if (ec) die(path + ": cannot read its size");
-    std::vector<uint8_t> bytes(size);
+    Bytes bytes(size);
     if (size && !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)))
         die(path + ": read failed");
     return bytes;
@@ -242,7 +253,7 @@ int run_compress(const CompressArgs& a) {
     check_output(a.output, a.input, a.force);
 
     const auto t_read = Clock::now();
-    const std::vector<uint8_t> input = read_file(a.input);
+    const Bytes input = read_file(a.input);
     const double read_s = seconds_since(t_read);
     uint64_t n = 1;
     for (uint64_t d : dims) n *= d;
@@ -251,12 +262,12 @@ int run_compress(const CompressArgs& a) {
         die(a.input + ": has " + std::to_string(input.size()) + " bytes, but -t " + a.dtype + " -l " + a.dims +
             " needs " + std::to_string(n * elem));
 
-    std::vector<uint8_t> archive(capacity);
+    Bytes archive(capacity);
     size_t archive_bytes = 0;
     const auto t0 = Clock::now();
     ctx.check(gsz_compress(ctx.ctx, &p, input.data(), archive.data(), archive.size(), &archive_bytes), "compress");
     const double compress_s = seconds_since(t0);
-    archive.resize(archive_bytes);
+    archive.count = archive_bytes;
 
     gsz_archive_info info;
     ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), "compress");
@@ -264,7 +275,7 @@ int run_compress(const CompressArgs& a) {
     std::optional<Quality> quality;
     double verify_s = 0;
     if (a.verify) {
-        std::vector<uint8_t> back(input.size());
+        Bytes back(input.size());
         const auto t1 = Clock::now();
         ctx.check(gsz_decompress(ctx.ctx, archive.data(), archive.size(), back.data(), back.size(), p.device,
                                  p.num_threads),
@@ -325,12 +336,12 @@ int run_decompress(const DecompressArgs& a) {
     Ctx ctx;
     const gsz_device device = parse_device(a.device);
     check_output(a.output, a.input, a.force);
-    const std::vector<uint8_t> archive = read_file(a.input);
+    const Bytes archive = read_file(a.input);
     gsz_archive_info info;
     ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), a.input);
-    std::vector<uint8_t> out;
+    Bytes out;
     try {
-        out.resize(info.original_bytes);
+        out = Bytes(info.original_bytes);
     } catch (const std::exception&) {
         die(a.input + ": cannot allocate " + human_bytes(static_cast<double>(info.original_bytes)) + " for the output");
     }
@@ -360,7 +371,7 @@ int run_decompress(const DecompressArgs& a) {
 
 int run_info(const std::string& input, bool as_json) {
     Ctx ctx;
-    const std::vector<uint8_t> archive = read_file(input);
+    const Bytes archive = read_file(input);
     gsz_archive_info info;
     ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), input);
     if (as_json) {

@@ -1,0 +1,65 @@
+// GPU side of the Huffman stage: histogram, codebook upload, chunked encode
+// and decode, producing and reading exactly the CPU layout of huffman.hpp
+// (same chunk_bits, same words, bit for bit).  The codebook itself is built
+// on the host (huffman_build) from the histogram the GPU counted.
+#pragma once
+
+#include "encode/huffman.hpp"
+#include "runtime/cuda/device_buffer.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace gsz::encode {
+
+// d_hist[s] = number of symbols equal to s, for s < alphabet (d_hist is
+// zeroed here).  Privatized shared-memory counters, integer atomics: the
+// result does not depend on scheduling.  A symbol >= alphabet sets
+// *d_bad_symbol to 1 (the caller checks it; the pipeline never produces one).
+void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, uint64_t* d_hist,
+                    uint32_t* d_bad_symbol, cudaStream_t stream);
+
+// The codebook on the device: encode table and decode tables.
+struct HuffmanDeviceBook {
+    uint32_t alphabet_size = 0;
+    uint32_t max_length = 0;
+    cuda::DeviceBuffer<uint32_t> codes;          // [alphabet] codeword, right-aligned
+    cuda::DeviceBuffer<uint8_t> lengths;         // [alphabet] 0 = unused
+    cuda::DeviceBuffer<uint32_t> first_code;     // [kHuffmanMaxCodeLength + 1]
+    cuda::DeviceBuffer<uint32_t> first_index;    // [kHuffmanMaxCodeLength + 1]
+    cuda::DeviceBuffer<uint32_t> count;          // [kHuffmanMaxCodeLength + 1]
+    cuda::DeviceBuffer<uint16_t> sorted_symbols; // symbols by (length, symbol)
+    cuda::DeviceBuffer<uint32_t> lut;            // fast-path table (layout private to huffman_cuda.cu)
+};
+
+HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream);
+
+struct HuffmanDeviceStream {
+    uint64_t num_symbols = 0;
+    uint32_t chunk_symbols = 0;
+    uint64_t num_chunks = 0;
+    cuda::DeviceBuffer<uint32_t> chunk_bits;         // [num_chunks]
+    cuda::DeviceBuffer<uint64_t> chunk_word_offset;  // [num_chunks + 1], exclusive prefix of words per chunk
+    cuda::DeviceBuffer<uint32_t> words;              // [num_words]
+    uint64_t num_words = 0;
+};
+
+// Encode d_symbols[0..n) in chunks of chunk_symbols; fills `out` so that
+// chunk_bits and words equal huffman_encode_cpu's output exactly (padding bits
+// zero).  Every symbol must have a code (the pipeline guarantees it: the book
+// was built from these symbols' histogram).
+void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbols, uint64_t n,
+                         uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream);
+
+// Decode a stream whose chunk table was validated on the host
+// (huffman_stream_read).  d_words holds the bitstream; d_chunk_bits and
+// d_chunk_word_offset the validated table.  A chunk with an invalid codeword,
+// too few bits or nonzero leftover/padding bits sets *d_corrupt to 1 (the
+// caller turns it into GSZ_STATUS_CORRUPT); the decoder never reads or writes
+// out of bounds whatever the bits say.
+void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words, uint64_t num_words,
+                         const uint32_t* d_chunk_bits, const uint64_t* d_chunk_word_offset, uint64_t num_symbols,
+                         uint32_t chunk_symbols, uint16_t* d_out, uint32_t* d_corrupt, cudaStream_t stream);
+
+}  // namespace gsz::encode

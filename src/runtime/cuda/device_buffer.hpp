@@ -1,0 +1,100 @@
+// Device and pinned host buffers, allocated stream-ordered from the device's
+// memory pool (cudaMallocAsync), released when they go out of scope.
+#pragma once
+
+#include "runtime/cuda/cuda_check.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace gsz::cuda {
+
+template <class T>
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    DeviceBuffer(size_t count, cudaStream_t stream) { allocate(count, stream); }
+    ~DeviceBuffer() { release(); }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    DeviceBuffer(DeviceBuffer&& o) noexcept { swap(o); }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+        swap(o);
+        return *this;
+    }
+
+    // Grows (never shrinks) to at least `count` elements; contents are not kept.
+    void allocate(size_t count, cudaStream_t stream) {
+        if (count <= capacity_) {
+            size_ = count;
+            return;
+        }
+        release();
+        stream_ = stream;
+        GSZ_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), (count ? count : 1) * sizeof(T), stream));
+        capacity_ = size_ = count;
+    }
+    void release() noexcept {
+        if (ptr_) cudaFreeAsync(ptr_, stream_);
+        ptr_ = nullptr;
+        capacity_ = size_ = 0;
+    }
+    void zero(cudaStream_t stream) {
+        if (size_) GSZ_CUDA(cudaMemsetAsync(ptr_, 0, size_ * sizeof(T), stream));
+    }
+
+    T* data() const { return ptr_; }
+    size_t size() const { return size_; }
+    size_t bytes() const { return size_ * sizeof(T); }
+
+private:
+    void swap(DeviceBuffer& o) noexcept {
+        std::swap(ptr_, o.ptr_);
+        std::swap(size_, o.size_);
+        std::swap(capacity_, o.capacity_);
+        std::swap(stream_, o.stream_);
+    }
+    T* ptr_ = nullptr;
+    size_t size_ = 0, capacity_ = 0;
+    cudaStream_t stream_ = nullptr;
+};
+
+// Page-locked host memory for fast, asynchronous copies.
+template <class T>
+class PinnedBuffer {
+public:
+    PinnedBuffer() = default;
+    explicit PinnedBuffer(size_t count) { allocate(count); }
+    ~PinnedBuffer() {
+        if (ptr_) cudaFreeHost(ptr_);
+    }
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    void allocate(size_t count) {
+        if (count <= capacity_) {
+            size_ = count;
+            return;
+        }
+        if (ptr_) cudaFreeHost(ptr_);
+        ptr_ = nullptr;
+        GSZ_CUDA(cudaMallocHost(reinterpret_cast<void**>(&ptr_), (count ? count : 1) * sizeof(T)));
+        capacity_ = size_ = count;
+    }
+    T* data() const { return ptr_; }
+    size_t size() const { return size_; }
+
+private:
+    T* ptr_ = nullptr;
+    size_t size_ = 0, capacity_ = 0;
+};
+
+// Copies a device array to a std::vector-like host container (synchronous on stream).
+template <class T, class Vec>
+void copy_to_host(Vec& out, const T* d_src, size_t count, cudaStream_t stream) {
+    out.resize(count);
+    if (count) GSZ_CUDA(cudaMemcpyAsync(out.data(), d_src, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+}
+
+}  // namespace gsz::cuda

@@ -1,0 +1,66 @@
+/* The public header used from C (C11): it must compile as C and work as documented. */
+#include <gsz/gsz.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+#define EXPECT(cond)                                                   \
+    do {                                                               \
+        if (!(cond)) {                                                 \
+            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+            ++failures;                                                \
+        }                                                              \
+    } while (0)
+
+int main(void) {
+    enum { NX = 64, NY = 48, NZ = 5, N = NX * NY * NZ };
+    float* data = malloc(N * sizeof(float));
+    float* back = malloc(N * sizeof(float));
+    for (int i = 0; i < N; ++i) data[i] = (float)(sin(i * 0.01) * 100.0 + (i % NX) * 0.5);
+
+    gsz_ctx* ctx = NULL;
+    EXPECT(gsz_ctx_create(&ctx) == GSZ_STATUS_OK && ctx != NULL);
+
+    gsz_params p;
+    gsz_params_init(&p);
+    EXPECT(p.radius == 512 && p.pipeline == GSZ_PIPELINE_LORENZO && p.error_mode == GSZ_ERROR_REL);
+    p.dtype = GSZ_DTYPE_F32;
+    p.rank = 3;
+    p.dims[0] = NX; p.dims[1] = NY; p.dims[2] = NZ;
+    p.error_mode = GSZ_ERROR_ABS;
+    p.error_bound = 0.01;
+    p.device = GSZ_DEVICE_CPU;
+
+    size_t cap = 0, size = 0;
+    EXPECT(gsz_compress_bound(&p, &cap) == GSZ_STATUS_OK && cap > 0);
+    unsigned char* arc = malloc(cap);
+    EXPECT(gsz_compress(ctx, &p, data, arc, cap, &size) == GSZ_STATUS_OK);
+    EXPECT(size > 0 && size < N * sizeof(float) / 2);
+
+    gsz_archive_info info;
+    EXPECT(gsz_archive_inspect(ctx, arc, size, &info) == GSZ_STATUS_OK);
+    EXPECT(info.format_version == 1 && info.num_elements == N && info.rank == 3 && info.dims[2] == NZ);
+    EXPECT(info.error_bound_abs == 0.01 && info.archive_bytes == size);
+
+    EXPECT(gsz_decompress(ctx, arc, size, back, N * sizeof(float), GSZ_DEVICE_CPU, 0) == GSZ_STATUS_OK);
+    double max_err = 0;
+    for (int i = 0; i < N; ++i) max_err = fmax(max_err, fabs((double)back[i] - (double)data[i]));
+    EXPECT(max_err <= 0.01);
+
+    /* failures carry a status and a message */
+    arc[size / 2] ^= 0x40;
+    EXPECT(gsz_decompress(ctx, arc, size, back, N * sizeof(float), GSZ_DEVICE_CPU, 0) == GSZ_STATUS_CORRUPT);
+    EXPECT(strlen(gsz_ctx_last_error(ctx)) > 0);
+    EXPECT(strcmp(gsz_status_string(GSZ_STATUS_CORRUPT), "corrupt archive") == 0);
+    p.rank = 0;
+    EXPECT(gsz_compress(ctx, &p, data, arc, cap, &size) == GSZ_STATUS_INVALID_ARGUMENT);
+
+    gsz_ctx_free(ctx);
+    gsz_ctx_free(NULL);
+    free(arc); free(back); free(data);
+    printf("%s\n", failures ? "C API test FAILED" : "C API test passed");
+    return failures ? 1 : 0;
+}
