@@ -2,6 +2,11 @@
 //   0 success, 1 failure (one line on stderr naming the problem), 2 bad usage.
 #include <gsz/gsz.h>
 
+#include "mirror_tile.hpp"
+#include "pipeline/bench.hpp"
+#include "pipeline/pipeline.hpp"
+#include "runtime/status.hpp"
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -48,26 +53,30 @@ struct Ctx {
     }
 };
 
-std::vector<uint64_t> parse_dims(const std::string& text) {
+// "384x384x256" -> {384, 384, 256}; `option` names the flag in messages.
+std::vector<uint64_t> parse_dims(const std::string& text, const std::string& option = "-l") {
     std::vector<uint64_t> dims;
     std::stringstream ss(text);
     std::string part;
     while (std::getline(ss, part, 'x')) {
         if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos)
-            die("-l " + text + ": dims must look like 384x384x256 (positive integers, fastest-varying first)");
+            die(option + " " + text + ": dims must look like 384x384x256 (positive integers, fastest-varying first)");
         errno = 0;
         const unsigned long long v = std::strtoull(part.c_str(), nullptr, 10);
-        if (errno || v == 0) die("-l " + text + ": dimension '" + part + "' must be a positive integer");
+        if (errno || v == 0) die(option + " " + text + ": dimension '" + part + "' must be a positive integer");
         dims.push_back(v);
     }
-    if (dims.empty() || dims.size() > GSZ_MAX_RANK) die("-l " + text + ": give 1 to 4 dims");
-    if (!text.empty() && text.back() == 'x') die("-l " + text + ": trailing 'x'");
+    if (dims.empty() || dims.size() > GSZ_MAX_RANK) die(option + " " + text + ": give 1 to 4 dims");
+    if (!text.empty() && text.back() == 'x') die(option + " " + text + ": trailing 'x'");
     return dims;
 }
 
 std::string dims_string(const uint64_t* dims, uint32_t rank) {
     std::string s;
-    for (uint32_t d = 0; d < rank; ++d) s += (d ? "x" : "") + std::to_string(dims[d]);
+    for (uint32_t d = 0; d < rank; ++d) {
+        if (d) s += 'x';
+        s += std::to_string(dims[d]);
+    }
     return s;
 }
 
@@ -135,6 +144,12 @@ gsz_device parse_device(const std::string& s) {
     if (s == "cpu") return GSZ_DEVICE_CPU;
     if (s == "cuda") return GSZ_DEVICE_CUDA;
     die("--device " + s + ": expected auto, cpu or cuda");
+}
+
+// The backend a call with this device runs on (the library's own choice for AUTO).
+const char* backend_name(gsz_device device) {
+    if (device == GSZ_DEVICE_AUTO) return gsz::pipeline::cuda_backend_available(nullptr) ? "cuda" : "cpu";
+    return device == GSZ_DEVICE_CUDA ? "cuda" : "cpu";
 }
 
 const char* dtype_name(gsz_dtype t) { return t == GSZ_DTYPE_F64 ? "f64" : "f32"; }
@@ -219,21 +234,38 @@ json info_json(const gsz_archive_info& a) {
     return j;
 }
 
-struct CompressArgs {
-    std::string input, output, dtype = "f32", dims, mode = "rel", pipeline = "lorenzo", device = "auto";
+// What compress and bench share: the input array and how to compress it.
+struct ArrayArgs {
+    std::string input, dtype = "f32", dims, mode = "rel", pipeline = "lorenzo", device = "auto";
     double eb = -1;
     uint32_t radius = 512;
     int threads = 0;
-    bool json = false, force = false, verify = false;
+    bool json = false;
 };
 
-int run_compress(const CompressArgs& a) {
+void add_array_options(CLI::App* c, ArrayArgs& a) {
+    c->add_option("-i,--input", a.input, "Raw input file")->required();
+    c->add_option("-t,--type", a.dtype, "Element type: f32 or f64")->required();
+    c->add_option("-l,--dims", a.dims, "Dims, fastest-varying first, e.g. 384x384x256 (1 to 4 dims)")->required();
+    c->add_option("-m,--mode", a.mode, "Error mode: abs (absolute) or rel (relative to max-min of the finite values)")
+        ->capture_default_str();
+    c->add_option("-e,--error-bound", a.eb, "Error bound (0 = lossless)")->required();
+    c->add_option("-p,--pipeline", a.pipeline, "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman)")
+        ->capture_default_str();
+    c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
+                                        "others are stored exactly (1..32768)")
+        ->capture_default_str();
+    c->add_option("--device", a.device, "Backend: auto, cpu or cuda")->capture_default_str();
+    c->add_option("--threads", a.threads, "CPU threads (0 = all); never changes the archive")->capture_default_str();
+    c->add_flag("--json", a.json, "Print one JSON object instead of text");
+}
+
+gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     gsz_params p;
     gsz_params_init(&p);
     if (a.dtype == "f32") p.dtype = GSZ_DTYPE_F32;
     else if (a.dtype == "f64") p.dtype = GSZ_DTYPE_F64;
     else die("-t " + a.dtype + ": expected f32 or f64");
-    const auto dims = parse_dims(a.dims);
     p.rank = static_cast<uint32_t>(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) p.dims[d] = dims[d];
     if (a.mode == "abs") p.error_mode = GSZ_ERROR_ABS;
@@ -246,6 +278,33 @@ int run_compress(const CompressArgs& a) {
     p.radius = a.radius;
     p.device = parse_device(a.device);
     p.num_threads = a.threads;
+    return p;
+}
+
+uint64_t num_elements(const std::vector<uint64_t>& dims) {
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    return n;
+}
+
+// The raw input, checked against -t and -l.
+Bytes read_array(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
+    Bytes input = read_file(a.input);
+    const uint64_t need = num_elements(dims) * (a.dtype == "f64" ? 8 : 4);
+    if (input.size() != need)
+        die(a.input + ": has " + std::to_string(input.size()) + " bytes, but -t " + a.dtype + " -l " + a.dims +
+            " needs " + std::to_string(need));
+    return input;
+}
+
+struct CompressArgs : ArrayArgs {
+    std::string output;
+    bool force = false, verify = false;
+};
+
+int run_compress(const CompressArgs& a) {
+    const auto dims = parse_dims(a.dims);
+    const gsz_params p = params_from(a, dims);
 
     Ctx ctx;
     size_t capacity = 0;
@@ -253,14 +312,9 @@ int run_compress(const CompressArgs& a) {
     check_output(a.output, a.input, a.force);
 
     const auto t_read = Clock::now();
-    const Bytes input = read_file(a.input);
+    const Bytes input = read_array(a, dims);
     const double read_s = seconds_since(t_read);
-    uint64_t n = 1;
-    for (uint64_t d : dims) n *= d;
-    const uint64_t elem = p.dtype == GSZ_DTYPE_F64 ? 8 : 4;
-    if (input.size() != n * elem)
-        die(a.input + ": has " + std::to_string(input.size()) + " bytes, but -t " + a.dtype + " -l " + a.dims +
-            " needs " + std::to_string(n * elem));
+    const uint64_t n = num_elements(dims);
 
     Bytes archive(capacity);
     size_t archive_bytes = 0;
@@ -292,7 +346,7 @@ int run_compress(const CompressArgs& a) {
         j["command"] = "compress";
         j["input"] = a.input;
         j["output"] = a.output;
-        j["device"] = "cpu";
+        j["device"] = backend_name(p.device);
         j["threads"] = a.threads;
         j.update(info_json(info));
         j["read_s"] = read_s;
@@ -355,7 +409,7 @@ int run_decompress(const DecompressArgs& a) {
         j["command"] = "decompress";
         j["input"] = a.input;
         j["output"] = a.output;
-        j["device"] = "cpu";
+        j["device"] = backend_name(device);
         j.update(info_json(info));
         j["decompress_s"] = s;
         j["decompress_gbps"] = static_cast<double>(out.size()) / s / 1e9;
@@ -399,6 +453,164 @@ int run_info(const std::string& input, bool as_json) {
     return 0;
 }
 
+struct BenchArgs : ArrayArgs {
+    std::string tile;
+    int repeat = 10, warmup = 2;
+};
+
+double median(std::vector<double> v) {
+    if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+    std::sort(v.begin(), v.end());
+    const size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// The --tile factors (all 1 without it), checked against the dims.
+std::vector<uint64_t> parse_tiles(const BenchArgs& a, const std::vector<uint64_t>& dims) {
+    if (a.tile.empty()) return std::vector<uint64_t>(dims.size(), 1);
+    const auto tiles = parse_dims(a.tile, "--tile");
+    if (tiles.size() != dims.size())
+        die("--tile " + a.tile + ": give one factor per dim of -l " + a.dims + " (" + std::to_string(dims.size()) +
+            ")");
+    uint64_t n = 1, extent = 0;
+    for (size_t d = 0; d < dims.size(); ++d)
+        if (__builtin_mul_overflow(dims[d], tiles[d], &extent) || __builtin_mul_overflow(n, extent, &n))
+            die("--tile " + a.tile + ": the tiled field is too large");
+    if (n > (uint64_t{1} << 62) / 8) die("--tile " + a.tile + ": the tiled field is too large");
+    return tiles;
+}
+
+// The input, mirror-tiled when --tile asks for it; `dims` becomes the tiled dims.
+Bytes tiled_input(const BenchArgs& a, const std::vector<uint64_t>& tiles, std::vector<uint64_t>& dims) {
+    Bytes input = read_array(a, dims);
+    if (a.tile.empty()) return input;
+    const uint64_t elem = a.dtype == "f64" ? 8 : 4;
+    Bytes out(num_elements(gsz::cli::mirror_tiled_dims(dims, tiles)) * elem);
+    if (a.dtype == "f64")
+        gsz::cli::mirror_tile(reinterpret_cast<const double*>(input.data()), dims, tiles,
+                              reinterpret_cast<double*>(out.data()));
+    else
+        gsz::cli::mirror_tile(reinterpret_cast<const float*>(input.data()), dims, tiles,
+                              reinterpret_cast<float*>(out.data()));
+    dims = gsz::cli::mirror_tiled_dims(dims, tiles);
+    return out;
+}
+
+int run_bench(const BenchArgs& a) {
+    auto dims = parse_dims(a.dims);
+    gsz_params p = params_from(a, dims);
+    if (a.repeat < 1) die("--repeat " + std::to_string(a.repeat) + ": must be at least 1");
+    if (a.warmup < 0) die("--warmup " + std::to_string(a.warmup) + ": must be >= 0");
+    const auto tiles = parse_tiles(a, dims);
+
+    // Pick the backend first: a missing GPU should fail before any work.
+    std::string why;
+    const bool have_cuda = p.device != GSZ_DEVICE_CPU && gsz::pipeline::cuda_backend_available(&why);
+    if (p.device == GSZ_DEVICE_CUDA && !have_cuda) die("--device cuda: " + why);
+    if (p.device == GSZ_DEVICE_AUTO && !have_cuda)
+        std::fprintf(stderr, "gsz: no usable GPU (%s); benchmarking the CPU backend\n", why.c_str());
+    p.device = have_cuda ? GSZ_DEVICE_CUDA : GSZ_DEVICE_CPU;
+
+    const Bytes input = tiled_input(a, tiles, dims);
+    p.rank = static_cast<uint32_t>(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) p.dims[d] = dims[d];
+    const uint64_t n = num_elements(dims);
+
+    gsz::pipeline::BenchOptions options;
+    options.params = p;
+    options.warmup = a.warmup;
+    options.repeat = a.repeat;
+    gsz::pipeline::BenchResult r;
+    try {
+        r = have_cuda ? gsz::pipeline::bench_cuda(options, input.data())
+                      : gsz::pipeline::bench_cpu(options, input.data());
+    } catch (const gsz::Error& e) {
+        die(std::string("bench: ") + gsz_status_string(e.status()) + ": " + e.what());
+    }
+    if (r.decoded.size() != input.size() || r.archive.size() != r.archive_bytes || r.original_bytes != input.size() ||
+        r.compress_s.empty() || r.decompress_s.empty() || r.compress_e2e_s.empty() || r.decompress_e2e_s.empty())
+        die("bench: the " + std::string(have_cuda ? "cuda" : "cpu") + " backend returned an incomplete result");
+
+    // The bound the user asked for, from the original values (as compress
+    // derives it), and the error of what came back.
+    using gsz::pipeline::finite_range_cpu;
+    const auto range = p.dtype == GSZ_DTYPE_F64
+                           ? finite_range_cpu(reinterpret_cast<const double*>(input.data()), n, a.threads)
+                           : finite_range_cpu(reinterpret_cast<const float*>(input.data()), n, a.threads);
+    double eb_abs = p.error_bound;
+    if (p.error_mode == GSZ_ERROR_REL) eb_abs = range.any ? p.error_bound * (range.max - range.min) : 0.0;
+    const Quality q = measure_any(p.dtype, input.data(), r.decoded.data(), n, eb_abs, range.min, range.max);
+    if (q.violations || q.nonfinite_mismatch)
+        die(gsz::format_message("bench: the %s backend broke the bound: %llu values outside %.9g (max error %.9g), "
+                                "%llu NaN/Inf changed",
+                                have_cuda ? "cuda" : "cpu", static_cast<unsigned long long>(q.violations), eb_abs,
+                                q.max_abs_error, static_cast<unsigned long long>(q.nonfinite_mismatch)));
+
+    // What the archive holds (the pipeline may be store: lossless bound, or incompressible data).
+    Ctx ctx;
+    gsz_archive_info info;
+    ctx.check(gsz_archive_inspect(ctx.ctx, r.archive.data(), r.archive.size(), &info), "bench");
+
+    const double bytes = static_cast<double>(input.size());
+    const double ratio = bytes / static_cast<double>(r.archive_bytes);
+    const double bits = 8.0 * static_cast<double>(r.archive_bytes) / static_cast<double>(n);
+    const double c_s = median(r.compress_s), d_s = median(r.decompress_s);
+    const double ce_s = median(r.compress_e2e_s), de_s = median(r.decompress_e2e_s);
+    const double err_over_eb = eb_abs > 0 ? q.max_abs_error / eb_abs : 0.0;
+    if (a.json) {
+        json j;
+        j["command"] = "bench";
+        j["input"] = a.input;
+        j["tile"] = a.tile.empty() ? json(nullptr) : json(a.tile);
+        j["device"] = r.device;
+        j["backend"] = have_cuda ? "cuda" : "cpu";
+        j["dtype"] = a.dtype;
+        j["dims"] = dims;
+        j["num_elements"] = n;
+        j["pipeline"] = pipeline_name(info.pipeline);
+        j["error_mode"] = mode_name(p.error_mode);
+        j["error_bound"] = p.error_bound;
+        j["eb_abs"] = eb_abs;
+        j["radius"] = p.radius;
+        j["threads"] = a.threads;
+        j["warmup"] = a.warmup;
+        j["repeat"] = a.repeat;
+        j["original_bytes"] = r.original_bytes;
+        j["archive_bytes"] = r.archive_bytes;
+        j["ratio"] = ratio;
+        j["bits_per_value"] = bits;
+        put_quality(j, q);
+        j["max_error_over_eb"] = err_over_eb;
+        j["compress_gbps"] = bytes / c_s / 1e9;
+        j["decompress_gbps"] = bytes / d_s / 1e9;
+        j["compress_e2e_gbps"] = bytes / ce_s / 1e9;
+        j["decompress_e2e_gbps"] = bytes / de_s / 1e9;
+        j["compress_s"] = r.compress_s;
+        j["decompress_s"] = r.decompress_s;
+        j["compress_e2e_s"] = r.compress_e2e_s;
+        j["decompress_e2e_s"] = r.decompress_e2e_s;
+        std::cout << j.dump() << "\n";   // one line, so runs append to a .jsonl file
+        return 0;
+    }
+    std::printf("input       %s%s%s: %s %s, %s\n", a.input.c_str(), a.tile.empty() ? "" : " mirror-tiled ",
+                a.tile.c_str(), a.dtype.c_str(), dims_string(dims.data(), p.rank).c_str(),
+                human_bytes(bytes).c_str());
+    std::printf("device      %s, %s, eb %s %g (abs %.6g), warmup %d, medians of %d\n", r.device.c_str(),
+                pipeline_name(info.pipeline), mode_name(p.error_mode), p.error_bound, eb_abs, a.warmup, a.repeat);
+    std::printf("size        %s -> %s, ratio %.2f (%.3f bits/value)\n", human_bytes(bytes).c_str(),
+                human_bytes(static_cast<double>(r.archive_bytes)).c_str(), ratio, bits);
+    if (eb_abs > 0)
+        std::printf("error       max abs %.6g (%.4f of the bound, holds), PSNR %.2f dB\n", q.max_abs_error,
+                    err_over_eb, q.psnr);
+    else
+        std::printf("error       none (lossless)\n");
+    std::printf("compress    %8.3f GB/s device-resident, %8.3f GB/s end-to-end (%.4f s, %.4f s)\n", bytes / c_s / 1e9,
+                bytes / ce_s / 1e9, c_s, ce_s);
+    std::printf("decompress  %8.3f GB/s device-resident, %8.3f GB/s end-to-end (%.4f s, %.4f s)\n", bytes / d_s / 1e9,
+                bytes / de_s / 1e9, d_s, de_s);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -415,26 +627,14 @@ int main(int argc, char** argv) {
         "  gsz compress -i field.f32 -t f32 -l 384x384x256 -m rel -e 1e-4 -o field.gsz\n"
         "  gsz decompress -i field.gsz -o field.out.f32\n"
         "  gsz info -i field.gsz\n"
+        "  gsz bench -i field.f32 -t f32 -l 384x384x256 -e 1e-4 --device cuda --tile 2x2x2\n"
         "Exit status: 0 success, 1 failure, 2 bad usage.");
 
     CompressArgs ca;
     auto* c = app.add_subcommand("compress", "Compress a raw binary array (little-endian, C order)");
-    c->add_option("-i,--input", ca.input, "Raw input file")->required();
+    add_array_options(c, ca);
     c->add_option("-o,--output", ca.output, "Archive to write")->required();
-    c->add_option("-t,--type", ca.dtype, "Element type: f32 or f64")->required();
-    c->add_option("-l,--dims", ca.dims, "Dims, fastest-varying first, e.g. 384x384x256 (1 to 4 dims)")->required();
-    c->add_option("-m,--mode", ca.mode, "Error mode: abs (absolute) or rel (relative to max-min of the finite values)")
-        ->capture_default_str();
-    c->add_option("-e,--error-bound", ca.eb, "Error bound (0 = lossless)")->required();
-    c->add_option("-p,--pipeline", ca.pipeline, "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman)")
-        ->capture_default_str();
-    c->add_option("--radius", ca.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
-                                         "others are stored exactly (1..32768)")
-        ->capture_default_str();
-    c->add_option("--device", ca.device, "Backend: auto, cpu or cuda")->capture_default_str();
-    c->add_option("--threads", ca.threads, "CPU threads (0 = all); never changes the archive")->capture_default_str();
     c->add_flag("--verify", ca.verify, "Decompress in memory and report max error and PSNR; fail if the bound breaks");
-    c->add_flag("--json", ca.json, "Print one JSON object instead of text");
     c->add_flag("-f,--force", ca.force, "Overwrite the output if it exists");
 
     DecompressArgs da;
@@ -452,6 +652,15 @@ int main(int argc, char** argv) {
     in->add_option("-i,--input", info_input, "Archive to read")->required();
     in->add_flag("--json", info_json_flag, "Print one JSON object instead of text");
 
+    BenchArgs ba;
+    auto* b = app.add_subcommand("bench", "Time compression and decompression in memory (medians; checks the bound)");
+    add_array_options(b, ba);
+    b->add_option("--repeat", ba.repeat, "Timed repetitions")->capture_default_str();
+    b->add_option("--warmup", ba.warmup, "Untimed runs first")->capture_default_str();
+    b->add_option("--tile", ba.tile,
+                  "Mirror-tile the input to a larger field, one factor per dim (fastest first): "
+                  "91x91x91 tiled 2x2x1 is 182x182x91; odd copies are flipped, so there are no seams");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success& e) {
@@ -465,6 +674,7 @@ int main(int argc, char** argv) {
         if (*c) return run_compress(ca);
         if (*d) return run_decompress(da);
         if (*in) return run_info(info_input, info_json_flag);
+        if (*b) return run_bench(ba);
     } catch (const CliError& e) {
         std::fprintf(stderr, "gsz: error: %s\n", e.what());
         return 1;

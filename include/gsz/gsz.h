@@ -13,7 +13,8 @@
  *     SZ3's -l/-3 options: a C array float a[Z][Y][X] has dims {X, Y, Z}.
  *   - Output is deterministic: the archive bytes depend only on the input
  *     values and the parameters, never on thread counts or the backend.
- *   - All pointers in this header are host pointers.
+ *   - Pointers are host pointers, except those named d_* in the *_device
+ *     functions, which are CUDA device pointers.
  *
  * Example
  *   gsz_ctx* ctx; gsz_ctx_create(&ctx);
@@ -158,6 +159,26 @@ gsz_status gsz_archive_inspect(gsz_ctx* ctx, const void* archive, size_t archive
 gsz_status gsz_decompress(gsz_ctx* ctx, const void* archive, size_t archive_bytes,
                           void* out, size_t out_capacity, gsz_device device,
                           int32_t num_threads);
+
+/* ---- CUDA backend on device memory ----------------------------------------
+ * These run on the GPU whatever params->device says, and fail with
+ * GSZ_STATUS_NO_DEVICE when this build or machine has no usable GPU.  Work is
+ * issued on `cuda_stream` (a cudaStream_t; NULL = default stream) and is
+ * complete when the call returns.  The archive bytes are the same as those
+ * gsz_compress writes on the CPU. */
+
+/* Compress d_data (device memory, num_elements values) into `archive`, which
+ * is device memory when archive_on_device != 0, else host memory.  Size it
+ * with gsz_compress_bound. */
+gsz_status gsz_compress_device(gsz_ctx* ctx, const gsz_params* params, const void* d_data,
+                               void* archive, size_t capacity, size_t* archive_bytes,
+                               int archive_on_device, void* cuda_stream);
+
+/* Decompress an archive (device memory when archive_on_device != 0, else host
+ * memory) into d_out (device memory, out_capacity bytes). */
+gsz_status gsz_decompress_device(gsz_ctx* ctx, const void* archive, size_t archive_bytes,
+                                 int archive_on_device, void* d_out, size_t out_capacity,
+                                 void* cuda_stream);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 
 #include "format/archive.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/pipeline_cuda.hpp"
 #include "runtime/status.hpp"
 
 #include <cstring>
@@ -18,16 +19,6 @@ struct gsz_ctx {
 namespace {
 
 using gsz::Error;
-
-// The backend is chosen once per call.  This build has only the CPU backend;
-// AUTO resolves to it, an explicit CUDA request is an error, never silently
-// served by the CPU.
-void resolve_device(gsz_device device) {
-    GSZ_CHECK(device == GSZ_DEVICE_AUTO || device == GSZ_DEVICE_CPU || device == GSZ_DEVICE_CUDA,
-              GSZ_STATUS_INVALID_ARGUMENT, "device %d is not auto, cpu or cuda", device);
-    GSZ_CHECK(device != GSZ_DEVICE_CUDA, GSZ_STATUS_NO_DEVICE,
-              "the CUDA backend is not part of this build of gsz; use --device cpu or auto");
-}
 
 void check_memory(const gsz_ctx* ctx, uint64_t bytes, const char* what) {
     GSZ_CHECK(ctx->memory_limit == 0 || bytes <= ctx->memory_limit, GSZ_STATUS_LIMIT_EXCEEDED,
@@ -124,7 +115,6 @@ gsz_status gsz_compress(gsz_ctx* ctx, const gsz_params* params, const void* data
     return guarded(ctx, [&] {
         GSZ_CHECK(params && data && archive && archive_bytes, GSZ_STATUS_INVALID_ARGUMENT, "null argument");
         gsz::pipeline::params_validate(*params);
-        resolve_device(params->device);
         check_memory(ctx, gsz::pipeline::compress_workspace_bytes(*params), "compression");
         const std::vector<uint8_t> bytes = gsz::pipeline::compress(*params, data);
         GSZ_CHECK(bytes.size() <= capacity, GSZ_STATUS_BUFFER_TOO_SMALL,
@@ -164,14 +154,53 @@ gsz_status gsz_decompress(gsz_ctx* ctx, const void* archive, size_t archive_byte
     if (!ctx) return GSZ_STATUS_INVALID_ARGUMENT;
     return guarded(ctx, [&] {
         GSZ_CHECK(archive && out, GSZ_STATUS_INVALID_ARGUMENT, "null argument");
-        resolve_device(device);
         const auto parsed = gsz::format::archive_parse({static_cast<const uint8_t*>(archive), archive_bytes});
         const uint64_t need = parsed.header.num_elements() * parsed.header.element_bytes();
         GSZ_CHECK(need <= out_capacity, GSZ_STATUS_BUFFER_TOO_SMALL,
                   "output needs %llu bytes, the buffer holds %zu", static_cast<unsigned long long>(need),
                   out_capacity);
         check_memory(ctx, gsz::pipeline::decompress_workspace_bytes(parsed.header), "decompression");
-        gsz::pipeline::decompress(parsed, out, num_threads);
+        gsz::pipeline::decompress(parsed, out, device, num_threads);
+    });
+}
+
+gsz_status gsz_compress_device(gsz_ctx* ctx, const gsz_params* params, const void* d_data, void* archive,
+                               size_t capacity, size_t* archive_bytes, int archive_on_device, void* cuda_stream) {
+    if (!ctx) return GSZ_STATUS_INVALID_ARGUMENT;
+    return guarded(ctx, [&] {
+        GSZ_CHECK(params && d_data && archive && archive_bytes, GSZ_STATUS_INVALID_ARGUMENT, "null argument");
+        gsz::pipeline::params_validate(*params);
+        check_memory(ctx, gsz::pipeline::compress_workspace_bytes(*params), "compression");
+        const std::vector<uint8_t> bytes = gsz::pipeline::compress_cuda_device(*params, d_data, cuda_stream);
+        GSZ_CHECK(bytes.size() <= capacity, GSZ_STATUS_BUFFER_TOO_SMALL,
+                  "archive needs %zu bytes, the buffer holds %zu", bytes.size(), capacity);
+        if (archive_on_device)
+            gsz::pipeline::copy_to_device(archive, bytes.data(), bytes.size(), cuda_stream);
+        else
+            std::memcpy(archive, bytes.data(), bytes.size());
+        *archive_bytes = bytes.size();
+    });
+}
+
+gsz_status gsz_decompress_device(gsz_ctx* ctx, const void* archive, size_t archive_bytes, int archive_on_device,
+                                 void* d_out, size_t out_capacity, void* cuda_stream) {
+    if (!ctx) return GSZ_STATUS_INVALID_ARGUMENT;
+    return guarded(ctx, [&] {
+        GSZ_CHECK(archive && d_out, GSZ_STATUS_INVALID_ARGUMENT, "null argument");
+        std::vector<uint8_t> host_copy;
+        const uint8_t* bytes = static_cast<const uint8_t*>(archive);
+        if (archive_on_device) {  // the archive is validated and parsed on the host
+            host_copy.resize(archive_bytes);
+            gsz::pipeline::copy_to_host(host_copy.data(), archive, archive_bytes, cuda_stream);
+            bytes = host_copy.data();
+        }
+        const auto parsed = gsz::format::archive_parse({bytes, archive_bytes});
+        const uint64_t need = parsed.header.num_elements() * parsed.header.element_bytes();
+        GSZ_CHECK(need <= out_capacity, GSZ_STATUS_BUFFER_TOO_SMALL,
+                  "output needs %llu bytes, the buffer holds %zu", static_cast<unsigned long long>(need),
+                  out_capacity);
+        check_memory(ctx, gsz::pipeline::decompress_workspace_bytes(parsed.header), "decompression");
+        gsz::pipeline::decompress_cuda_device(parsed, d_out, cuda_stream);
     });
 }
 

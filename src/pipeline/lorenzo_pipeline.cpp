@@ -2,9 +2,7 @@
 // outliers -> histogram -> canonical Huffman -> chunked bitstream.
 #include "pipeline/pipeline.hpp"
 
-#include "encode/huffman.hpp"
-#include "predict/lorenzo/lorenzo.hpp"
-#include "runtime/byte_io.hpp"
+#include "pipeline/lorenzo_sections.hpp"
 #include "runtime/status.hpp"
 
 #include <cmath>
@@ -12,69 +10,45 @@
 
 namespace gsz::pipeline {
 
-namespace {
+void LorenzoParams::write(ByteWriter& out) const {
+    out.put(radius);
+    for (uint32_t c : chunk) out.put(c);
+    out.put(lorenzo_rank);
+    out.put(huffman_chunk_symbols);
+    out.put(num_outliers);
+}
 
-// Symbols per Huffman chunk: the chunk table costs 32 bits and the word
-// alignment ~16 bits per chunk, i.e. ~0.012 bits/value at 4096.
-constexpr uint32_t kHuffmanChunkSymbols = 4096;
-
-struct LorenzoParams {
-    uint32_t radius = 0;
-    uint32_t chunk[3] = {1, 1, 1};
-    uint32_t lorenzo_rank = 1;
-    uint32_t huffman_chunk_symbols = 0;
-    uint64_t num_outliers = 0;
-
-    void write(ByteWriter& out) const {
-        out.put(radius);
-        for (uint32_t c : chunk) out.put(c);
-        out.put(lorenzo_rank);
-        out.put(huffman_chunk_symbols);
-        out.put(num_outliers);
-    }
-    static LorenzoParams read(std::span<const uint8_t> bytes) {
-        ByteReader in(bytes, "pipeline_params");
-        LorenzoParams p;
-        p.radius = in.get<uint32_t>("radius");
-        for (uint32_t& c : p.chunk) c = in.get<uint32_t>("chunk extent");
-        p.lorenzo_rank = in.get<uint32_t>("lorenzo rank");
-        p.huffman_chunk_symbols = in.get<uint32_t>("huffman chunk symbols");
-        p.num_outliers = in.get<uint64_t>("outlier count");
-        in.expect_end();
-        GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, GSZ_STATUS_CORRUPT, "pipeline_params: radius %u out of range",
-                  p.radius);
-        return p;
-    }
-};
+LorenzoParams LorenzoParams::read(std::span<const uint8_t> bytes) {
+    ByteReader in(bytes, "pipeline_params");
+    LorenzoParams p;
+    p.radius = in.get<uint32_t>("radius");
+    for (uint32_t& c : p.chunk) c = in.get<uint32_t>("chunk extent");
+    p.lorenzo_rank = in.get<uint32_t>("lorenzo rank");
+    p.huffman_chunk_symbols = in.get<uint32_t>("huffman chunk symbols");
+    p.num_outliers = in.get<uint64_t>("outlier count");
+    in.expect_end();
+    GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, GSZ_STATUS_CORRUPT, "pipeline_params: radius %u out of range",
+              p.radius);
+    return p;
+}
 
 template <class T>
-std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Header& header, const T* data) {
-    const int threads = params.num_threads;
-    const predict::LorenzoLayout layout = predict::lorenzo_layout(header.rank, header.dims);
-    const auto quant = predict::QuantParams::from_bound(header.error_bound_abs, params.radius);
-
-    predict::LorenzoCodes<T> lc;
-    predict::lorenzo_encode_cpu(data, layout, quant, lc, threads);
-
-    const uint32_t alphabet = 2 * params.radius;
-    const auto histogram = encode::histogram_cpu(lc.codes, alphabet, threads);
-    const auto book = encode::huffman_build(histogram);
-    const auto stream = encode::huffman_encode_cpu(book, lc.codes, kHuffmanChunkSymbols, threads);
-    lc.codes = {};  // the largest buffer; free it before the archive is assembled
-
+std::vector<uint8_t> lorenzo_assemble(const format::Header& header, uint32_t radius,
+                                      const predict::LorenzoLayout& layout, const encode::HuffmanCodebook& book,
+                                      const encode::HuffmanStream& stream, std::span<const T> outliers) {
     LorenzoParams lp;
-    lp.radius = params.radius;
+    lp.radius = radius;
     for (int d = 0; d < 3; ++d) lp.chunk[d] = layout.chunk[d];
     lp.lorenzo_rank = layout.rank;
-    lp.huffman_chunk_symbols = kHuffmanChunkSymbols;
-    lp.num_outliers = lc.outliers.size();
+    lp.huffman_chunk_symbols = stream.chunk_symbols;
+    lp.num_outliers = outliers.size();
 
     ByteWriter params_bytes, book_bytes, chunk_bytes, bit_bytes, outlier_bytes;
     lp.write(params_bytes);
     encode::huffman_codebook_write(book, book_bytes);
     encode::huffman_chunks_write(stream, chunk_bytes);
     encode::huffman_bitstream_write(stream, bit_bytes);
-    outlier_bytes.put_array(std::span<const T>(lc.outliers));
+    outlier_bytes.put_array(outliers);
 
     const format::SectionData sections[] = {
         {format::SectionKind::pipeline_params, params_bytes.bytes()},
@@ -87,18 +61,20 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
 }
 
 template <class T>
-void decompress_typed(const format::Archive& archive, T* out, int threads) {
+LorenzoDecodePlan<T> lorenzo_plan_decode(const format::Archive& archive) {
     const format::Header& h = archive.header;
     GSZ_CHECK(h.error_bound_abs > 0 && std::isfinite(1.0 / (2.0 * h.error_bound_abs)), GSZ_STATUS_CORRUPT,
               "lorenzo archive with unusable bound %g", h.error_bound_abs);
-    const LorenzoParams lp = LorenzoParams::read(archive.section(format::SectionKind::pipeline_params));
+    LorenzoDecodePlan<T> plan;
+    plan.params = LorenzoParams::read(archive.section(format::SectionKind::pipeline_params));
+    const LorenzoParams& lp = plan.params;
     const uint64_t n = h.num_elements();
 
     // The geometry the encoder derived from the header must match the stored one.
     const predict::LorenzoLayout derived = predict::lorenzo_layout(h.rank, h.dims);
     GSZ_CHECK(lp.lorenzo_rank == derived.rank, GSZ_STATUS_CORRUPT,
               "pipeline_params: lorenzo rank %u, but the dims give %u", lp.lorenzo_rank, derived.rank);
-    const predict::LorenzoLayout layout = predict::lorenzo_layout_from(derived.rank, derived.dims, lp.chunk, n);
+    plan.layout = predict::lorenzo_layout_from(derived.rank, derived.dims, lp.chunk, n);
 
     const auto outlier_section = archive.section(format::SectionKind::outlier_values);
     GSZ_CHECK(lp.num_outliers <= n && outlier_section.size() == lp.num_outliers * sizeof(T), GSZ_STATUS_CORRUPT,
@@ -106,24 +82,55 @@ void decompress_typed(const format::Archive& archive, T* out, int threads) {
               static_cast<unsigned long long>(lp.num_outliers));
 
     ByteReader book_in(archive.section(format::SectionKind::huffman_codebook), "huffman_codebook");
-    const auto book = encode::huffman_codebook_read(book_in, 2 * lp.radius);
+    plan.book = encode::huffman_codebook_read(book_in, 2 * lp.radius);
     book_in.expect_end();
     // The stream view checks the symbol count against the bitstream length
-    // (>= 1 bit per symbol) before the code buffer below is allocated.
-    const auto stream = encode::huffman_stream_read(archive.section(format::SectionKind::huffman_chunks),
-                                                    archive.section(format::SectionKind::huffman_bitstream), n);
-    GSZ_CHECK(stream.chunk_symbols == lp.huffman_chunk_symbols, GSZ_STATUS_CORRUPT,
-              "huffman_chunks: chunk of %u symbols, pipeline_params says %u", stream.chunk_symbols,
+    // (>= 1 bit per symbol) before any buffer of n codes is allocated.
+    plan.stream = encode::huffman_stream_read(archive.section(format::SectionKind::huffman_chunks),
+                                              archive.section(format::SectionKind::huffman_bitstream), n);
+    GSZ_CHECK(plan.stream.chunk_symbols == lp.huffman_chunk_symbols, GSZ_STATUS_CORRUPT,
+              "huffman_chunks: chunk of %u symbols, pipeline_params says %u", plan.stream.chunk_symbols,
               lp.huffman_chunk_symbols);
 
-    std::vector<uint16_t> codes(n);
-    encode::huffman_decode_cpu(book, stream, codes, threads);
+    plan.outliers.resize(lp.num_outliers);
+    if (!plan.outliers.empty()) std::memcpy(plan.outliers.data(), outlier_section.data(), outlier_section.size());
+    plan.quant = predict::QuantParams::from_bound(h.error_bound_abs, lp.radius);
+    return plan;
+}
 
-    std::vector<T> outliers(lp.num_outliers);
-    if (!outliers.empty()) std::memcpy(outliers.data(), outlier_section.data(), outlier_section.size());
+template std::vector<uint8_t> lorenzo_assemble<float>(const format::Header&, uint32_t, const predict::LorenzoLayout&,
+                                                      const encode::HuffmanCodebook&, const encode::HuffmanStream&,
+                                                      std::span<const float>);
+template std::vector<uint8_t> lorenzo_assemble<double>(const format::Header&, uint32_t,
+                                                       const predict::LorenzoLayout&, const encode::HuffmanCodebook&,
+                                                       const encode::HuffmanStream&, std::span<const double>);
+template LorenzoDecodePlan<float> lorenzo_plan_decode<float>(const format::Archive&);
+template LorenzoDecodePlan<double> lorenzo_plan_decode<double>(const format::Archive&);
 
-    const auto quant = predict::QuantParams::from_bound(h.error_bound_abs, lp.radius);
-    predict::lorenzo_decode_cpu<T>(codes, outliers, layout, quant, out, threads);
+namespace {
+
+template <class T>
+std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Header& header, const T* data) {
+    const int threads = params.num_threads;
+    const predict::LorenzoLayout layout = predict::lorenzo_layout(header.rank, header.dims);
+    const auto quant = predict::QuantParams::from_bound(header.error_bound_abs, params.radius);
+
+    predict::LorenzoCodes<T> lc;
+    predict::lorenzo_encode_cpu(data, layout, quant, lc, threads);
+
+    const auto histogram = encode::histogram_cpu(lc.codes, 2 * params.radius, threads);
+    const auto book = encode::huffman_build(histogram);
+    const auto stream = encode::huffman_encode_cpu(book, lc.codes, kHuffmanChunkSymbols, threads);
+    lc.codes = {};  // the largest buffer; free it before the archive is assembled
+    return lorenzo_assemble<T>(header, params.radius, layout, book, stream, lc.outliers);
+}
+
+template <class T>
+void decompress_typed(const format::Archive& archive, T* out, int threads) {
+    const LorenzoDecodePlan<T> plan = lorenzo_plan_decode<T>(archive);
+    std::vector<uint16_t> codes(archive.header.num_elements());
+    encode::huffman_decode_cpu(plan.book, plan.stream, codes, threads);
+    predict::lorenzo_decode_cpu<T>(codes, plan.outliers, plan.layout, plan.quant, out, threads);
 }
 
 }  // namespace

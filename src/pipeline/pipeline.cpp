@@ -1,6 +1,7 @@
 #include "pipeline/pipeline.hpp"
 
-#include "encode/huffman.hpp"
+#include "pipeline/bench.hpp"
+#include "pipeline/pipeline_cuda.hpp"
 #include "runtime/status.hpp"
 
 #include <zstd.h>
@@ -58,19 +59,25 @@ uint64_t decompress_workspace_bytes(const format::Header& h) {
     return h.num_elements() * 2 + (1u << 20);  // quant-codes; outliers are bounded by the archive
 }
 
-std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
-    params_validate(p);
+Backend choose_backend(gsz_device device) {
+    std::string why;
+    switch (device) {
+        case GSZ_DEVICE_CPU: return Backend::cpu;
+        case GSZ_DEVICE_AUTO: return cuda_backend_available(nullptr) ? Backend::cuda : Backend::cpu;
+        case GSZ_DEVICE_CUDA:
+            GSZ_CHECK(cuda_backend_available(&why), GSZ_STATUS_NO_DEVICE, "CUDA backend unavailable: %s", why.c_str());
+            return Backend::cuda;
+    }
+    fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("device %d is not auto, cpu or cuda", device));
+}
+
+format::Header plan_header(const gsz_params& p, const FiniteRange& range) {
     format::Header h;
     h.dtype = p.dtype;
     h.rank = p.rank;
     for (uint32_t d = 0; d < GSZ_MAX_RANK; ++d) h.dims[d] = d < p.rank ? p.dims[d] : 1;
     h.error_mode = p.error_mode;
     h.error_bound = p.error_bound;
-
-    const uint64_t n = h.num_elements();
-    const FiniteRange range = p.dtype == GSZ_DTYPE_F32
-                                  ? finite_range_cpu(static_cast<const float*>(data), n, p.num_threads)
-                                  : finite_range_cpu(static_cast<const double*>(data), n, p.num_threads);
     h.value_min = range.min;
     h.value_max = range.max;
     double eb_abs = p.error_bound;
@@ -79,28 +86,40 @@ std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
     // cannot drive the lattice: store losslessly (bound 0 means lossless).
     const bool lossy = eb_abs > 0 && std::isfinite(2.0 * eb_abs) && std::isfinite(1.0 / (2.0 * eb_abs));
     h.error_bound_abs = lossy ? eb_abs : 0.0;
-
-    if (!lossy || p.pipeline == GSZ_PIPELINE_STORE) {
-        h.pipeline = GSZ_PIPELINE_STORE;
-        return store_compress(h, data);
-    }
-    h.pipeline = GSZ_PIPELINE_LORENZO;
-    std::vector<uint8_t> archive = lorenzo_compress(p, h, data);
-    if (archive.size() > n * dtype_bytes(p.dtype)) {
-        // Incompressible at this bound: the lossless archive is smaller.
-        format::Header store = h;
-        store.pipeline = GSZ_PIPELINE_STORE;
-        store.error_bound_abs = 0;
-        std::vector<uint8_t> stored = store_compress(store, data);
-        if (stored.size() < archive.size()) return stored;
-    }
-    return archive;
+    h.pipeline = lossy && p.pipeline != GSZ_PIPELINE_STORE ? GSZ_PIPELINE_LORENZO : GSZ_PIPELINE_STORE;
+    return h;
 }
 
-void decompress(const format::Archive& archive, void* out, int num_threads) {
+std::vector<uint8_t> smaller_of_lossy_and_store(std::vector<uint8_t> lossy, const format::Header& header,
+                                                const void* h_data) {
+    if (lossy.size() <= header.num_elements() * header.element_bytes()) return lossy;
+    // Incompressible at this bound: the lossless archive is smaller.
+    format::Header store = header;
+    store.pipeline = GSZ_PIPELINE_STORE;
+    store.error_bound_abs = 0;
+    std::vector<uint8_t> stored = store_compress(store, h_data);
+    return stored.size() < lossy.size() ? stored : lossy;
+}
+
+std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
+    params_validate(p);
+    if (choose_backend(p.device) == Backend::cuda) return compress_cuda(p, data);
+    const uint64_t n = params_num_elements(p);
+    const FiniteRange range = p.dtype == GSZ_DTYPE_F32
+                                  ? finite_range_cpu(static_cast<const float*>(data), n, p.num_threads)
+                                  : finite_range_cpu(static_cast<const double*>(data), n, p.num_threads);
+    const format::Header h = plan_header(p, range);
+    if (h.pipeline == GSZ_PIPELINE_STORE) return store_compress(h, data);
+    return smaller_of_lossy_and_store(lorenzo_compress(p, h, data), h, data);
+}
+
+void decompress(const format::Archive& archive, void* out, gsz_device device, int num_threads) {
+    const Backend backend = choose_backend(device);
     switch (archive.header.pipeline) {
-        case GSZ_PIPELINE_STORE: return store_decompress(archive, out);
-        case GSZ_PIPELINE_LORENZO: return lorenzo_decompress(archive, out, num_threads);
+        case GSZ_PIPELINE_STORE: return store_decompress(archive, out);  // zstd runs on the host
+        case GSZ_PIPELINE_LORENZO:
+            if (backend == Backend::cuda) return decompress_cuda(archive, out);
+            return lorenzo_decompress(archive, out, num_threads);
     }
     fail(GSZ_STATUS_UNSUPPORTED, format_message("pipeline %d is not supported", archive.header.pipeline));
 }

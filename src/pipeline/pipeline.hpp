@@ -35,10 +35,25 @@ uint64_t compress_bound(const gsz_params& params);
 uint64_t compress_workspace_bytes(const gsz_params& params);
 uint64_t decompress_workspace_bytes(const format::Header& header);
 
+// The backend a call runs on: AUTO picks CUDA when this build has it and a
+// GPU is usable; CUDA without one is GSZ_STATUS_NO_DEVICE, never a silent CPU run.
+enum class Backend { cpu, cuda };
+Backend choose_backend(gsz_device device);
+
+// Header of the archive these params produce for data with this finite
+// range: the applied absolute bound and the pipeline.  Shared by both
+// backends so they decide identically.
+format::Header plan_header(const gsz_params& params, const FiniteRange& range);
+
+// Replaces a lossy archive that came out larger than the input by the
+// lossless one (the input is needed on the host for that).
+std::vector<uint8_t> smaller_of_lossy_and_store(std::vector<uint8_t> lossy, const format::Header& header,
+                                                const void* h_data);
+
 std::vector<uint8_t> compress(const gsz_params& params, const void* data);
 
-// `out` holds header.num_elements() values of header.dtype.
-void decompress(const format::Archive& archive, void* out, int num_threads);
+// `out` holds header.num_elements() values of header.dtype (host memory).
+void decompress(const format::Archive& archive, void* out, gsz_device device, int num_threads);
 
 // Pipeline-specific facts for gsz_archive_inspect (radius, outlier count).
 void describe(const format::Archive& archive, gsz_archive_info& info);

@@ -78,5 +78,39 @@ expect_exit 0 "lossless back" "$GSZ" decompress -i "$T/l.gsz" -o "$T/l.out"
 cmp -s "$SAMPLE" "$T/l.out" && ok || bad "-e 0 is not lossless"
 expect_exit 0 "as 1-D" "$GSZ" compress -i "$SAMPLE" -o "$T/d.gsz" -t f32 -l 753571 -m rel -e 1e-4 --verify --threads 1
 
+# bench: timed runs in memory on a mirror-tiled field, checked against the bound
+"$GSZ" bench --help >"$T/help" 2>&1 || true
+for flag in -i -t -l -m -e --device --repeat --warmup --tile --threads --json; do
+    grep -q -- "$flag" "$T/help" && ok || bad "bench --help lacks $flag"
+done
+expect_exit 0 "bench" "$GSZ" bench -i "$SAMPLE" -t f32 -l 91x91x91 -m rel -e 1e-3 --device cpu --repeat 2 --warmup 1 \
+    --tile 2x1x1 --json
+python3 - "$T/out" <<'PY' && ok || bad "bench --json: $(cat "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j['dims'] == [182, 91, 91] and j['original_bytes'] == 2 * 3014284, j
+assert j['ratio'] > 5 and j['psnr'] > 60 and j['bound_violations'] == 0 and 0 < j['max_error_over_eb'] <= 1, j
+for k in ('compress_s', 'decompress_s', 'compress_e2e_s', 'decompress_e2e_s'):
+    assert len(j[k]) == 2 and all(t > 0 for t in j[k]), (k, j)
+for k in ('compress_gbps', 'decompress_gbps', 'compress_e2e_gbps', 'decompress_e2e_gbps'):
+    assert j[k] > 0, (k, j)
+assert j['device'].startswith('cpu'), j
+PY
+expect_exit 0 "bench text" "$GSZ" bench -i "$SAMPLE" -t f32 -l 91x91x91 -e 1e-2 --device cpu --repeat 1 --warmup 0
+grep -q "ratio" "$T/out" && grep -q "GB/s" "$T/out" && ok || bad "bench text output: $(cat "$T/out")"
+expect_exit 1 "bench tile rank" "$GSZ" bench -i "$SAMPLE" -t f32 -l 91x91x91 -e 1e-3 --device cpu --tile 2x2
+grep -q "one factor per dim" "$T/err" && ok || bad "bench --tile message: $(cat "$T/err")"
+expect_exit 1 "bench repeat 0" "$GSZ" bench -i "$SAMPLE" -t f32 -l 91x91x91 -e 1e-3 --device cpu --repeat 0
+expect_exit 2 "bench without -e" "$GSZ" bench -i "$SAMPLE" -t f32 -l 91x91x91
+# --device cuda runs on a GPU, or fails with one line naming why
+"$GSZ" bench -i "$SAMPLE" -t f32 -l 91x91x91 -e 1e-3 --device cuda --repeat 1 --warmup 0 --json >"$T/out" 2>"$T/err"
+case $? in
+    0) python3 -c "import json; j=json.load(open('$T/out')); assert j['backend']=='cuda' and j['bound_violations']==0" \
+           && ok || bad "bench --device cuda: $(cat "$T/out")" ;;
+    1) [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q -- "--device cuda" "$T/err" && ok \
+           || bad "bench --device cuda: $(cat "$T/err")" ;;
+    *) bad "bench --device cuda: unexpected exit; stderr: $(cat "$T/err")" ;;
+esac
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -1,6 +1,8 @@
 // Edge cases of the compress/decompress round trip through the C++ wrapper.
 #include "test_util.hpp"
 
+#include "pipeline/bench.hpp"
+
 #include <limits>
 #include <random>
 
@@ -241,6 +243,21 @@ TEST(Api, IncompressibleDataFallsBackToStore) {
     for (auto& e : v) e = std::uniform_real_distribution<float>(-1e30f, 1e30f)(rng);
     const auto r = roundtrip<float>(v, {20000}, GSZ_ERROR_ABS, 1e-3);
     EXPECT_LE(r.archive.size(), v.size() * 4 + 4096);
+}
+
+// Runs in every build (the GPU suite covers machines with a GPU).
+TEST(Api, ExplicitCudaWithoutGpuFailsClearly) {
+    std::string why;
+    if (gsz::pipeline::cuda_backend_available(&why)) GTEST_SKIP() << "a GPU is present";
+    const std::vector<float> v(100, 1.0f);
+    auto p = make_params(GSZ_DTYPE_F32, {100}, GSZ_ERROR_ABS, 0.1);
+    p.device = GSZ_DEVICE_CUDA;
+    gsz::Context ctx;
+    std::vector<uint8_t> out(1 << 16);
+    size_t size = 0;
+    EXPECT_EQ(gsz_compress(ctx.get(), &p, v.data(), out.data(), out.size(), &size), GSZ_STATUS_NO_DEVICE);
+    p.device = GSZ_DEVICE_AUTO;  // falls back to the CPU
+    EXPECT_EQ(gsz_compress(ctx.get(), &p, v.data(), out.data(), out.size(), &size), GSZ_STATUS_OK);
 }
 
 }  // namespace

@@ -13,6 +13,10 @@
 
 namespace gsz::predict {
 
+// The most points a chunk may hold (format rule): a GPU block of 256 threads
+// handles a chunk with 8 points per thread.
+inline constexpr uint32_t kLorenzoMaxChunkPoints = 2048;
+
 struct LorenzoLayout {
     uint32_t rank = 1;                 // 1..3, after squeezing size-1 dims and merging 4-D to 3-D
     uint64_t dims[3] = {1, 1, 1};      // fastest first
@@ -25,9 +29,24 @@ struct LorenzoLayout {
         uint64_t origin[3];   // first point of the chunk
         uint32_t extent[3];   // in-array extent (shorter at the far edges)
         uint64_t stream_offset;
-        uint64_t size() const { return uint64_t{extent[0]} * extent[1] * extent[2]; }
+        GSZ_HD uint64_t size() const { return uint64_t{extent[0]} * extent[1] * extent[2]; }
     };
-    ChunkBox chunk_box(uint64_t chunk_id) const;
+
+    GSZ_HD ChunkBox chunk_box(uint64_t chunk_id) const {
+        ChunkBox box{};
+        const uint64_t c[3] = {chunk_id % grid[0], (chunk_id / grid[0]) % grid[1], chunk_id / (grid[0] * grid[1])};
+        for (int d = 0; d < 3; ++d) {
+            box.origin[d] = c[d] * chunk[d];
+            const uint64_t left = dims[d] - box.origin[d];
+            box.extent[d] = static_cast<uint32_t>(left < chunk[d] ? left : chunk[d]);
+        }
+        // Chunks before this one: all full z-slabs, then full-height rows of
+        // this slab, then the chunks to the left in this row.
+        box.stream_offset = box.origin[2] * dims[1] * dims[0] +
+                            uint64_t{box.extent[2]} * box.origin[1] * dims[0] +
+                            uint64_t{box.extent[2]} * box.extent[1] * box.origin[0];
+        return box;
+    }
 };
 
 // Default geometry for an array (rank 1..4, dims fastest first): size-1 dims

@@ -16,7 +16,7 @@ namespace {
 constexpr uint32_t kChunk1d = 1024;
 constexpr uint32_t kChunk2d[2] = {32, 32};
 constexpr uint32_t kChunk3d[3] = {32, 8, 8};
-constexpr uint64_t kMaxChunkPoints = 1u << 16;
+constexpr uint64_t kMaxChunkPoints = kLorenzoMaxChunkPoints;
 
 void finish_layout(LorenzoLayout& L) {
     L.num_chunks = 1;
@@ -42,24 +42,6 @@ struct PaddedChunk {
 };
 
 }  // namespace
-
-LorenzoLayout::ChunkBox LorenzoLayout::chunk_box(uint64_t chunk_id) const {
-    ChunkBox box{};
-    const uint64_t cx = chunk_id % grid[0];
-    const uint64_t cy = (chunk_id / grid[0]) % grid[1];
-    const uint64_t cz = chunk_id / (grid[0] * grid[1]);
-    const uint64_t c[3] = {cx, cy, cz};
-    for (int d = 0; d < 3; ++d) {
-        box.origin[d] = c[d] * chunk[d];
-        box.extent[d] = static_cast<uint32_t>(std::min<uint64_t>(chunk[d], dims[d] - box.origin[d]));
-    }
-    // Chunks before this one: all full z-slabs, then full-height rows of this
-    // slab, then the chunks to the left in this row.
-    box.stream_offset = box.origin[2] * dims[1] * dims[0] +
-                        uint64_t{box.extent[2]} * box.origin[1] * dims[0] +
-                        uint64_t{box.extent[2]} * box.extent[1] * box.origin[0];
-    return box;
-}
 
 LorenzoLayout lorenzo_layout(uint32_t rank, const uint64_t* dims) {
     uint64_t kept[4];

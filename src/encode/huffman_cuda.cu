@@ -1,0 +1,733 @@
+// GPU Huffman stage: histogram, chunked encode and chunk-parallel decode,
+// bit-identical to huffman.cpp (see huffman.hpp for the layout).
+//
+// Encode splits every chunk into slices of at most kSliceSymbols symbols; a
+// group of G lanes (G = 1..32, a power of two, sized so a lane gets about
+// kLaneSymbols symbols) handles one slice, each lane a contiguous sub-range.
+// Bit positions come from integer prefix sums (lanes: shuffle scan; slices of
+// one chunk: huffman_scan_kernel; chunks: cub::DeviceScan), so the output does
+// not depend on scheduling.  A lane stores the 32-bit words its bits cover
+// completely and ORs (atomically) the at most two words it shares with its
+// neighbours; the words start zeroed, and bit ranges are disjoint.
+//
+// The device book's `lut` buffer holds the decode table (kLutSize entries)
+// followed by one packed entry per symbol for the encoder (code | length << 24),
+// so encoding gathers one word per symbol.
+//
+// The per-lane and per-chunk logic lives in __host__ __device__ functions so
+// it can be checked on the host against the CPU coder.
+#include "encode/huffman_cuda.hpp"
+
+#include "runtime/cuda/cuda_check.hpp"
+
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace gsz::encode {
+namespace {
+
+constexpr int kMaxLen = kHuffmanMaxCodeLength;
+constexpr uint32_t kMaxChunkSymbols = 1u << 20;  // same limit as huffman.cpp
+// Codes up to kLutBits decode with one shared-memory lookup (8 KiB table).
+constexpr int kLutBits = 11;
+constexpr uint32_t kLutSize = 1u << kLutBits;
+// LUT entry: symbol | length << 16; length 0 = longer code (or none): canonical fallback.
+constexpr uint32_t kLutLengthShift = 16;
+// Encode entry: code | length << 24 (codes have at most 24 bits).
+constexpr uint32_t kCodeLengthShift = 24;
+constexpr uint32_t kCodeMask = (1u << kCodeLengthShift) - 1;
+
+constexpr uint32_t kSliceSymbols = 4096;  // longest run one lane group packs; longer chunks are split
+constexpr uint32_t kLaneSymbols = 64;     // aimed-for symbols per lane
+constexpr int kCodecThreads = 256;
+constexpr int kDecodeThreads = 128;
+constexpr int kHistThreads = 512;
+constexpr uint32_t kHistMaxReplicas = 8;
+constexpr size_t kHistSmallSmem = 48 * 1024;  // no opt-in needed, several blocks per SM
+constexpr size_t kHistLargeSmem = 96 * 1024;  // large alphabets: two blocks per SM on sm_90
+constexpr uint32_t kFullMask = 0xffffffffu;
+
+constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+// ---------------------------------------------------------------------------
+// Per-thread logic, shared by the kernels and the host checks.
+
+// Read-only global load (the non-coherent path on the device).  Never for
+// shared-memory pointers.
+template <class T>
+__host__ __device__ inline T load_ro(const T* p) {
+#ifdef __CUDA_ARCH__
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+
+// Histogram: an unaligned head (< 8 symbols, or all of them if the pointer is
+// not even 2-byte aligned), a body of 16-byte vectors, a tail (< 8 symbols).
+struct HistPartition {
+    uint64_t head = 0, num_vec = 0, tail_begin = 0, num_scalar = 0;
+};
+
+__host__ __device__ inline HistPartition hist_partition(const uint16_t* p, uint64_t n) {
+    const auto addr = reinterpret_cast<uintptr_t>(p);
+    HistPartition h;
+    h.head = (addr & 1) != 0 ? n : ((16 - (addr & 15)) & 15) / 2;
+    if (h.head > n) h.head = n;
+    h.num_vec = (n - h.head) / 8;
+    h.tail_begin = h.head + 8 * h.num_vec;
+    h.num_scalar = h.head + (n - h.tail_begin);
+    return h;
+}
+
+// Index of the j-th scalar (head, then tail) symbol.
+__host__ __device__ inline uint64_t hist_scalar_index(const HistPartition& h, uint64_t j) {
+    return j < h.head ? j : h.tail_begin + (j - h.head);
+}
+
+struct HistConfig {
+    uint32_t replicas = 1;       // power of two; lane l counts into copy l % replicas
+    uint32_t bins_per_pass = 0;  // gridDim.y passes each count one bin range
+    uint32_t passes = 1;
+    size_t smem_bytes = 0;
+};
+
+// Replicas spread the dominant symbol's updates over several counters; an
+// alphabet too large for shared memory is split into bin ranges (blockIdx.y),
+// each re-reading the input, which costs less than global atomics per symbol.
+HistConfig hist_config(uint32_t alphabet, size_t smem_optin) {
+    HistConfig c;
+    for (uint32_t r = kHistMaxReplicas; r >= 1; r /= 2) {
+        if (size_t{alphabet} * 4 * r <= kHistSmallSmem) {
+            c.replicas = r;
+            c.bins_per_pass = alphabet;
+            c.passes = 1;
+            c.smem_bytes = size_t{alphabet} * 4 * r;
+            return c;
+        }
+    }
+    const size_t budget = std::max(kHistSmallSmem, std::min(smem_optin, kHistLargeSmem));
+    const auto passes = static_cast<uint32_t>(ceil_div(size_t{alphabet} * 4, budget));
+    c.replicas = 1;
+    c.bins_per_pass = static_cast<uint32_t>(ceil_div(alphabet, passes));
+    c.passes = static_cast<uint32_t>(ceil_div(alphabet, c.bins_per_pass));  // no empty last pass
+    c.smem_bytes = size_t{c.bins_per_pass} * 4;
+    return c;
+}
+
+// How the symbols map to (slice, lane).  Slice k belongs to chunk
+// k / slices_per_chunk; slices past the end of the last chunk are empty.
+struct SliceLayout {
+    uint64_t n = 0;
+    uint64_t num_chunks = 0;
+    uint64_t num_slices = 0;
+    uint32_t chunk_symbols = 0;
+    uint32_t slice_symbols = 0;
+    uint32_t slices_per_chunk = 0;
+    uint32_t lane_symbols = 0;
+    uint32_t group = 1;  // lanes per slice: power of two <= 32
+};
+
+SliceLayout make_slice_layout(uint64_t n, uint32_t chunk_symbols) {
+    SliceLayout l;
+    l.n = n;
+    l.chunk_symbols = chunk_symbols;
+    l.num_chunks = ceil_div(n, chunk_symbols);
+    l.slice_symbols = std::min(chunk_symbols, kSliceSymbols);
+    l.slices_per_chunk = static_cast<uint32_t>(ceil_div(chunk_symbols, l.slice_symbols));
+    l.num_slices = l.num_chunks * l.slices_per_chunk;
+    const uint64_t lanes_wanted = ceil_div(l.slice_symbols, kLaneSymbols);
+    while (l.group < 32 && l.group < lanes_wanted) l.group *= 2;
+    l.lane_symbols = static_cast<uint32_t>(ceil_div(l.slice_symbols, l.group));
+    return l;
+}
+
+struct SymbolRange {
+    uint64_t begin = 0, end = 0;
+};
+
+__host__ __device__ inline uint64_t slice_chunk(const SliceLayout& l, uint64_t k) {
+    return l.slices_per_chunk == 1 ? k : k / l.slices_per_chunk;
+}
+
+// Symbols of lane `lane` of slice k (empty when k >= num_slices).
+__host__ __device__ inline SymbolRange lane_range(const SliceLayout& l, uint64_t k, uint32_t lane) {
+    if (k >= l.num_slices) return {};
+    const uint64_t c = slice_chunk(l, k);
+    const uint64_t s = k - c * l.slices_per_chunk;
+    const uint64_t chunk_begin = c * l.chunk_symbols;
+    const uint64_t chunk_end = chunk_begin + l.chunk_symbols < l.n ? chunk_begin + l.chunk_symbols : l.n;
+    const uint64_t slice_begin = chunk_begin + s * l.slice_symbols;
+    const uint64_t slice_end = slice_begin + l.slice_symbols < chunk_end ? slice_begin + l.slice_symbols : chunk_end;
+    const uint64_t b = slice_begin + uint64_t{lane} * l.lane_symbols;
+    if (b >= slice_end) return {};
+    return {b, b + l.lane_symbols < slice_end ? b + l.lane_symbols : slice_end};
+}
+
+// The encoder's view of the book: packed entries in global memory.  Symbols
+// outside the book get entry 0, i.e. length 0 (the pipeline never produces
+// them; this only keeps the table reads in bounds).
+struct PackedCodes {
+    const uint32_t* table = nullptr;  // [alphabet] code | length << 24
+    uint32_t alphabet = 0;
+    __host__ __device__ uint32_t entry(uint32_t s) const { return s < alphabet ? load_ro(table + s) : 0u; }
+};
+
+// Calls f(entry) for the entries of p[begin..end) in order.  In the aligned
+// body the next 16-byte vector is loaded, and all 8 gathers issued, before
+// any entry is used: the latency of one table lookup covers eight.
+template <class F>
+__host__ __device__ inline void for_each_entry(const uint16_t* p, uint64_t begin, uint64_t end,
+                                               const PackedCodes& book, F&& f) {
+    uint64_t i = begin;
+    while (i < end && (reinterpret_cast<uintptr_t>(p + i) & 15) != 0) f(book.entry(load_ro(p + i++)));
+    if (i + 8 <= end) {
+        uint4 q = load_ro(reinterpret_cast<const uint4*>(p + i));
+        for (;;) {
+            const bool more = i + 16 <= end;
+            const uint4 next = more ? load_ro(reinterpret_cast<const uint4*>(p + i + 8)) : q;
+            // Little-endian: the lower half of each word is the earlier symbol.
+            const uint32_t e0 = book.entry(q.x & 0xFFFFu), e1 = book.entry(q.x >> 16);
+            const uint32_t e2 = book.entry(q.y & 0xFFFFu), e3 = book.entry(q.y >> 16);
+            const uint32_t e4 = book.entry(q.z & 0xFFFFu), e5 = book.entry(q.z >> 16);
+            const uint32_t e6 = book.entry(q.w & 0xFFFFu), e7 = book.entry(q.w >> 16);
+            f(e0), f(e1), f(e2), f(e3), f(e4), f(e5), f(e6), f(e7);
+            i += 8;
+            if (!more) break;
+            q = next;
+        }
+    }
+    for (; i < end; ++i) f(book.entry(load_ro(p + i)));
+}
+
+__host__ __device__ inline uint32_t range_bits(const uint16_t* symbols, SymbolRange r, const PackedCodes& book) {
+    uint32_t bits = 0;
+    for_each_entry(symbols, r.begin, r.end, book, [&](uint32_t e) { bits += e >> kCodeLengthShift; });
+    return bits;
+}
+
+// Packs r's codewords MSB-first starting at chunk-relative bit `start_bit`,
+// exactly like huffman_encode_cpu's pass 2.  Calls emit(word, value, shared)
+// with the chunk-relative word index; `shared` marks a word that other lanes
+// may also write (the first one when start_bit is not word-aligned, and the
+// final partial one); every other emitted word lies entirely inside this
+// lane's bits.  The bits of a word outside this lane's range are zero.
+template <class Emit>
+__host__ __device__ inline void pack_range(const uint16_t* symbols, SymbolRange r, const PackedCodes& book,
+                                           uint32_t start_bit, Emit&& emit) {
+    // `acc` holds `pending` (< 32) unwritten bits right-aligned; the first
+    // start_bit % 32 of them are the zeros in front of this lane's bits.
+    uint64_t acc = 0;
+    uint32_t pending = start_bit & 31;
+    uint32_t word = start_bit >> 5;
+    bool shared = pending != 0;
+    for_each_entry(symbols, r.begin, r.end, book, [&](uint32_t e) {
+        const uint32_t len = e >> kCodeLengthShift;
+        acc = (acc << len) | (e & kCodeMask);
+        pending += len;
+        if (pending >= 32) {
+            pending -= 32;
+            emit(word++, static_cast<uint32_t>(acc >> pending), shared);
+            shared = false;
+        }
+    });
+    if (pending > 0) emit(word, static_cast<uint32_t>(acc << (32 - pending)), true);
+}
+
+// Decoding tables as the decoder sees them (shared memory on the device,
+// except `sorted`, which stays in global memory).
+struct DecodeTables {
+    const uint32_t* lut = nullptr;          // [kLutSize]
+    const uint32_t* limit = nullptr;        // [kMaxLen + 1] end of length-l codes, left-aligned in 24 bits
+    const uint32_t* first_code = nullptr;   // [kMaxLen + 1]
+    const uint32_t* first_index = nullptr;  // [kMaxLen + 1]
+    const uint16_t* sorted = nullptr;       // global
+    uint32_t num_sorted = 0;
+    uint32_t max_length = 0;
+};
+
+enum ChunkResult : uint32_t { kChunkOk = 0, kChunkBadCode, kChunkWrongLength, kChunkNonzeroPadding };
+
+// Decodes one chunk: the same bit buffer discipline and the same accept/
+// reject rules as huffman.cpp's decode_chunk.  `words` holds the chunk's
+// num_words words; the buffer is fed zeros past them, so an overrun shows up
+// in the final bit count.  out(i, symbol) receives each decoded symbol.
+template <class Out>
+__host__ __device__ inline uint32_t decode_chunk(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
+                                                 uint32_t num_bits, uint32_t count, Out& out) {
+    uint64_t buf = 0;
+    int avail = 0;
+    uint64_t next_word = 0;
+    // words[next_word] (or 0 past the end), loaded one refill early to hide its latency.
+    uint32_t ahead = num_words > 0 ? load_ro(words) : 0u;
+    for (uint32_t i = 0; i < count; ++i) {
+        if (avail <= 32) {
+            const uint64_t w = ahead;
+            ++next_word;
+            ahead = next_word < num_words ? load_ro(words + next_word) : 0u;
+            buf |= w << (32 - avail);
+            avail += 32;
+        }
+        const uint32_t entry = t.lut[buf >> (64 - kLutBits)];
+        uint32_t len = entry >> kLutLengthShift;
+        uint32_t symbol;
+        if (len != 0) {
+            symbol = entry & 0xFFFFu;
+        } else {
+            const auto window = static_cast<uint32_t>(buf >> (64 - kMaxLen));
+            len = kLutBits + 1;
+            while (len <= t.max_length && window >= t.limit[len]) ++len;
+            if (len > t.max_length) return kChunkBadCode;
+            const uint32_t rank = t.first_index[len] + (window >> (kMaxLen - len)) - t.first_code[len];
+            if (rank >= t.num_sorted) return kChunkBadCode;  // unreachable with a Kraft-valid book
+            symbol = load_ro(t.sorted + rank);
+        }
+        out(i, symbol);
+        buf <<= len;
+        avail -= static_cast<int>(len);
+    }
+    if (next_word * 32 - static_cast<uint64_t>(avail) != num_bits) return kChunkWrongLength;
+    if (num_bits % 32 != 0 && (num_words == 0 || (load_ro(words + num_words - 1) << (num_bits % 32)) != 0))
+        return kChunkNonzeroPadding;
+    return kChunkOk;
+}
+
+// Host: the device book's `lut` buffer: the decode LUT (codes of up to
+// kLutBits bits), then the packed encode entries.
+std::vector<uint32_t> build_lut(const HuffmanCodebook& book) {
+    std::vector<uint32_t> lut(kLutSize + book.alphabet_size, 0);
+    for (uint32_t len = 1; len <= std::min<uint32_t>(kLutBits, book.max_length); ++len) {
+        for (uint32_t i = 0; i < book.count[len]; ++i) {
+            const uint32_t code = book.first_code[len] + i;
+            const uint32_t rank = book.first_index[len] + i;
+            const uint32_t shift = kLutBits - len;
+            GSZ_CHECK(((uint64_t{code} + 1) << shift) <= kLutSize && rank < book.sorted_symbols.size(),
+                      GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook tables are inconsistent");
+            const uint32_t entry = uint32_t{book.sorted_symbols[rank]} | (len << kLutLengthShift);
+            std::fill(lut.begin() + (code << shift), lut.begin() + ((code + 1) << shift), entry);
+        }
+    }
+    for (uint32_t s = 0; s < book.alphabet_size; ++s) {
+        GSZ_CHECK(book.lengths[s] <= kMaxLen && (book.codes[s] >> book.lengths[s]) == 0, GSZ_STATUS_INVALID_ARGUMENT,
+                  "huffman: codebook tables are inconsistent");
+        lut[kLutSize + s] = book.codes[s] | (uint32_t{book.lengths[s]} << kCodeLengthShift);
+    }
+    return lut;
+}
+
+// ---------------------------------------------------------------------------
+// Warp helpers.  All 32 lanes must call them together; `width` (the group
+// size) is a power of two <= 32.
+
+__device__ inline uint32_t group_sum(uint32_t v, uint32_t width) {
+    for (uint32_t o = width / 2; o > 0; o /= 2) v += __shfl_xor_sync(kFullMask, v, o, width);
+    return v;
+}
+
+__device__ inline uint32_t group_exclusive_sum(uint32_t v, uint32_t lane_in_group, uint32_t width) {
+    uint32_t inclusive = v;
+    for (uint32_t d = 1; d < width; d *= 2) {
+        const uint32_t t = __shfl_up_sync(kFullMask, inclusive, d, width);
+        if (lane_in_group >= d) inclusive += t;
+    }
+    return inclusive - v;
+}
+
+// ---------------------------------------------------------------------------
+// Kernels.
+
+__global__ void __launch_bounds__(kHistThreads)
+    histogram_count_kernel(const uint16_t* __restrict__ d_symbols, uint64_t n, uint32_t alphabet,
+                           uint32_t bins_per_pass, uint32_t replicas, unsigned long long* __restrict__ d_hist,
+                           uint32_t* __restrict__ d_bad_symbol) {
+    extern __shared__ uint32_t s_count[];  // [bin * replicas + replica]: a bin's copies sit in distinct banks
+    const uint32_t lo = blockIdx.y * bins_per_pass;
+    if (lo >= alphabet) return;  // whole block: no barrier is skipped by part of it
+    const uint32_t width = min(bins_per_pass, alphabet - lo);
+    for (uint32_t i = threadIdx.x; i < width * replicas; i += blockDim.x) s_count[i] = 0;
+    __syncthreads();
+
+    const uint32_t replica = threadIdx.x & (replicas - 1);
+    bool bad = false;
+    auto add = [&](uint32_t s) {
+        const uint32_t b = s - lo;  // wraps above width when s < lo
+        if (b < width)
+            atomicAdd(&s_count[b * replicas + replica], 1u);
+        else
+            bad |= s >= alphabet;
+    };
+    const HistPartition part = hist_partition(d_symbols, n);
+    const uint64_t tid = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+    const auto* vec = reinterpret_cast<const uint4*>(d_symbols + part.head);
+    for (uint64_t v = tid; v < part.num_vec; v += stride) {
+        const uint4 q = __ldg(vec + v);
+        add(q.x & 0xFFFFu), add(q.x >> 16), add(q.y & 0xFFFFu), add(q.y >> 16);
+        add(q.z & 0xFFFFu), add(q.z >> 16), add(q.w & 0xFFFFu), add(q.w >> 16);
+    }
+    for (uint64_t j = tid; j < part.num_scalar; j += stride) add(__ldg(d_symbols + hist_scalar_index(part, j)));
+    if (bad) *d_bad_symbol = 1;
+    __syncthreads();
+
+    for (uint32_t b = threadIdx.x; b < width; b += blockDim.x) {
+        uint32_t sum = 0;  // < 2^32: the host sizes the grid so a block sees fewer symbols
+        for (uint32_t r = 0; r < replicas; ++r) sum += s_count[b * replicas + r];
+        if (sum != 0) atomicAdd(d_hist + lo + b, static_cast<unsigned long long>(sum));
+    }
+}
+
+// Bits per slice; with one slice per chunk (d_chunk_words != nullptr) these
+// are the chunk bit counts, and the chunk's word count goes beside them.
+// With several lanes per slice, each lane's bits go to d_lane_bits for the
+// pack kernel (which then reads the symbols once).
+__global__ void __launch_bounds__(kCodecThreads)
+    huffman_measure_kernel(const uint16_t* __restrict__ d_symbols, SliceLayout l, PackedCodes book,
+                           uint32_t* __restrict__ d_slice_bits, uint64_t* __restrict__ d_chunk_words,
+                           uint32_t* __restrict__ d_lane_bits) {
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t sub = lane / l.group, j = lane % l.group;
+    const uint32_t groups_per_warp = 32 / l.group;
+    const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+    const uint64_t num_warps = uint64_t{gridDim.x} * blockDim.x / 32;
+    // `first` is the same for the whole warp: every lane reaches the shuffles.
+    for (uint64_t first = warp * groups_per_warp; first < l.num_slices; first += num_warps * groups_per_warp) {
+        const uint64_t k = first + sub;
+        const uint32_t lane_bits = range_bits(d_symbols, lane_range(l, k, j), book);
+        if (d_lane_bits && k < l.num_slices) d_lane_bits[k * l.group + j] = lane_bits;
+        const uint32_t bits = group_sum(lane_bits, l.group);
+        if (j == 0 && k < l.num_slices) {
+            d_slice_bits[k] = bits;
+            if (d_chunk_words) d_chunk_words[k] = (uint64_t{bits} + 31) / 32;
+        }
+    }
+}
+
+// Several slices per chunk: turns slice bit counts (in place) into bit
+// offsets inside the chunk, and writes the chunk's bits and word count.
+// One warp per chunk; chunk bits < 2^20 * 24, so u32 sums are exact.
+__global__ void __launch_bounds__(kCodecThreads)
+    huffman_scan_kernel(SliceLayout l, uint32_t* __restrict__ d_slice, uint32_t* __restrict__ d_chunk_bits,
+                        uint64_t* __restrict__ d_chunk_words) {
+    const uint32_t lane = threadIdx.x & 31;
+    const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+    const uint64_t num_warps = uint64_t{gridDim.x} * blockDim.x / 32;
+    for (uint64_t c = warp; c < l.num_chunks; c += num_warps) {
+        uint32_t* slice = d_slice + c * l.slices_per_chunk;
+        uint32_t carry = 0;
+        for (uint32_t base = 0; base < l.slices_per_chunk; base += 32) {
+            const uint32_t idx = base + lane;
+            const uint32_t v = idx < l.slices_per_chunk ? slice[idx] : 0;
+            const uint32_t before = group_exclusive_sum(v, lane, 32);
+            if (idx < l.slices_per_chunk) slice[idx] = carry + before;
+            carry += __shfl_sync(kFullMask, before + v, 31);
+        }
+        if (lane == 0) {
+            d_chunk_bits[c] = carry;
+            d_chunk_words[c] = (uint64_t{carry} + 31) / 32;
+        }
+    }
+}
+
+// Packs every slice into the zeroed d_words.  d_lane_bits: bits of lane j of
+// slice k at [k * group + j] (the chunk bit counts when group == 1).
+// d_slice_offset: in-chunk bit offset per slice (nullptr with one slice per chunk).
+__global__ void __launch_bounds__(kCodecThreads)
+    huffman_pack_kernel(const uint16_t* __restrict__ d_symbols, SliceLayout l, PackedCodes book,
+                        const uint32_t* __restrict__ d_lane_bits, const uint32_t* __restrict__ d_slice_offset,
+                        const uint64_t* __restrict__ d_chunk_word_offset, uint32_t* d_words) {
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t sub = lane / l.group, j = lane % l.group;
+    const uint32_t groups_per_warp = 32 / l.group;
+    const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+    const uint64_t num_warps = uint64_t{gridDim.x} * blockDim.x / 32;
+    for (uint64_t first = warp * groups_per_warp; first < l.num_slices; first += num_warps * groups_per_warp) {
+        const uint64_t k = first + sub;
+        const SymbolRange r = lane_range(l, k, j);
+        const uint32_t bits = k < l.num_slices ? d_lane_bits[k * l.group + j] : 0u;
+        const uint32_t before = group_exclusive_sum(bits, j, l.group);
+        if (r.begin < r.end) {
+            const uint32_t start = (d_slice_offset ? d_slice_offset[k] : 0u) + before;
+            uint32_t* dst = d_words + d_chunk_word_offset[slice_chunk(l, k)];
+            pack_range(d_symbols, r, book, start, [&](uint32_t w, uint32_t v, bool shared) {
+                if (v == 0) return;  // the words start zeroed
+                if (shared)
+                    atomicOr(dst + w, v);
+                else
+                    dst[w] = v;
+            });
+        }
+    }
+}
+
+// Decoded symbols go out four per 8-byte store when the chunk's output is
+// 8-byte aligned (one thread per chunk: scattered 2-byte stores are slow).
+struct PackedSink {
+    uint16_t* out;  // 8-byte aligned
+    uint64_t pack = 0;
+    __host__ __device__ void operator()(uint32_t i, uint32_t s) {
+        pack |= uint64_t{s} << (16 * (i & 3));
+        if ((i & 3) == 3) {
+            *reinterpret_cast<uint64_t*>(out + (i - 3)) = pack;
+            pack = 0;
+        }
+    }
+    __host__ __device__ void finish(uint32_t count) {
+        for (uint32_t i = count & ~3u; i < count; ++i) out[i] = static_cast<uint16_t>(pack >> (16 * (i & 3)));
+    }
+};
+
+struct ScalarSink {
+    uint16_t* out;
+    __host__ __device__ void operator()(uint32_t i, uint32_t s) { out[i] = static_cast<uint16_t>(s); }
+    __host__ __device__ void finish(uint32_t) {}
+};
+
+template <class Sink>
+__host__ __device__ inline bool decode_into(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
+                                            uint32_t num_bits, uint32_t count, Sink sink) {
+    if (decode_chunk(t, words, num_words, num_bits, count, sink) != kChunkOk) return false;
+    sink.finish(count);
+    return true;
+}
+
+// Decodes one chunk to out[0..count); false if it is corrupt.  The sink is
+// chosen once per chunk, outside the symbol loop.
+__host__ __device__ inline bool decode_chunk_to(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
+                                                uint32_t num_bits, uint32_t count, uint16_t* out) {
+    return (reinterpret_cast<uintptr_t>(out) & 7) == 0 ? decode_into(t, words, num_words, num_bits, count, PackedSink{out})
+                                                       : decode_into(t, words, num_words, num_bits, count, ScalarSink{out});
+}
+
+// One thread per chunk.  The chunk table was validated on the host; it is
+// re-checked here only as far as memory safety needs.
+__global__ void __launch_bounds__(kDecodeThreads)
+    huffman_decode_kernel(const uint32_t* __restrict__ d_lut, const uint32_t* __restrict__ d_first_code,
+                          const uint32_t* __restrict__ d_first_index, const uint32_t* __restrict__ d_count,
+                          const uint16_t* __restrict__ d_sorted, uint32_t num_sorted, uint32_t max_length,
+                          const uint32_t* __restrict__ d_words, uint64_t num_words,
+                          const uint32_t* __restrict__ d_chunk_bits, const uint64_t* __restrict__ d_chunk_word_offset,
+                          uint64_t num_symbols, uint32_t chunk_symbols, uint64_t num_chunks, uint16_t* d_out,
+                          uint32_t* d_corrupt) {
+    __shared__ uint32_t s_lut[kLutSize];
+    __shared__ uint32_t s_limit[kMaxLen + 1], s_first_code[kMaxLen + 1], s_first_index[kMaxLen + 1];
+    for (uint32_t i = threadIdx.x; i < kLutSize; i += blockDim.x) s_lut[i] = __ldg(d_lut + i);
+    for (uint32_t len = threadIdx.x; len <= kMaxLen; len += blockDim.x) {
+        const uint32_t fc = __ldg(d_first_code + len);
+        s_first_code[len] = fc;
+        s_first_index[len] = __ldg(d_first_index + len);
+        s_limit[len] = len == 0 ? 0u : (fc + __ldg(d_count + len)) << (kMaxLen - len);
+    }
+    __syncthreads();
+    DecodeTables t;
+    t.lut = s_lut;
+    t.limit = s_limit;
+    t.first_code = s_first_code;
+    t.first_index = s_first_index;
+    t.sorted = d_sorted;
+    t.num_sorted = num_sorted;
+    t.max_length = max_length;
+
+    const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+    for (uint64_t c = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; c < num_chunks; c += stride) {
+        const uint64_t begin = c * chunk_symbols;
+        const auto count = static_cast<uint32_t>(min(uint64_t{chunk_symbols}, num_symbols - begin));
+        const uint64_t lo = d_chunk_word_offset[c], hi = d_chunk_word_offset[c + 1];
+        const uint32_t bits = d_chunk_bits[c];
+        if (hi < lo || hi > num_words || hi - lo != (uint64_t{bits} + 31) / 32) {
+            *d_corrupt = 1;
+            continue;
+        }
+        if (!decode_chunk_to(t, d_words + lo, hi - lo, bits, count, d_out + begin)) *d_corrupt = 1;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Host helpers.
+
+struct DeviceProps {
+    int sms = 1;
+    size_t smem_optin = kHistSmallSmem;
+};
+
+DeviceProps device_props() {
+    int device = 0, sms = 0, optin = 0;
+    GSZ_CUDA(cudaGetDevice(&device));
+    GSZ_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    GSZ_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    DeviceProps p;
+    p.sms = std::max(sms, 1);
+    p.smem_optin = static_cast<size_t>(std::max(optin, 0));
+    return p;
+}
+
+// Grid for `threads_needed` threads with grid-stride loops past a few waves.
+unsigned grid_for(uint64_t threads_needed, int block, int sms) {
+    const uint64_t cap = uint64_t(sms) * 64;
+    return static_cast<unsigned>(std::max<uint64_t>(1, std::min(ceil_div(threads_needed, block), cap)));
+}
+
+template <class T>
+void upload(cuda::DeviceBuffer<T>& dst, const std::vector<T>& src, cudaStream_t stream) {
+    dst.allocate(src.size(), stream);
+    if (!src.empty())
+        GSZ_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+}
+
+void check_host_book(const HuffmanCodebook& book) {
+    GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet &&
+                  book.lengths.size() == book.alphabet_size && book.codes.size() == book.alphabet_size &&
+                  book.first_code.size() == kMaxLen + 1 && book.first_index.size() == kMaxLen + 1 &&
+                  book.count.size() == kMaxLen + 1 && book.max_length >= 1 && book.max_length <= kMaxLen,
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook is not initialized");
+    uint64_t used = 0, kraft = 0;
+    for (int len = 1; len <= kMaxLen; ++len) {
+        used += book.count[len];
+        kraft += uint64_t{book.count[len]} << (kMaxLen - len);
+    }
+    GSZ_CHECK(used >= 1 && used == book.sorted_symbols.size() && kraft <= (uint64_t{1} << kMaxLen),
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook tables are inconsistent");
+}
+
+void check_device_book(const HuffmanDeviceBook& book) {
+    GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet && book.max_length >= 1 &&
+                  book.max_length <= kMaxLen && book.codes.size() == book.alphabet_size &&
+                  book.lengths.size() == book.alphabet_size && book.lut.size() == kLutSize + book.alphabet_size &&
+                  book.first_code.size() == kMaxLen + 1 && book.first_index.size() == kMaxLen + 1 &&
+                  book.count.size() == kMaxLen + 1 && book.sorted_symbols.size() >= 1,
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: device codebook is not initialized");
+}
+
+}  // namespace
+
+void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, uint64_t* d_hist,
+                    uint32_t* d_bad_symbol, cudaStream_t stream) {
+    GSZ_CHECK(alphabet >= 1 && alphabet <= kHuffmanMaxAlphabet, GSZ_STATUS_INVALID_ARGUMENT,
+              "histogram: alphabet size %u out of [1, %u]", alphabet, kHuffmanMaxAlphabet);
+    GSZ_CUDA(cudaMemsetAsync(d_hist, 0, size_t{alphabet} * sizeof(uint64_t), stream));
+    if (n == 0) return;
+    const DeviceProps props = device_props();
+    const HistConfig cfg = hist_config(alphabet, props.smem_optin);
+    if (cfg.smem_bytes > kHistSmallSmem)
+        GSZ_CUDA(cudaFuncSetAttribute(histogram_count_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(cfg.smem_bytes)));
+    int per_sm = 0;
+    GSZ_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, histogram_count_kernel, kHistThreads,
+                                                           cfg.smem_bytes));
+    const uint64_t fill = ceil_div(uint64_t(props.sms) * std::max(per_sm, 1), cfg.passes);
+    uint64_t blocks = std::max<uint64_t>(1, std::min(fill, ceil_div(n, uint64_t{kHistThreads} * 8)));
+    // u32 shared counters: a block must see fewer than 2^32 symbols.
+    blocks = std::max(blocks, ceil_div(n, uint64_t{1} << 31));
+    const dim3 grid(static_cast<unsigned>(blocks), cfg.passes);
+    histogram_count_kernel<<<grid, kHistThreads, cfg.smem_bytes, stream>>>(
+        d_symbols, n, alphabet, cfg.bins_per_pass, cfg.replicas, reinterpret_cast<unsigned long long*>(d_hist),
+        d_bad_symbol);
+    GSZ_CUDA_LAUNCHED("histogram_count_kernel");
+}
+
+HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream) {
+    check_host_book(book);
+    const std::vector<uint32_t> lut = build_lut(book);
+    HuffmanDeviceBook d;
+    d.alphabet_size = book.alphabet_size;
+    d.max_length = book.max_length;
+    upload(d.codes, book.codes, stream);
+    upload(d.lengths, book.lengths, stream);
+    upload(d.first_code, book.first_code, stream);
+    upload(d.first_index, book.first_index, stream);
+    upload(d.count, book.count, stream);
+    upload(d.sorted_symbols, book.sorted_symbols, stream);
+    upload(d.lut, lut, stream);
+    // The sources are pageable and `lut` dies here; also makes the book ready
+    // for any stream.
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    return d;
+}
+
+void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbols, uint64_t n,
+                         uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream) {
+    check_device_book(book);
+    GSZ_CHECK(chunk_symbols >= 1 && chunk_symbols <= kMaxChunkSymbols, GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: chunk size %u out of [1, %u]", chunk_symbols, kMaxChunkSymbols);
+    const SliceLayout l = make_slice_layout(n, chunk_symbols);
+    GSZ_CHECK(l.num_chunks <= std::numeric_limits<uint32_t>::max(), GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: %llu chunks do not fit the u32 chunk count", static_cast<unsigned long long>(l.num_chunks));
+    out.num_symbols = n;
+    out.chunk_symbols = chunk_symbols;
+    out.num_chunks = l.num_chunks;
+    out.chunk_bits.allocate(l.num_chunks, stream);
+    out.chunk_word_offset.allocate(l.num_chunks + 1, stream);
+    uint64_t* d_offset = out.chunk_word_offset.data();
+    GSZ_CUDA(cudaMemsetAsync(d_offset + l.num_chunks, 0, sizeof(uint64_t), stream));  // becomes the total
+    if (n == 0) {
+        out.words.allocate(0, stream);
+        out.num_words = 0;
+        return;
+    }
+    const DeviceProps props = device_props();
+
+    const PackedCodes codes{book.lut.data() + kLutSize, book.alphabet_size};
+
+    // (a) bits per lane, slice and chunk; words per chunk into d_offset.
+    cuda::DeviceBuffer<uint32_t> slices, lanes;
+    uint32_t* d_slice = out.chunk_bits.data();
+    if (l.slices_per_chunk > 1) {
+        slices.allocate(l.num_slices, stream);
+        d_slice = slices.data();
+    }
+    // One lane per slice only when chunk_symbols <= kLaneSymbols: then lane bits are chunk bits.
+    const uint32_t* d_lane_bits = out.chunk_bits.data();
+    if (l.group > 1) {
+        lanes.allocate(l.num_slices * l.group, stream);
+        d_lane_bits = lanes.data();
+    }
+    const unsigned codec_grid = grid_for(l.num_slices * l.group, kCodecThreads, props.sms);
+    huffman_measure_kernel<<<codec_grid, kCodecThreads, 0, stream>>>(
+        d_symbols, l, codes, d_slice, l.slices_per_chunk == 1 ? d_offset : nullptr,
+        l.group > 1 ? lanes.data() : nullptr);
+    GSZ_CUDA_LAUNCHED("huffman_measure_kernel");
+    if (l.slices_per_chunk > 1) {
+        huffman_scan_kernel<<<grid_for(l.num_chunks * 32, kCodecThreads, props.sms), kCodecThreads, 0, stream>>>(
+            l, d_slice, out.chunk_bits.data(), d_offset);
+        GSZ_CUDA_LAUNCHED("huffman_scan_kernel");
+    }
+
+    // (b) word offsets: exclusive prefix over num_chunks + 1 entries (the last is 0, giving the total).
+    const uint64_t num_items = l.num_chunks + 1;
+    size_t temp_storage_bytes = 0;
+    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_storage_bytes, d_offset, num_items, stream));
+    cuda::DeviceBuffer<uint8_t> temp(temp_storage_bytes, stream);
+    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), temp_storage_bytes, d_offset, num_items, stream));
+    uint64_t total = 0;
+    GSZ_CUDA(cudaMemcpyAsync(&total, d_offset + l.num_chunks, sizeof total, cudaMemcpyDeviceToHost, stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    out.num_words = total;
+    out.words.allocate(total, stream);
+    out.words.zero(stream);
+
+    // (c) pack.
+    huffman_pack_kernel<<<codec_grid, kCodecThreads, 0, stream>>>(
+        d_symbols, l, codes, d_lane_bits, l.slices_per_chunk > 1 ? d_slice : nullptr, d_offset, out.words.data());
+    GSZ_CUDA_LAUNCHED("huffman_pack_kernel");
+}
+
+void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words, uint64_t num_words,
+                         const uint32_t* d_chunk_bits, const uint64_t* d_chunk_word_offset, uint64_t num_symbols,
+                         uint32_t chunk_symbols, uint16_t* d_out, uint32_t* d_corrupt, cudaStream_t stream) {
+    check_device_book(book);
+    GSZ_CHECK(chunk_symbols >= 1 && chunk_symbols <= kMaxChunkSymbols, GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: chunk size %u out of [1, %u]", chunk_symbols, kMaxChunkSymbols);
+    const uint64_t num_chunks = ceil_div(num_symbols, chunk_symbols);
+    if (num_chunks == 0) return;
+    const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(ceil_div(num_chunks, kDecodeThreads), 1u << 20));
+    huffman_decode_kernel<<<blocks, kDecodeThreads, 0, stream>>>(
+        book.lut.data(), book.first_code.data(), book.first_index.data(), book.count.data(),
+        book.sorted_symbols.data(), static_cast<uint32_t>(book.sorted_symbols.size()), book.max_length, d_words,
+        num_words, d_chunk_bits, d_chunk_word_offset, num_symbols, chunk_symbols, num_chunks, d_out, d_corrupt);
+    GSZ_CUDA_LAUNCHED("huffman_decode_kernel");
+}
+
+}  // namespace gsz::encode

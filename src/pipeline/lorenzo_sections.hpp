@@ -1,0 +1,54 @@
+// The lorenzo pipeline's archive sections, shared by the CPU and CUDA
+// recipes so both write and read exactly the same bytes.
+#pragma once
+
+#include "encode/huffman.hpp"
+#include "format/archive.hpp"
+#include "predict/lorenzo/lorenzo.hpp"
+#include "runtime/byte_io.hpp"
+
+#include <gsz/gsz.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gsz::pipeline {
+
+// Symbols per Huffman chunk: the chunk table costs 32 bits and the word
+// alignment ~16 bits per chunk, i.e. ~0.012 bits/value at 4096.
+inline constexpr uint32_t kHuffmanChunkSymbols = 4096;
+
+struct LorenzoParams {
+    uint32_t radius = 0;
+    uint32_t chunk[3] = {1, 1, 1};
+    uint32_t lorenzo_rank = 1;
+    uint32_t huffman_chunk_symbols = 0;
+    uint64_t num_outliers = 0;
+
+    void write(ByteWriter& out) const;
+    static LorenzoParams read(std::span<const uint8_t> bytes);  // throws GSZ_STATUS_CORRUPT
+};
+
+// Serializes the five lorenzo sections into an archive.
+template <class T>
+std::vector<uint8_t> lorenzo_assemble(const format::Header& header, uint32_t radius,
+                                      const predict::LorenzoLayout& layout, const encode::HuffmanCodebook& book,
+                                      const encode::HuffmanStream& stream, std::span<const T> outliers);
+
+// Everything a decoder needs, validated against the header: no allocation is
+// sized by archive bytes before the checks that bound it.
+template <class T>
+struct LorenzoDecodePlan {
+    LorenzoParams params;
+    predict::LorenzoLayout layout;
+    predict::QuantParams quant;
+    encode::HuffmanCodebook book;
+    encode::HuffmanStreamView stream;
+    std::vector<T> outliers;   // aligned copy of the outlier_values section
+};
+
+template <class T>
+LorenzoDecodePlan<T> lorenzo_plan_decode(const format::Archive& archive);
+
+}  // namespace gsz::pipeline

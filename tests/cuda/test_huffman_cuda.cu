@@ -1,0 +1,456 @@
+// GPU Huffman stage against the CPU coder: same histogram, bit-identical
+// encoded stream, and a decoder with the same accept/reject rules.
+#include "encode/huffman.hpp"
+#include "encode/huffman_cuda.hpp"
+#include "runtime/cuda/device_buffer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gsz::encode {
+namespace {
+
+// Checked once: the reason is printed with every skip.
+bool device_available(std::string& why) {
+    static const std::pair<bool, std::string> probe = [] {
+        int count = 0;
+        const cudaError_t err = cudaGetDeviceCount(&count);
+        if (err != cudaSuccess) {
+            cudaGetLastError();  // clear the sticky-free error state
+            return std::pair<bool, std::string>{false, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err)};
+        }
+        if (count == 0) return std::pair<bool, std::string>{false, std::string("cudaGetDeviceCount returned 0")};
+        return std::pair<bool, std::string>{true, std::string()};
+    }();
+    why = probe.second;
+    return probe.first;
+}
+
+class HuffmanCuda : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string why;
+        if (!device_available(why)) GTEST_SKIP() << "no CUDA device: " << why;
+        ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+    }
+    void TearDown() override {
+        if (stream_) {
+            EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+            cudaStreamDestroy(stream_);
+        }
+    }
+    cudaStream_t stream_ = nullptr;
+};
+
+// ---- data ----
+
+struct XorShift {
+    uint64_t s;
+    uint64_t operator()() {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return s;
+    }
+};
+
+// Quant-code-like: two-sided geometric around alphabet/2; about 60% of the
+// symbols are the centre.  Fast enough for tens of millions.
+std::vector<uint16_t> skewed_symbols(size_t n, uint32_t alphabet, uint64_t seed) {
+    XorShift rng{seed * 0x9E3779B97F4A7C15ull + 1};
+    std::vector<uint16_t> out(n);
+    const int center = static_cast<int>(alphabet / 2);
+    for (auto& s : out) {
+        const uint64_t r = rng();
+        const int mag = __builtin_ctzll(r | (1ull << 40)) + static_cast<int>((r >> 48) & 3) * (r & 1 ? 0 : 1);
+        const int v = (r >> 63) ? center + mag : center - mag;
+        s = static_cast<uint16_t>(std::clamp(v, 0, static_cast<int>(alphabet) - 1));
+    }
+    return out;
+}
+
+std::vector<uint16_t> uniform_symbols(size_t n, uint32_t alphabet, uint64_t seed) {
+    XorShift rng{seed + 12345};
+    std::vector<uint16_t> out(n);
+    for (auto& s : out) s = static_cast<uint16_t>(rng() % alphabet);
+    return out;
+}
+
+// Fibonacci counts: the deepest trees, so the length limit (24) is hit.
+std::vector<uint16_t> fibonacci_symbols(int num_symbols) {
+    std::vector<uint16_t> out;
+    uint64_t f0 = 1, f1 = 1;
+    for (int s = 0; s < num_symbols; ++s) {
+        out.insert(out.end(), f0, static_cast<uint16_t>(s));
+        f0 = std::exchange(f1, f0 + f1);
+    }
+    std::shuffle(out.begin(), out.end(), std::mt19937(2));
+    return out;
+}
+
+// ---- device helpers ----
+
+template <class T>
+cuda::DeviceBuffer<T> to_device(const std::vector<T>& v, cudaStream_t stream, size_t offset = 0) {
+    cuda::DeviceBuffer<T> d(v.size() + offset, stream);
+    if (!v.empty())
+        EXPECT_EQ(cudaMemcpyAsync(d.data() + offset, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, stream),
+                  cudaSuccess);
+    return d;
+}
+
+template <class T>
+std::vector<T> to_host(const T* d, size_t count, cudaStream_t stream) {
+    std::vector<T> v;
+    cuda::copy_to_host(v, d, count, stream);
+    return v;
+}
+
+std::vector<uint64_t> word_offsets(const std::vector<uint32_t>& chunk_bits) {
+    std::vector<uint64_t> off(chunk_bits.size() + 1, 0);
+    for (size_t c = 0; c < chunk_bits.size(); ++c) off[c + 1] = off[c] + (uint64_t{chunk_bits[c]} + 31) / 32;
+    return off;
+}
+
+struct GpuDecoded {
+    bool corrupt = false;
+    std::vector<uint16_t> out;
+};
+
+// Decodes a host-side stream on the GPU; out_offset shifts the output (alignment).
+GpuDecoded gpu_decode(const HuffmanDeviceBook& book, const std::vector<uint32_t>& words,
+                      const std::vector<uint32_t>& chunk_bits, const std::vector<uint64_t>& offsets, uint64_t n,
+                      uint32_t chunk, cudaStream_t stream, size_t out_offset = 0) {
+    auto d_words = to_device(words, stream);
+    auto d_bits = to_device(chunk_bits, stream);
+    auto d_off = to_device(offsets, stream);
+    cuda::DeviceBuffer<uint16_t> d_out(n + out_offset, stream);
+    cuda::DeviceBuffer<uint32_t> d_corrupt(1, stream);
+    d_corrupt.zero(stream);
+    huffman_decode_cuda(book, d_words.data(), words.size(), d_bits.data(), d_off.data(), n, chunk,
+                        d_out.data() + out_offset, d_corrupt.data(), stream);
+    GpuDecoded r;
+    r.out = to_host(d_out.data() + out_offset, n, stream);
+    r.corrupt = to_host(d_corrupt.data(), 1, stream)[0] != 0;
+    return r;
+}
+
+struct CpuDecoded {
+    bool table_ok = false;  // huffman_stream_read accepted the chunk table
+    bool corrupt = false;
+    std::vector<uint64_t> offsets;
+    std::vector<uint16_t> out;
+};
+
+CpuDecoded cpu_decode(const HuffmanCodebook& book, const std::vector<uint32_t>& words,
+                      const std::vector<uint32_t>& chunk_bits, uint64_t n, uint32_t chunk) {
+    HuffmanStream s;
+    s.num_symbols = n;
+    s.chunk_symbols = chunk;
+    s.chunk_bits = chunk_bits;
+    s.words = words;
+    ByteWriter wc, wb;
+    huffman_chunks_write(s, wc);
+    huffman_bitstream_write(s, wb);
+    const std::vector<uint8_t> chunks = wc.take(), bits = wb.take();
+    CpuDecoded r;
+    HuffmanStreamView view;
+    try {
+        view = huffman_stream_read(chunks, bits, n);
+    } catch (const Error&) {
+        return r;
+    }
+    r.table_ok = true;
+    r.offsets = view.chunk_word_offset;
+    r.out.assign(n, 0);
+    try {
+        huffman_decode_cpu(book, view, r.out, 1);
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), GSZ_STATUS_CORRUPT) << e.what();
+        r.corrupt = true;
+    }
+    return r;
+}
+
+// Histogram, encode and decode on the GPU against the CPU, for each chunk size.
+// `offset` shifts the device copy of the symbols (unaligned loads).
+void expect_gpu_matches_cpu(const std::vector<uint16_t>& symbols, uint32_t alphabet,
+                            const std::vector<uint32_t>& chunks, cudaStream_t stream, size_t offset = 0) {
+    const uint64_t n = symbols.size();
+    auto d_symbols = to_device(symbols, stream, offset);
+    const uint16_t* d_sym = d_symbols.data() + offset;
+
+    cuda::DeviceBuffer<uint64_t> d_hist(alphabet, stream);
+    cuda::DeviceBuffer<uint32_t> d_bad(1, stream);
+    d_bad.zero(stream);
+    histogram_cuda(d_sym, n, alphabet, d_hist.data(), d_bad.data(), stream);
+    const std::vector<uint64_t> hist = histogram_cpu(symbols, alphabet, 0);
+    ASSERT_EQ(to_host(d_hist.data(), alphabet, stream), hist) << "alphabet " << alphabet << " n " << n;
+    ASSERT_EQ(to_host(d_bad.data(), 1, stream)[0], 0u);
+
+    const HuffmanCodebook book = huffman_build(hist);
+    const HuffmanDeviceBook d_book = huffman_upload(book, stream);
+    for (uint32_t chunk : chunks) {
+        SCOPED_TRACE("alphabet " + std::to_string(alphabet) + " n " + std::to_string(n) + " chunk " +
+                     std::to_string(chunk) + " offset " + std::to_string(offset));
+        const HuffmanStream cpu = huffman_encode_cpu(book, symbols, chunk, 0);
+        const std::vector<uint64_t> offsets = word_offsets(cpu.chunk_bits);
+
+        HuffmanDeviceStream gpu;
+        huffman_encode_cuda(d_book, d_sym, n, chunk, gpu, stream);
+        EXPECT_EQ(gpu.num_symbols, n);
+        EXPECT_EQ(gpu.chunk_symbols, chunk);
+        ASSERT_EQ(gpu.num_chunks, cpu.chunk_bits.size());
+        ASSERT_EQ(gpu.num_words, cpu.words.size());
+        EXPECT_EQ(to_host(gpu.chunk_bits.data(), gpu.num_chunks, stream), cpu.chunk_bits);
+        EXPECT_EQ(to_host(gpu.chunk_word_offset.data(), gpu.num_chunks + 1, stream), offsets);
+        const std::vector<uint32_t> words = to_host(gpu.words.data(), gpu.num_words, stream);
+        if (words != cpu.words) {
+            size_t first = 0;
+            while (first < words.size() && words[first] == cpu.words[first]) ++first;
+            ADD_FAILURE() << "words differ first at " << first << " of " << words.size();
+        }
+
+        // The CPU stream decoded on the GPU (output deliberately misaligned once).
+        const GpuDecoded dec = gpu_decode(d_book, cpu.words, cpu.chunk_bits, offsets, n, chunk, stream, offset);
+        EXPECT_FALSE(dec.corrupt);
+        EXPECT_TRUE(dec.out == symbols) << "decoded symbols differ";
+
+        // The GPU stream decoded in place.
+        cuda::DeviceBuffer<uint16_t> d_out(n, stream);
+        cuda::DeviceBuffer<uint32_t> d_corrupt(1, stream);
+        d_corrupt.zero(stream);
+        huffman_decode_cuda(d_book, gpu.words.data(), gpu.num_words, gpu.chunk_bits.data(),
+                            gpu.chunk_word_offset.data(), n, chunk, d_out.data(), d_corrupt.data(), stream);
+        EXPECT_EQ(to_host(d_corrupt.data(), 1, stream)[0], 0u);
+        EXPECT_TRUE(to_host(d_out.data(), n, stream) == symbols);
+    }
+}
+
+// ---- tests ----
+
+TEST_F(HuffmanCuda, QuantCodesAlphabet1024) {
+    const auto symbols = skewed_symbols(1000003, 1024, 1);
+    expect_gpu_matches_cpu(symbols, 1024, {4096, 1000, 1, 7, 65, 4097, 70000, 1u << 20}, stream_);
+    expect_gpu_matches_cpu(symbols, 1024, {4096, 1000}, stream_, 3);  // unaligned input and output
+}
+
+TEST_F(HuffmanCuda, SingleSymbol) {
+    const std::vector<uint16_t> symbols(100001, 5);
+    expect_gpu_matches_cpu(symbols, 16, {4096, 1000, 1, 300}, stream_);
+    expect_gpu_matches_cpu(std::vector<uint16_t>(1, 0), 1, {1, 4096}, stream_);
+}
+
+TEST_F(HuffmanCuda, TinyInputs) {
+    expect_gpu_matches_cpu({0, 1, 2, 0}, 3, {1, 3, 4, 4096}, stream_);
+    expect_gpu_matches_cpu({7, 7, 1, 7, 2}, 8, {1u << 20}, stream_);  // one chunk, mostly empty slices
+}
+
+TEST_F(HuffmanCuda, UniformAlphabet65536) {
+    // 65536 bins do not fit shared memory at once: the histogram runs in bin ranges.
+    const auto symbols = uniform_symbols(3000017, 65536, 2);
+    expect_gpu_matches_cpu(symbols, 65536, {1000, 4096, 70000}, stream_);
+    expect_gpu_matches_cpu(skewed_symbols(500001, 65536, 3), 65536, {4096}, stream_, 1);
+    expect_gpu_matches_cpu(uniform_symbols(200001, 20000, 4), 20000, {4096}, stream_);  // one pass, one replica
+}
+
+TEST_F(HuffmanCuda, LongCodes) {
+    const auto symbols = fibonacci_symbols(30);  // ~2.2M symbols, codes up to 24 bits
+    const auto book = huffman_build(histogram_cpu(symbols, 64, 0));
+    ASSERT_GE(book.max_length, 20u);
+    expect_gpu_matches_cpu(symbols, 64, {4096, 1000, 1, 1u << 20}, stream_);
+}
+
+TEST_F(HuffmanCuda, LargeInput) {
+    // Many blocks, several grid-stride rounds, multi-slice chunks.
+    const auto symbols = skewed_symbols(50000017, 1024, 5);
+    expect_gpu_matches_cpu(symbols, 1024, {4096, 1u << 20}, stream_);
+}
+
+TEST_F(HuffmanCuda, HistogramFlagsOutOfRangeSymbols) {
+    for (uint32_t alphabet : {1000u, 30000u}) {
+        auto symbols = skewed_symbols(100000, alphabet, 6);
+        symbols[12345] = static_cast<uint16_t>(alphabet);
+        symbols[99999] = 65535;
+        auto d_symbols = to_device(symbols, stream_);
+        cuda::DeviceBuffer<uint64_t> d_hist(alphabet, stream_);
+        cuda::DeviceBuffer<uint32_t> d_bad(1, stream_);
+        d_bad.zero(stream_);
+        histogram_cuda(d_symbols.data(), symbols.size(), alphabet, d_hist.data(), d_bad.data(), stream_);
+        EXPECT_EQ(to_host(d_bad.data(), 1, stream_)[0], 1u) << alphabet;
+        // In-range symbols are still counted.
+        std::vector<uint64_t> expect(alphabet, 0);
+        for (uint16_t s : symbols)
+            if (s < alphabet) ++expect[s];
+        EXPECT_EQ(to_host(d_hist.data(), alphabet, stream_), expect);
+    }
+}
+
+TEST_F(HuffmanCuda, CorruptStreamsMatchCpuVerdict) {
+    const auto symbols = skewed_symbols(20000, 1024, 7);
+    const auto book = huffman_build(histogram_cpu(symbols, 1024, 0));
+    const auto d_book = huffman_upload(book, stream_);
+    std::mt19937_64 rng(8);
+    int rejected = 0;
+    for (uint32_t chunk : {1000u, 4096u}) {
+        const HuffmanStream clean = huffman_encode_cpu(book, symbols, chunk, 0);
+        for (int trial = 0; trial < 60; ++trial) {
+            auto bits = clean.chunk_bits;
+            auto words = clean.words;
+            const size_t c = rng() % bits.size();
+            const uint64_t first_word = word_offsets(bits)[c];
+            switch (trial % 4) {
+                case 0:  // flipped bits anywhere
+                    for (int k = 0; k < 1 + trial % 3; ++k) words[rng() % words.size()] ^= 1u << (rng() % 32);
+                    break;
+                case 1:  // one bit fewer / more in the table (same word count unless it crosses a word)
+                    bits[c] += (trial & 4) ? 1 : -1;
+                    break;
+                case 2:  // a nonzero padding bit
+                    if (bits[c] % 32 == 0) bits[c] -= 1;  // make room for padding (a bit count error as well)
+                    words[first_word + bits[c] / 32] |= 1u;
+                    break;
+                default:  // garbage in one chunk
+                    for (uint64_t w = first_word; w < first_word + (bits[c] + 31) / 32; ++w)
+                        words[w] = static_cast<uint32_t>(rng());
+                    break;
+            }
+            const CpuDecoded cpu = cpu_decode(book, words, bits, symbols.size(), chunk);
+            if (!cpu.table_ok) continue;  // the host rejects it before any decoding
+            const GpuDecoded gpu = gpu_decode(d_book, words, bits, cpu.offsets, symbols.size(), chunk, stream_);
+            ASSERT_EQ(gpu.corrupt, cpu.corrupt) << "trial " << trial << " chunk " << chunk;
+            if (!cpu.corrupt) {
+                EXPECT_TRUE(gpu.out == cpu.out) << "trial " << trial;
+            } else {
+                ++rejected;
+            }
+        }
+    }
+    EXPECT_GT(rejected, 40);
+}
+
+TEST_F(HuffmanCuda, RandomBitsWithIncompleteBooks) {
+    // Incomplete codes leave invalid codewords; long codes take the fallback path.
+    const std::vector<std::vector<std::pair<uint16_t, uint8_t>>> books = {
+        {{0, 1}, {3, 2}},
+        {{2, 1}},
+        {{0, 1}, {1, 2}, {2, 3}, {3, 5}, {4, 12}, {5, 13}, {6, 20}, {7, 24}},
+    };
+    std::mt19937_64 rng(9);
+    int accepted = 0, rejected = 0;
+    for (const auto& entries : books) {
+        ByteWriter w;
+        w.put<uint32_t>(16);
+        w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
+        for (auto [s, len] : entries) {
+            w.put<uint16_t>(s);
+            w.put<uint8_t>(len);
+        }
+        ByteReader in(w.bytes(), "codebook");
+        const HuffmanCodebook book = huffman_codebook_read(in, 16);
+        const auto d_book = huffman_upload(book, stream_);
+        for (int trial = 0; trial < 40; ++trial) {
+            const uint32_t chunk = 1 + static_cast<uint32_t>(rng() % 50);
+            const uint64_t n = 1 + rng() % 400;
+            const uint64_t num_chunks = (n + chunk - 1) / chunk;
+            std::vector<uint32_t> bits(num_chunks);
+            std::vector<uint32_t> words;
+            for (uint64_t c = 0; c < num_chunks; ++c) {
+                const uint64_t count = std::min<uint64_t>(chunk, n - c * chunk);
+                // Short chunks decode validly more often; the whole range is allowed by the table check.
+                bits[c] = static_cast<uint32_t>(count + rng() % (count * (trial % 2 ? 2 : book.max_length) - count + 1));
+                const uint32_t nw = (bits[c] + 31) / 32;
+                for (uint32_t k = 0; k < nw; ++k) {
+                    uint32_t v = static_cast<uint32_t>(rng());
+                    if (rng() % 3) v &= static_cast<uint32_t>(rng());
+                    if (k + 1 == nw && bits[c] % 32) v &= ~(0xFFFFFFFFu >> (bits[c] % 32));  // zero padding
+                    words.push_back(v);
+                }
+            }
+            const CpuDecoded cpu = cpu_decode(book, words, bits, n, chunk);
+            ASSERT_TRUE(cpu.table_ok);
+            const GpuDecoded gpu = gpu_decode(d_book, words, bits, cpu.offsets, n, chunk, stream_, trial % 2);
+            ASSERT_EQ(gpu.corrupt, cpu.corrupt) << "trial " << trial;
+            if (!cpu.corrupt) {
+                EXPECT_TRUE(gpu.out == cpu.out) << "trial " << trial;
+                ++accepted;
+            } else {
+                ++rejected;
+            }
+        }
+        // A real stream of this book is accepted.
+        std::vector<uint16_t> symbols(3000);
+        for (auto& s : symbols) s = entries[rng() % entries.size()].first;
+        const HuffmanStream st = huffman_encode_cpu(book, symbols, 333, 0);
+        const GpuDecoded gpu =
+            gpu_decode(d_book, st.words, st.chunk_bits, word_offsets(st.chunk_bits), symbols.size(), 333, stream_);
+        EXPECT_FALSE(gpu.corrupt);
+        EXPECT_TRUE(gpu.out == symbols);
+    }
+    EXPECT_GT(rejected, 0);
+    RecordProperty("accepted", accepted);
+}
+
+TEST_F(HuffmanCuda, InconsistentTableIsCorruptNotACrash) {
+    // huffman_stream_read would refuse these; the kernel must still stay in bounds.
+    const auto symbols = skewed_symbols(10000, 256, 10);
+    const auto book = huffman_build(histogram_cpu(symbols, 256, 0));
+    const auto d_book = huffman_upload(book, stream_);
+    const HuffmanStream st = huffman_encode_cpu(book, symbols, 1000, 0);
+    const auto good = word_offsets(st.chunk_bits);
+    {
+        auto off = good;
+        off[5] += 1;  // chunk 4 one word longer, chunk 5 shorter
+        EXPECT_TRUE(gpu_decode(d_book, st.words, st.chunk_bits, off, symbols.size(), 1000, stream_).corrupt);
+    }
+    {
+        auto off = good;
+        off.back() += 1000;  // past the end of the words
+        off[off.size() - 2] += 1000;
+        EXPECT_TRUE(gpu_decode(d_book, st.words, st.chunk_bits, off, symbols.size(), 1000, stream_).corrupt);
+    }
+    {
+        auto bits = st.chunk_bits;
+        bits[3] = 0;  // no bits for a nonempty chunk
+        EXPECT_TRUE(gpu_decode(d_book, st.words, bits, good, symbols.size(), 1000, stream_).corrupt);
+    }
+    {
+        auto bits = st.chunk_bits;
+        bits[2] = 0xFFFFFFFFu;  // word count cannot match
+        EXPECT_TRUE(gpu_decode(d_book, st.words, bits, good, symbols.size(), 1000, stream_).corrupt);
+    }
+    // Truncated bitstream: the last chunk's words are missing.
+    {
+        auto words = st.words;
+        words.resize(good[good.size() - 2]);
+        EXPECT_TRUE(gpu_decode(d_book, words, st.chunk_bits, good, symbols.size(), 1000, stream_).corrupt);
+    }
+}
+
+TEST_F(HuffmanCuda, EncodeReusesStreamBuffers) {
+    // A second encode into the same HuffmanDeviceStream (larger then smaller) is exact.
+    const auto big = skewed_symbols(300000, 1024, 11);
+    const std::vector<uint16_t> small(big.begin() + 5, big.begin() + 1005);  // every symbol has a code
+    const auto book = huffman_build(histogram_cpu(big, 1024, 0));
+    const auto d_book = huffman_upload(book, stream_);
+    HuffmanDeviceStream gpu;
+    for (const auto* symbols : {&big, &small}) {
+        auto d_symbols = to_device(*symbols, stream_);
+        huffman_encode_cuda(d_book, d_symbols.data(), symbols->size(), 4096, gpu, stream_);
+        const HuffmanStream cpu = huffman_encode_cpu(book, *symbols, 4096, 0);
+        EXPECT_EQ(to_host(gpu.chunk_bits.data(), gpu.num_chunks, stream_), cpu.chunk_bits);
+        EXPECT_EQ(to_host(gpu.words.data(), gpu.num_words, stream_), cpu.words);
+    }
+}
+
+}  // namespace
+}  // namespace gsz::encode
