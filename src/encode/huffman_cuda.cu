@@ -498,8 +498,9 @@ __host__ __device__ inline bool decode_into(const DecodeTables& t, const uint32_
 // chosen once per chunk, outside the symbol loop.
 __host__ __device__ inline bool decode_chunk_to(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
                                                 uint32_t num_bits, uint32_t count, uint16_t* out) {
-    return (reinterpret_cast<uintptr_t>(out) & 7) == 0 ? decode_into(t, words, num_words, num_bits, count, PackedSink{out})
-                                                       : decode_into(t, words, num_words, num_bits, count, ScalarSink{out});
+    if ((reinterpret_cast<uintptr_t>(out) & 7) == 0)
+        return decode_into(t, words, num_words, num_bits, count, PackedSink{out});
+    return decode_into(t, words, num_words, num_bits, count, ScalarSink{out});
 }
 
 // One thread per chunk.  The chunk table was validated on the host; it is

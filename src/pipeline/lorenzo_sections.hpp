@@ -15,9 +15,11 @@
 
 namespace gsz::pipeline {
 
-// Symbols per Huffman chunk: the chunk table costs 32 bits and the word
-// alignment ~16 bits per chunk, i.e. ~0.012 bits/value at 4096.
-inline constexpr uint32_t kHuffmanChunkSymbols = 4096;
+// Symbols per Huffman chunk.  Each chunk costs 32 bits of table and ~16 bits
+// of word alignment (~0.047 bits/value at 1024), and is decoded by one GPU
+// thread: 4096-symbol chunks left an H100 with ~23K decoding threads for a
+// 377 MB field (2.35 ms for the decode kernel at rel 1e-3, bench/NOTES.md).
+inline constexpr uint32_t kHuffmanChunkSymbols = 1024;
 
 struct LorenzoParams {
     uint32_t radius = 0;

@@ -111,41 +111,66 @@ TEST(CudaBackend, EdgeCasesByteIdentical) {
     same_on_both(walk<float>(40 * 40 * 40, 11, 1000.0), {40, 40, 40}, GSZ_ERROR_ABS, 0.01);
 }
 
-TEST(CudaBackend, LorenzoKernelMatchesCpu) {
-    REQUIRE_GPU();
-    const auto data = walk<float>(70 * 19 * 17, 5, 3.0);
-    const uint64_t dims[] = {70, 19, 17};
-    const auto L = gsz::predict::lorenzo_layout(3, dims);
-    const auto p = gsz::predict::QuantParams::from_bound(0.01, 512);
-    gsz::predict::LorenzoCodes<float> cpu;
+// Codes, outliers and decoded values of the Lorenzo kernels equal the CPU
+// backend's, for the chunk shapes gsz writes (row kernels) and for other
+// shapes a valid archive may hold (generic kernels), with no, few (parallel
+// correction) and many (sequential walk) outliers per chunk.
+template <class T>
+void lorenzo_matches_cpu(const std::vector<T>& data, const gsz::predict::LorenzoLayout& L, double eb) {
+    const auto p = gsz::predict::QuantParams::from_bound(eb, 512);
+    gsz::predict::LorenzoCodes<T> cpu;
     gsz::predict::lorenzo_encode_cpu(data.data(), L, p, cpu, 2);
 
-    float* d_data = nullptr;
-    ASSERT_EQ(cudaMalloc(&d_data, data.size() * 4), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    gsz::predict::LorenzoDeviceCodes<float> gpu;
+    T* d_data = nullptr;
+    T* d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(T)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, data.size() * sizeof(T)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    gsz::predict::LorenzoDeviceCodes<T> gpu;
     gsz::predict::lorenzo_encode_cuda(d_data, L, p, gpu, nullptr);
     std::vector<uint16_t> codes(data.size());
-    std::vector<float> outliers(gpu.num_outliers);
+    std::vector<T> outliers(gpu.num_outliers);
     ASSERT_EQ(cudaMemcpy(codes.data(), gpu.codes.data(), codes.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
     if (!outliers.empty())
-        ASSERT_EQ(cudaMemcpy(outliers.data(), gpu.outliers.data(), outliers.size() * 4, cudaMemcpyDeviceToHost),
+        ASSERT_EQ(cudaMemcpy(outliers.data(), gpu.outliers.data(), outliers.size() * sizeof(T), cudaMemcpyDeviceToHost),
                   cudaSuccess);
-    EXPECT_EQ(codes, cpu.codes);
-    EXPECT_EQ(0, std::memcmp(outliers.data(), cpu.outliers.data(), outliers.size() * 4));
-    EXPECT_EQ(outliers.size(), cpu.outliers.size());
+    EXPECT_TRUE(codes == cpu.codes);
+    ASSERT_EQ(outliers.size(), cpu.outliers.size());
+    EXPECT_EQ(0, std::memcmp(outliers.data(), cpu.outliers.data(), outliers.size() * sizeof(T)));
 
-    float* d_out = nullptr;
-    ASSERT_EQ(cudaMalloc(&d_out, data.size() * 4), cudaSuccess);
     gsz::predict::LorenzoDecodeScratch scratch;
-    gsz::predict::lorenzo_decode_cuda<float>(gpu.codes.data(), gpu.outliers.data(), gpu.num_outliers, L, p, d_out,
-                                             scratch, nullptr);
-    std::vector<float> out(data.size()), ref(data.size());
-    ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    gsz::predict::lorenzo_decode_cpu<float>(cpu.codes, cpu.outliers, L, p, ref.data(), 1);
-    EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * 4));
+    gsz::predict::lorenzo_decode_cuda<T>(gpu.codes.data(), gpu.outliers.data(), gpu.num_outliers, L, p, d_out,
+                                         scratch, nullptr);
+    std::vector<T> out(data.size()), ref(data.size());
+    ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    gsz::predict::lorenzo_decode_cpu<T>(cpu.codes, cpu.outliers, L, p, ref.data(), 1);
+    EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T)));
     cudaFree(d_data);
     cudaFree(d_out);
+}
+
+TEST(CudaBackend, LorenzoKernelsMatchCpu) {
+    REQUIRE_GPU();
+    const uint64_t d3[] = {70, 19, 17}, d2[] = {100, 77, 1}, d1[] = {5000, 1, 1};
+    const uint32_t odd3[] = {16, 4, 4}, odd2[] = {64, 16, 1}, odd1[] = {300, 1, 1};
+    const std::vector<gsz::predict::LorenzoLayout> layouts = {
+        gsz::predict::lorenzo_layout(3, d3), gsz::predict::lorenzo_layout(2, d2), gsz::predict::lorenzo_layout(1, d1),
+        gsz::predict::lorenzo_layout_from(3, d3, odd3, 70 * 19 * 17),
+        gsz::predict::lorenzo_layout_from(2, d2, odd2, 100 * 77),
+        gsz::predict::lorenzo_layout_from(1, d1, odd1, 5000)};
+    for (const auto& L : layouts) {
+        SCOPED_TRACE("rank " + std::to_string(L.rank) + " chunk " + std::to_string(L.chunk[0]) + "x" +
+                     std::to_string(L.chunk[1]) + "x" + std::to_string(L.chunk[2]));
+        auto smooth = walk<float>(L.num_elements, 5, 3.0);
+        lorenzo_matches_cpu(smooth, L, 0.01);  // few outliers
+        for (size_t i = 0; i < smooth.size(); i += 37) smooth[i] += 1e4f;  // ~55 spikes per 2048 points
+        smooth[smooth.size() / 2] = std::numeric_limits<float>::quiet_NaN();
+        lorenzo_matches_cpu(smooth, L, 0.01);
+        for (size_t i = 0; i < smooth.size(); i += 7) smooth[i] -= 3e4f;  // > 128 per chunk: sequential walk
+        lorenzo_matches_cpu(smooth, L, 0.01);
+        lorenzo_matches_cpu(walk<double>(L.num_elements, 6, 1.0), L, 1e-3);
+        lorenzo_matches_cpu(walk<double>(L.num_elements, 7, 1000.0), L, 1e-3);  // every point an outlier
+    }
 }
 
 TEST(CudaBackend, DevicePointerApi) {

@@ -367,7 +367,8 @@ TEST_F(HuffmanCuda, RandomBitsWithIncompleteBooks) {
             for (uint64_t c = 0; c < num_chunks; ++c) {
                 const uint64_t count = std::min<uint64_t>(chunk, n - c * chunk);
                 // Short chunks decode validly more often; the whole range is allowed by the table check.
-                bits[c] = static_cast<uint32_t>(count + rng() % (count * (trial % 2 ? 2 : book.max_length) - count + 1));
+                const uint64_t max_bits = count * (trial % 2 ? 2 : book.max_length);
+                bits[c] = static_cast<uint32_t>(count + rng() % (max_bits - count + 1));
                 const uint32_t nw = (bits[c] + 31) / 32;
                 for (uint32_t k = 0; k < nw; ++k) {
                     uint32_t v = static_cast<uint32_t>(rng());

@@ -248,6 +248,315 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// ---- Row kernels for the chunk shapes gsz writes ---------------------------
+// A warp handles one "row" of 32 raster-consecutive points at a time (an x-row
+// of a 2-D/3-D chunk whose x extent is 32, or 32 consecutive points of a 1-D
+// chunk), so loads and stores coalesce and no per-point division is needed.
+// Rows are ranked in raster order, so ballots give outliers their stream order.
+
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerWarp = 8;                // up to 64 rows of 32 points
+constexpr int kMaxRows = kWarps * kRowsPerWarp;
+// Outliers (other than a chunk's first point) break the prefix-sum form of
+// decoding; up to this many per chunk are corrected in parallel, more fall
+// back to the sequential walk.
+constexpr uint32_t kMaxCorrected = 128;
+
+bool rows_shape(const LorenzoLayout& L) {
+    if (L.rank == 1) return L.chunk[0] <= 32u * kMaxRows;
+    return L.chunk[0] == 32 && uint64_t{L.chunk[1]} * L.chunk[2] <= kMaxRows;
+}
+
+struct RowGeometry {
+    uint32_t ex, ey, ez, rows;
+    __device__ RowGeometry(const LorenzoLayout::ChunkBox& box, int rank)
+        : ex(box.extent[0]), ey(box.extent[1]), ez(box.extent[2]),
+          rows(rank == 1 ? (box.extent[0] + 31) / 32 : box.extent[1] * box.extent[2]) {}
+    // Coordinates of lane's point in row r; false when outside the chunk.
+    template <int Rank>
+    __device__ bool point(uint32_t r, uint32_t lane, uint32_t& x, uint32_t& y, uint32_t& z) const {
+        if constexpr (Rank == 1) {
+            x = r * 32 + lane;
+            y = z = 0;
+            return x < ex;
+        } else {
+            x = lane;
+            y = r % ey;
+            z = r / ey;
+            return lane < ex;
+        }
+    }
+    // Raster index inside the chunk (the offset in the chunk's stream stretch).
+    template <int Rank>
+    __device__ uint32_t raster(uint32_t r, uint32_t lane) const {
+        return Rank == 1 ? r * 32 + lane : lane + ex * r;
+    }
+};
+
+// Exclusive scan of per-row counts in place (rows <= 64), by warp 0; the
+// total goes to *total.  Callers synchronize before and after.
+__device__ inline void scan_row_counts(uint32_t* counts, uint32_t rows, uint32_t* total) {
+    if (threadIdx.x >= 32) return;
+    const uint32_t lane = threadIdx.x;
+    const uint32_t a = 2 * lane < rows ? counts[2 * lane] : 0;
+    const uint32_t b = 2 * lane + 1 < rows ? counts[2 * lane + 1] : 0;
+    uint32_t inclusive = a + b;
+    for (int d = 1; d < 32; d *= 2) {
+        const uint32_t up = __shfl_up_sync(0xffffffffu, inclusive, d);
+        if (lane >= static_cast<uint32_t>(d)) inclusive += up;
+    }
+    const uint32_t exclusive = inclusive - a - b;
+    if (2 * lane < rows) counts[2 * lane] = exclusive;
+    if (2 * lane + 1 < rows) counts[2 * lane + 1] = exclusive + a;
+    if (lane == 31) *total = inclusive;
+}
+
+template <class T, int Rank>
+__global__ void __launch_bounds__(kThreads)
+    lorenzo_encode_rows_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p,
+                               uint16_t* __restrict__ codes, T* __restrict__ scratch,
+                               uint32_t* __restrict__ chunk_counts) {
+    extern __shared__ int64_t q[];
+    __shared__ uint32_t row_offset[kMaxRows];
+    __shared__ uint32_t total;
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint64_t chunk = blockIdx.x;
+    const auto box = L.chunk_box(chunk);
+    const RowGeometry g(box, Rank);
+    const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
+    const uint32_t pxy = pad.px * pad.py;
+    zero_padded(q, pxy * (L.chunk[2] + 1));
+    __syncthreads();
+
+    T value[kRowsPerWarp];
+    uint32_t ok_mask = 0;
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) {
+        const uint32_t r = warp + kWarps * j;
+        uint32_t x, y, z;
+        if (r < g.rows && g.point<Rank>(r, lane, x, y, z)) {
+            value[j] = data[global_index(L, box, x, y, z)];
+            int64_t qi;
+            if (quantize(value[j], p, qi)) ok_mask |= 1u << j;
+            q[pad.at(x, y, z)] = qi;
+        }
+    }
+    __syncthreads();
+
+    uint32_t ballots[kRowsPerWarp];
+    bool any = false;
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) {
+        const uint32_t r = warp + kWarps * j;
+        ballots[j] = 0;
+        if (r >= g.rows) continue;  // uniform across the warp
+        uint32_t x, y, z;
+        bool outlier = false;
+        if (g.point<Rank>(r, lane, x, y, z)) {
+            const uint32_t idx = pad.at(x, y, z);
+            const uint16_t code = (ok_mask >> j) & 1u
+                                      ? lorenzo_code(q[idx] - predict_shared<Rank>(q, idx, pad.px, pxy), p.radius)
+                                      : uint16_t{0};
+            codes[box.stream_offset + g.raster<Rank>(r, lane)] = code;
+            outlier = code == 0;
+        }
+        ballots[j] = __ballot_sync(0xffffffffu, outlier);
+        if (lane == 0) row_offset[r] = __popc(ballots[j]);
+        any |= ballots[j] != 0;
+    }
+    if (!__syncthreads_or(any)) {
+        if (threadIdx.x == 0) chunk_counts[chunk] = 0;
+        return;
+    }
+    scan_row_counts(row_offset, g.rows, &total);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) {
+        if ((ballots[j] >> lane) & 1u) {
+            const uint32_t r = warp + kWarps * j;
+            const uint32_t rank = row_offset[r] + __popc(ballots[j] & ((1u << lane) - 1));
+            scratch[box.stream_offset + rank] = value[j];
+        }
+    }
+    if (threadIdx.x == 0) chunk_counts[chunk] = total;
+}
+
+// Inclusive prefix sums along x, y and z of the padded chunk (the inverse
+// Lorenzo transform), wrap-around integer adds.
+template <int Rank>
+__device__ void prefix_sums(int64_t* q, uint32_t ex, uint32_t ey, uint32_t ez, const Padded& pad, uint32_t pxy) {
+    if constexpr (Rank == 1) {
+        using BlockScan = cub::BlockScan<int64_t, kThreads>;
+        __shared__ typename BlockScan::TempStorage scan_storage;
+        int64_t v[kItems];
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) {
+            const uint32_t i = threadIdx.x * kItems + k;
+            v[k] = i < ex ? q[pad.at(i, 0, 0)] : 0;
+        }
+        BlockScan(scan_storage).InclusiveScan(v, v, [](int64_t a, int64_t b) { return wrap_add(a, b); });
+#pragma unroll
+        for (int k = 0; k < kItems; ++k) {
+            const uint32_t i = threadIdx.x * kItems + k;
+            if (i < ex) q[pad.at(i, 0, 0)] = v[k];
+        }
+        __syncthreads();
+    } else {
+        for (uint32_t line = threadIdx.x; line < ey * ez; line += kThreads) {
+            const uint32_t base = pad.at(0, line % ey, line / ey);
+            for (uint32_t x = 1; x < ex; ++x) q[base + x] = wrap_add(q[base + x], q[base + x - 1]);
+        }
+        __syncthreads();
+        for (uint32_t line = threadIdx.x; line < ex * ez; line += kThreads) {
+            const uint32_t base = pad.at(line % ex, 0, line / ex);
+            for (uint32_t y = 1; y < ey; ++y)
+                q[base + y * pad.px] = wrap_add(q[base + y * pad.px], q[base + (y - 1) * pad.px]);
+        }
+        __syncthreads();
+        if constexpr (Rank == 3) {
+            for (uint32_t line = threadIdx.x; line < ex * ey; line += kThreads) {
+                const uint32_t base = pad.at(line % ex, line / ex, 0);
+                for (uint32_t z = 1; z < ez; ++z) q[base + z * pxy] = wrap_add(q[base + z * pxy], q[base + (z - 1) * pxy]);
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <class T, int Rank>
+__global__ void __launch_bounds__(kThreads)
+    lorenzo_decode_rows_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ outliers,
+                               const uint64_t* __restrict__ outlier_offsets, LorenzoLayout L, QuantParams p,
+                               T* __restrict__ out) {
+    extern __shared__ int64_t q[];
+    __shared__ uint32_t row_offset[kMaxRows];
+    __shared__ uint32_t total;
+    __shared__ uint16_t position[kMaxCorrected];  // raster index of each outlier
+    __shared__ int64_t outlier_delta[kMaxCorrected];
+    __shared__ uint16_t code_s[kLorenzoMaxChunkPoints];  // for the sequential walk
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint64_t chunk = blockIdx.x;
+    const auto box = L.chunk_box(chunk);
+    const RowGeometry g(box, Rank);
+    const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
+    const uint32_t pxy = pad.px * pad.py;
+    const T* chunk_outliers = outliers + outlier_offsets[chunk];
+    zero_padded(q, pxy * (L.chunk[2] + 1));
+    if (threadIdx.x == 0) total = 0;
+    __syncthreads();
+
+    // Residuals into the buffer, 0 at outliers; count outliers per row.
+    uint16_t code[kRowsPerWarp];
+    uint32_t ballots[kRowsPerWarp];
+    bool any = false;
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) {
+        const uint32_t r = warp + kWarps * j;
+        ballots[j] = 0;
+        code[j] = 1;
+        if (r >= g.rows) continue;
+        uint32_t x, y, z;
+        const bool inside = g.point<Rank>(r, lane, x, y, z);
+        if (inside) {
+            const uint32_t i = g.raster<Rank>(r, lane);
+            code[j] = codes[box.stream_offset + i];
+            code_s[i] = code[j];
+            q[pad.at(x, y, z)] = code[j] ? int64_t{code[j]} - p.radius : 0;
+        }
+        ballots[j] = __ballot_sync(0xffffffffu, inside && code[j] == 0);
+        if (lane == 0) row_offset[r] = __popc(ballots[j]);
+        any |= ballots[j] != 0;
+    }
+    any = __syncthreads_or(any);
+    if (any) {
+        scan_row_counts(row_offset, g.rows, &total);
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < kRowsPerWarp; ++j) {
+            if ((ballots[j] >> lane) & 1u) {
+                const uint32_t r = warp + kWarps * j;
+                const uint32_t rank = row_offset[r] + __popc(ballots[j] & ((1u << lane) - 1));
+                if (rank < kMaxCorrected) position[rank] = static_cast<uint16_t>(g.raster<Rank>(r, lane));
+            }
+        }
+        __syncthreads();
+    }
+    const uint32_t m = total;
+
+    if (m > kMaxCorrected) {  // many outliers: walk the chunk in raster order, as the CPU does
+        if (threadIdx.x == 0) {
+            const T* next_outlier = chunk_outliers;
+            uint32_t i = 0;
+            for (uint32_t z = 0; z < g.ez; ++z)
+                for (uint32_t y = 0; y < g.ey; ++y)
+                    for (uint32_t x = 0; x < g.ex; ++x, ++i) {
+                        const uint32_t idx = pad.at(x, y, z);
+                        if (code_s[i] != 0) {
+                            q[idx] = wrap_add(predict_shared<Rank>(q, idx, pad.px, pxy), int64_t{code_s[i]} - p.radius);
+                        } else {
+                            lattice_of(*next_outlier++, p.r, q[idx]);
+                        }
+                    }
+        }
+        __syncthreads();
+    } else {
+        prefix_sums<Rank>(q, g.ex, g.ey, g.ez, pad, pxy);
+        if (m > 0) {
+            // q now holds the sums without the outliers' residuals.  An
+            // outlier's residual is what makes its lattice value come out:
+            // its stored value's lattice value, minus that partial sum, minus
+            // the residuals of the earlier outliers that its sum includes
+            // (those whose coordinates are all <= its own).
+            if (threadIdx.x == 0) {
+                for (uint32_t k = 0; k < m; ++k) {
+                    const uint32_t ik = position[k];
+                    const uint32_t xk = ik % g.ex, yk = (ik / g.ex) % g.ey, zk = ik / (g.ex * g.ey);
+                    int64_t target;
+                    lattice_of(chunk_outliers[k], p.r, target);
+                    int64_t delta = wrap_add(target, -q[pad.at(xk, yk, zk)]);
+                    for (uint32_t j = 0; j < k; ++j) {
+                        const uint32_t ij = position[j];
+                        const uint32_t xj = ij % g.ex, yj = (ij / g.ex) % g.ey, zj = ij / (g.ex * g.ey);
+                        if (xj <= xk && yj <= yk && zj <= zk) delta = wrap_add(delta, -outlier_delta[j]);
+                    }
+                    outlier_delta[k] = delta;
+                }
+            }
+            __syncthreads();
+            // Sum again with every residual known.
+#pragma unroll
+            for (int j = 0; j < kRowsPerWarp; ++j) {
+                const uint32_t r = warp + kWarps * j;
+                uint32_t x, y, z;
+                if (r < g.rows && g.point<Rank>(r, lane, x, y, z))
+                    q[pad.at(x, y, z)] = code[j] ? int64_t{code[j]} - p.radius : 0;
+            }
+            __syncthreads();
+            for (uint32_t k = threadIdx.x; k < m; k += kThreads) {
+                const uint32_t ik = position[k];
+                q[pad.at(ik % g.ex, (ik / g.ex) % g.ey, ik / (g.ex * g.ey))] = outlier_delta[k];
+            }
+            __syncthreads();
+            prefix_sums<Rank>(q, g.ex, g.ey, g.ez, pad, pxy);
+        }
+    }
+
+#pragma unroll
+    for (int j = 0; j < kRowsPerWarp; ++j) {
+        const uint32_t r = warp + kWarps * j;
+        uint32_t x, y, z;
+        if (r < g.rows && g.point<Rank>(r, lane, x, y, z)) {
+            T v;
+            if (code[j] != 0) {
+                v = lattice_value<T>(q[pad.at(x, y, z)], p.ebx2);
+            } else {
+                v = chunk_outliers[row_offset[r] + __popc(ballots[j] & ((1u << lane) - 1))];
+            }
+            out[global_index(L, box, x, y, z)] = v;
+        }
+    }
+}
+
 size_t padded_bytes(const LorenzoLayout& L) {
     return size_t{L.chunk[0] + 1} * (L.chunk[1] + 1) * (L.chunk[2] + 1) * sizeof(int64_t);
 }
@@ -296,22 +605,16 @@ void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& L, const QuantPar
 
     const size_t shared = padded_bytes(L);
     const auto grid = static_cast<unsigned>(L.num_chunks);
+    const bool rows = rows_shape(L);
+    auto launch = [&](auto kernel) {
+        prepare_kernel(kernel, shared);
+        kernel<<<grid, kThreads, shared, stream>>>(d_data, L, p, out.codes.data(), out.scratch.data(),
+                                                   out.chunk_counts.data());
+    };
     switch (L.rank) {
-        case 1:
-            prepare_kernel(lorenzo_encode_kernel<T, 1>, shared);
-            lorenzo_encode_kernel<T, 1><<<grid, kThreads, shared, stream>>>(d_data, L, p, out.codes.data(),
-                                                                         out.scratch.data(), out.chunk_counts.data());
-            break;
-        case 2:
-            prepare_kernel(lorenzo_encode_kernel<T, 2>, shared);
-            lorenzo_encode_kernel<T, 2><<<grid, kThreads, shared, stream>>>(d_data, L, p, out.codes.data(),
-                                                                         out.scratch.data(), out.chunk_counts.data());
-            break;
-        default:
-            prepare_kernel(lorenzo_encode_kernel<T, 3>, shared);
-            lorenzo_encode_kernel<T, 3><<<grid, kThreads, shared, stream>>>(d_data, L, p, out.codes.data(),
-                                                                         out.scratch.data(), out.chunk_counts.data());
-            break;
+        case 1: rows ? launch(lorenzo_encode_rows_kernel<T, 1>) : launch(lorenzo_encode_kernel<T, 1>); break;
+        case 2: rows ? launch(lorenzo_encode_rows_kernel<T, 2>) : launch(lorenzo_encode_kernel<T, 2>); break;
+        default: rows ? launch(lorenzo_encode_rows_kernel<T, 3>) : launch(lorenzo_encode_kernel<T, 3>); break;
     }
     GSZ_CUDA_LAUNCHED("lorenzo_encode_kernel");
 
@@ -338,22 +641,15 @@ void lorenzo_decode_cuda(const uint16_t* d_codes, const T* d_outliers, uint64_t 
               static_cast<unsigned long long>(num_outliers), static_cast<unsigned long long>(marked));
 
     const size_t shared = padded_bytes(L);
+    const bool rows = rows_shape(L);
+    auto launch = [&](auto kernel) {
+        prepare_kernel(kernel, shared);
+        kernel<<<grid, kThreads, shared, stream>>>(d_codes, d_outliers, scratch.chunk_offsets.data(), L, p, d_out);
+    };
     switch (L.rank) {
-        case 1:
-            prepare_kernel(lorenzo_decode_kernel<T, 1>, shared);
-            lorenzo_decode_kernel<T, 1><<<grid, kThreads, shared, stream>>>(d_codes, d_outliers,
-                                                                         scratch.chunk_offsets.data(), L, p, d_out);
-            break;
-        case 2:
-            prepare_kernel(lorenzo_decode_kernel<T, 2>, shared);
-            lorenzo_decode_kernel<T, 2><<<grid, kThreads, shared, stream>>>(d_codes, d_outliers,
-                                                                         scratch.chunk_offsets.data(), L, p, d_out);
-            break;
-        default:
-            prepare_kernel(lorenzo_decode_kernel<T, 3>, shared);
-            lorenzo_decode_kernel<T, 3><<<grid, kThreads, shared, stream>>>(d_codes, d_outliers,
-                                                                         scratch.chunk_offsets.data(), L, p, d_out);
-            break;
+        case 1: rows ? launch(lorenzo_decode_rows_kernel<T, 1>) : launch(lorenzo_decode_kernel<T, 1>); break;
+        case 2: rows ? launch(lorenzo_decode_rows_kernel<T, 2>) : launch(lorenzo_decode_kernel<T, 2>); break;
+        default: rows ? launch(lorenzo_decode_rows_kernel<T, 3>) : launch(lorenzo_decode_kernel<T, 3>); break;
     }
     GSZ_CUDA_LAUNCHED("lorenzo_decode_kernel");
 }
