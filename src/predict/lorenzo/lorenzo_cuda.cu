@@ -6,6 +6,7 @@
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 
 #include <cub/block/block_reduce.cuh>
+#include <type_traits>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -262,6 +263,59 @@ constexpr int kMaxRows = kWarps * kRowsPerWarp;
 // back to the sequential walk.
 constexpr uint32_t kMaxCorrected = 128;
 
+// The row kernels keep lattice values in 32-bit integers for float32 (|q| <
+// 2^23, so every neighbour sum of a valid archive fits) and 64-bit for
+// float64: half the shared memory and integer work for the common case.
+template <class T>
+struct LatticeInt {
+    using type = int64_t;
+};
+template <>
+struct LatticeInt<float> {
+    using type = int32_t;
+};
+
+template <class Q>
+__device__ inline Q wrap(Q a, Q b) {
+    using U = std::make_unsigned_t<Q>;
+    return static_cast<Q>(static_cast<U>(a) + static_cast<U>(b));
+}
+
+template <class Q>
+__device__ inline Q wrap_sub(Q a, Q b) {
+    using U = std::make_unsigned_t<Q>;
+    return static_cast<Q>(static_cast<U>(a) - static_cast<U>(b));
+}
+
+template <int Rank, class Q>
+__device__ inline Q predict_q(const Q* q, uint32_t idx, uint32_t px, uint32_t pxy) {
+    using U = std::make_unsigned_t<Q>;
+    if constexpr (Rank == 1) {
+        return q[idx - 1];
+    } else if constexpr (Rank == 2) {
+        return static_cast<Q>(U(q[idx - 1]) + U(q[idx - px]) - U(q[idx - px - 1]));
+    } else {
+        return static_cast<Q>(U(q[idx - 1]) + U(q[idx - px]) + U(q[idx - pxy]) - U(q[idx - px - 1]) -
+                              U(q[idx - pxy - 1]) - U(q[idx - pxy - px]) + U(q[idx - pxy - px - 1]));
+    }
+}
+
+template <class Q>
+__device__ inline void zero_q(Q* q, uint32_t count) {
+    for (uint32_t i = threadIdx.x; i < count; i += kThreads) q[i] = 0;
+}
+
+template <class Q>
+__device__ inline Q warp_inclusive_scan(Q v) {
+    const uint32_t lane = threadIdx.x & 31;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        const Q up = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= static_cast<uint32_t>(d)) v = wrap(v, up);
+    }
+    return v;
+}
+
 bool rows_shape(const LorenzoLayout& L) {
     if (L.rank == 1) return L.chunk[0] <= 32u * kMaxRows;
     return L.chunk[0] == 32 && uint64_t{L.chunk[1]} * L.chunk[2] <= kMaxRows;
@@ -316,7 +370,9 @@ __global__ void __launch_bounds__(kThreads)
     lorenzo_encode_rows_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p,
                                uint16_t* __restrict__ codes, T* __restrict__ scratch,
                                uint32_t* __restrict__ chunk_counts) {
-    extern __shared__ int64_t q[];
+    using Q = typename LatticeInt<T>::type;
+    extern __shared__ int64_t q_storage[];
+    Q* q = reinterpret_cast<Q*>(q_storage);
     __shared__ uint32_t row_offset[kMaxRows];
     __shared__ uint32_t total;
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -325,7 +381,7 @@ __global__ void __launch_bounds__(kThreads)
     const RowGeometry g(box, Rank);
     const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
     const uint32_t pxy = pad.px * pad.py;
-    zero_padded(q, pxy * (L.chunk[2] + 1));
+    zero_q(q, pxy * (L.chunk[2] + 1));
     __syncthreads();
 
     T value[kRowsPerWarp];
@@ -338,7 +394,7 @@ __global__ void __launch_bounds__(kThreads)
             value[j] = data[global_index(L, box, x, y, z)];
             int64_t qi;
             if (quantize(value[j], p, qi)) ok_mask |= 1u << j;
-            q[pad.at(x, y, z)] = qi;
+            q[pad.at(x, y, z)] = static_cast<Q>(qi);
         }
     }
     __syncthreads();
@@ -354,9 +410,10 @@ __global__ void __launch_bounds__(kThreads)
         bool outlier = false;
         if (g.point<Rank>(r, lane, x, y, z)) {
             const uint32_t idx = pad.at(x, y, z);
-            const uint16_t code = (ok_mask >> j) & 1u
-                                      ? lorenzo_code(q[idx] - predict_shared<Rank>(q, idx, pad.px, pxy), p.radius)
-                                      : uint16_t{0};
+            const uint16_t code =
+                (ok_mask >> j) & 1u
+                    ? lorenzo_code(int64_t{q[idx]} - int64_t{predict_q<Rank>(q, idx, pad.px, pxy)}, p.radius)
+                    : uint16_t{0};
             codes[box.stream_offset + g.raster<Rank>(r, lane)] = code;
             outlier = code == 0;
         }
@@ -381,20 +438,21 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) chunk_counts[chunk] = total;
 }
 
-// Inclusive prefix sums along x, y and z of the padded chunk (the inverse
-// Lorenzo transform), wrap-around integer adds.
-template <int Rank>
-__device__ void prefix_sums(int64_t* q, uint32_t ex, uint32_t ey, uint32_t ez, const Padded& pad, uint32_t pxy) {
+// Inclusive prefix sums of the padded chunk (the inverse Lorenzo transform)
+// along y and z, and along x for 1-D chunks; the row kernels do the x pass
+// with warp shuffles as they fill the buffer.  Wrap-around integer adds.
+template <int Rank, class Q>
+__device__ void prefix_sums_after_x(Q* q, uint32_t ex, uint32_t ey, uint32_t ez, const Padded& pad, uint32_t pxy) {
     if constexpr (Rank == 1) {
-        using BlockScan = cub::BlockScan<int64_t, kThreads>;
+        using BlockScan = cub::BlockScan<Q, kThreads>;
         __shared__ typename BlockScan::TempStorage scan_storage;
-        int64_t v[kItems];
+        Q v[kItems];
 #pragma unroll
         for (int k = 0; k < kItems; ++k) {
             const uint32_t i = threadIdx.x * kItems + k;
             v[k] = i < ex ? q[pad.at(i, 0, 0)] : 0;
         }
-        BlockScan(scan_storage).InclusiveScan(v, v, [](int64_t a, int64_t b) { return wrap_add(a, b); });
+        BlockScan(scan_storage).InclusiveScan(v, v, [](Q a, Q b) { return wrap(a, b); });
 #pragma unroll
         for (int k = 0; k < kItems; ++k) {
             const uint32_t i = threadIdx.x * kItems + k;
@@ -402,21 +460,17 @@ __device__ void prefix_sums(int64_t* q, uint32_t ex, uint32_t ey, uint32_t ez, c
         }
         __syncthreads();
     } else {
-        for (uint32_t line = threadIdx.x; line < ey * ez; line += kThreads) {
-            const uint32_t base = pad.at(0, line % ey, line / ey);
-            for (uint32_t x = 1; x < ex; ++x) q[base + x] = wrap_add(q[base + x], q[base + x - 1]);
-        }
-        __syncthreads();
         for (uint32_t line = threadIdx.x; line < ex * ez; line += kThreads) {
             const uint32_t base = pad.at(line % ex, 0, line / ex);
-            for (uint32_t y = 1; y < ey; ++y)
-                q[base + y * pad.px] = wrap_add(q[base + y * pad.px], q[base + (y - 1) * pad.px]);
+            Q run = q[base];
+            for (uint32_t y = 1; y < ey; ++y) q[base + y * pad.px] = run = wrap(q[base + y * pad.px], run);
         }
         __syncthreads();
         if constexpr (Rank == 3) {
             for (uint32_t line = threadIdx.x; line < ex * ey; line += kThreads) {
                 const uint32_t base = pad.at(line % ex, line / ex, 0);
-                for (uint32_t z = 1; z < ez; ++z) q[base + z * pxy] = wrap_add(q[base + z * pxy], q[base + (z - 1) * pxy]);
+                Q run = q[base];
+                for (uint32_t z = 1; z < ez; ++z) q[base + z * pxy] = run = wrap(q[base + z * pxy], run);
             }
             __syncthreads();
         }
@@ -424,15 +478,17 @@ __device__ void prefix_sums(int64_t* q, uint32_t ex, uint32_t ey, uint32_t ez, c
 }
 
 template <class T, int Rank>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
     lorenzo_decode_rows_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ outliers,
                                const uint64_t* __restrict__ outlier_offsets, LorenzoLayout L, QuantParams p,
                                T* __restrict__ out) {
-    extern __shared__ int64_t q[];
+    using Q = typename LatticeInt<T>::type;
+    extern __shared__ int64_t q_storage[];
+    Q* q = reinterpret_cast<Q*>(q_storage);
     __shared__ uint32_t row_offset[kMaxRows];
     __shared__ uint32_t total;
     __shared__ uint16_t position[kMaxCorrected];  // raster index of each outlier
-    __shared__ int64_t outlier_delta[kMaxCorrected];
+    __shared__ Q outlier_delta[kMaxCorrected];
     __shared__ uint16_t code_s[kLorenzoMaxChunkPoints];  // for the sequential walk
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint64_t chunk = blockIdx.x;
@@ -441,11 +497,9 @@ __global__ void __launch_bounds__(kThreads)
     const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
     const uint32_t pxy = pad.px * pad.py;
     const T* chunk_outliers = outliers + outlier_offsets[chunk];
-    zero_padded(q, pxy * (L.chunk[2] + 1));
+    zero_q(q, pxy * (L.chunk[2] + 1));
     if (threadIdx.x == 0) total = 0;
-    __syncthreads();
 
-    // Residuals into the buffer, 0 at outliers; count outliers per row.
     uint16_t code[kRowsPerWarp];
     uint32_t ballots[kRowsPerWarp];
     bool any = false;
@@ -461,7 +515,6 @@ __global__ void __launch_bounds__(kThreads)
             const uint32_t i = g.raster<Rank>(r, lane);
             code[j] = codes[box.stream_offset + i];
             code_s[i] = code[j];
-            q[pad.at(x, y, z)] = code[j] ? int64_t{code[j]} - p.radius : 0;
         }
         ballots[j] = __ballot_sync(0xffffffffu, inside && code[j] == 0);
         if (lane == 0) row_offset[r] = __popc(ballots[j]);
@@ -483,7 +536,28 @@ __global__ void __launch_bounds__(kThreads)
     }
     const uint32_t m = total;
 
+    // Residuals of every point (an outlier's from outlier_delta once known,
+    // else 0) into the buffer, summed along x by warp shuffles on the way.
+    auto fill_rows = [&](bool outliers_known) {
+#pragma unroll
+        for (int j = 0; j < kRowsPerWarp; ++j) {
+            const uint32_t r = warp + kWarps * j;
+            if (r >= g.rows) continue;  // uniform across the warp
+            uint32_t x, y, z;
+            const bool inside = g.point<Rank>(r, lane, x, y, z);
+            Q delta = 0;
+            if (inside && code[j] != 0) delta = static_cast<Q>(int64_t{code[j]} - p.radius);
+            if (inside && code[j] == 0 && outliers_known)
+                delta = outlier_delta[row_offset[r] + __popc(ballots[j] & ((1u << lane) - 1))];
+            if constexpr (Rank != 1) delta = warp_inclusive_scan(delta);
+            if (inside) q[pad.at(x, y, z)] = delta;
+        }
+        __syncthreads();
+        prefix_sums_after_x<Rank>(q, g.ex, g.ey, g.ez, pad, pxy);
+    };
+
     if (m > kMaxCorrected) {  // many outliers: walk the chunk in raster order, as the CPU does
+        __syncthreads();
         if (threadIdx.x == 0) {
             const T* next_outlier = chunk_outliers;
             uint32_t i = 0;
@@ -492,15 +566,18 @@ __global__ void __launch_bounds__(kThreads)
                     for (uint32_t x = 0; x < g.ex; ++x, ++i) {
                         const uint32_t idx = pad.at(x, y, z);
                         if (code_s[i] != 0) {
-                            q[idx] = wrap_add(predict_shared<Rank>(q, idx, pad.px, pxy), int64_t{code_s[i]} - p.radius);
+                            q[idx] = wrap(predict_q<Rank>(q, idx, pad.px, pxy),
+                                          static_cast<Q>(int64_t{code_s[i]} - p.radius));
                         } else {
-                            lattice_of(*next_outlier++, p.r, q[idx]);
+                            int64_t lattice;
+                            lattice_of(*next_outlier++, p.r, lattice);
+                            q[idx] = static_cast<Q>(lattice);
                         }
                     }
         }
         __syncthreads();
     } else {
-        prefix_sums<Rank>(q, g.ex, g.ey, g.ez, pad, pxy);
+        fill_rows(false);
         if (m > 0) {
             // q now holds the sums without the outliers' residuals.  An
             // outlier's residual is what makes its lattice value come out:
@@ -513,31 +590,17 @@ __global__ void __launch_bounds__(kThreads)
                     const uint32_t xk = ik % g.ex, yk = (ik / g.ex) % g.ey, zk = ik / (g.ex * g.ey);
                     int64_t target;
                     lattice_of(chunk_outliers[k], p.r, target);
-                    int64_t delta = wrap_add(target, -q[pad.at(xk, yk, zk)]);
+                    Q delta = wrap_sub(static_cast<Q>(target), q[pad.at(xk, yk, zk)]);
                     for (uint32_t j = 0; j < k; ++j) {
                         const uint32_t ij = position[j];
                         const uint32_t xj = ij % g.ex, yj = (ij / g.ex) % g.ey, zj = ij / (g.ex * g.ey);
-                        if (xj <= xk && yj <= yk && zj <= zk) delta = wrap_add(delta, -outlier_delta[j]);
+                        if (xj <= xk && yj <= yk && zj <= zk) delta = wrap_sub(delta, outlier_delta[j]);
                     }
                     outlier_delta[k] = delta;
                 }
             }
             __syncthreads();
-            // Sum again with every residual known.
-#pragma unroll
-            for (int j = 0; j < kRowsPerWarp; ++j) {
-                const uint32_t r = warp + kWarps * j;
-                uint32_t x, y, z;
-                if (r < g.rows && g.point<Rank>(r, lane, x, y, z))
-                    q[pad.at(x, y, z)] = code[j] ? int64_t{code[j]} - p.radius : 0;
-            }
-            __syncthreads();
-            for (uint32_t k = threadIdx.x; k < m; k += kThreads) {
-                const uint32_t ik = position[k];
-                q[pad.at(ik % g.ex, (ik / g.ex) % g.ey, ik / (g.ex * g.ey))] = outlier_delta[k];
-            }
-            __syncthreads();
-            prefix_sums<Rank>(q, g.ex, g.ey, g.ez, pad, pxy);
+            fill_rows(true);  // sum again with every residual known
         }
     }
 
@@ -557,8 +620,8 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-size_t padded_bytes(const LorenzoLayout& L) {
-    return size_t{L.chunk[0] + 1} * (L.chunk[1] + 1) * (L.chunk[2] + 1) * sizeof(int64_t);
+size_t padded_bytes(const LorenzoLayout& L, size_t element_bytes) {
+    return size_t{L.chunk[0] + 1} * (L.chunk[1] + 1) * (L.chunk[2] + 1) * element_bytes;
 }
 
 template <class Kernel>
@@ -603,9 +666,9 @@ void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& L, const QuantPar
     out.chunk_counts.allocate(L.num_chunks + 1, stream);
     out.chunk_counts.zero(stream);  // the extra last entry stays 0 for the scan
 
-    const size_t shared = padded_bytes(L);
     const auto grid = static_cast<unsigned>(L.num_chunks);
     const bool rows = rows_shape(L);
+    const size_t shared = padded_bytes(L, rows ? sizeof(typename LatticeInt<T>::type) : sizeof(int64_t));
     auto launch = [&](auto kernel) {
         prepare_kernel(kernel, shared);
         kernel<<<grid, kThreads, shared, stream>>>(d_data, L, p, out.codes.data(), out.scratch.data(),
@@ -640,8 +703,8 @@ void lorenzo_decode_cuda(const uint16_t* d_codes, const T* d_outliers, uint64_t 
     GSZ_CHECK(marked == num_outliers, GSZ_STATUS_CORRUPT, "archive holds %llu outlier values but its codes mark %llu",
               static_cast<unsigned long long>(num_outliers), static_cast<unsigned long long>(marked));
 
-    const size_t shared = padded_bytes(L);
     const bool rows = rows_shape(L);
+    const size_t shared = padded_bytes(L, rows ? sizeof(typename LatticeInt<T>::type) : sizeof(int64_t));
     auto launch = [&](auto kernel) {
         prepare_kernel(kernel, shared);
         kernel<<<grid, kThreads, shared, stream>>>(d_codes, d_outliers, scratch.chunk_offsets.data(), L, p, d_out);
