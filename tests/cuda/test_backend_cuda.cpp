@@ -166,7 +166,7 @@ TEST(CudaBackend, LorenzoKernelsMatchCpu) {
         for (size_t i = 0; i < smooth.size(); i += 37) smooth[i] += 1e4f;  // ~55 spikes per 2048 points
         smooth[smooth.size() / 2] = std::numeric_limits<float>::quiet_NaN();
         lorenzo_matches_cpu(smooth, L, 0.01);
-        for (size_t i = 0; i < smooth.size(); i += 7) smooth[i] -= 3e4f;  // > 128 per chunk: sequential walk
+        for (size_t i = 0; i < smooth.size(); i += 7) smooth[i] -= 3e4f;  // ~290 per 2048 points: sequential walk
         lorenzo_matches_cpu(smooth, L, 0.01);
         lorenzo_matches_cpu(walk<double>(L.num_elements, 6, 1.0), L, 1e-3);
         lorenzo_matches_cpu(walk<double>(L.num_elements, 7, 1000.0), L, 1e-3);  // every point an outlier

@@ -261,7 +261,7 @@ constexpr int kMaxRows = kWarps * kRowsPerWarp;
 // Outliers (other than a chunk's first point) break the prefix-sum form of
 // decoding; up to this many per chunk are corrected in parallel, more fall
 // back to the sequential walk.
-constexpr uint32_t kMaxCorrected = 128;
+constexpr uint32_t kMaxCorrected = 256;
 
 // The row kernels keep lattice values in 32-bit integers for float32 (|q| <
 // 2^23, so every neighbour sum of a valid archive fits) and 64-bit for
@@ -489,6 +489,8 @@ __global__ void __launch_bounds__(kThreads, 4)
     __shared__ uint32_t total;
     __shared__ uint16_t position[kMaxCorrected];  // raster index of each outlier
     __shared__ Q outlier_delta[kMaxCorrected];
+    __shared__ uint16_t outlier_x[kMaxCorrected];
+    __shared__ uint8_t outlier_y[kMaxCorrected], outlier_z[kMaxCorrected];
     __shared__ uint16_t code_s[kLorenzoMaxChunkPoints];  // for the sequential walk
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint64_t chunk = blockIdx.x;
@@ -584,19 +586,30 @@ __global__ void __launch_bounds__(kThreads, 4)
             // its stored value's lattice value, minus that partial sum, minus
             // the residuals of the earlier outliers that its sum includes
             // (those whose coordinates are all <= its own).
-            if (threadIdx.x == 0) {
+            // Coordinates and "lattice value minus partial sum" of every
+            // outlier in parallel; then warp 0 resolves them in raster order,
+            // its lanes summing the earlier dominated residuals together.
+            for (uint32_t k = threadIdx.x; k < m; k += kThreads) {
+                const uint32_t ik = position[k];
+                const uint32_t xk = ik % g.ex, yk = (ik / g.ex) % g.ey, zk = ik / (g.ex * g.ey);
+                outlier_x[k] = static_cast<uint16_t>(xk);
+                outlier_y[k] = static_cast<uint8_t>(yk);
+                outlier_z[k] = static_cast<uint8_t>(zk);
+                int64_t target;
+                lattice_of(chunk_outliers[k], p.r, target);
+                outlier_delta[k] = wrap_sub(static_cast<Q>(target), q[pad.at(xk, yk, zk)]);
+            }
+            __syncthreads();
+            if (warp == 0) {
                 for (uint32_t k = 0; k < m; ++k) {
-                    const uint32_t ik = position[k];
-                    const uint32_t xk = ik % g.ex, yk = (ik / g.ex) % g.ey, zk = ik / (g.ex * g.ey);
-                    int64_t target;
-                    lattice_of(chunk_outliers[k], p.r, target);
-                    Q delta = wrap_sub(static_cast<Q>(target), q[pad.at(xk, yk, zk)]);
-                    for (uint32_t j = 0; j < k; ++j) {
-                        const uint32_t ij = position[j];
-                        const uint32_t xj = ij % g.ex, yj = (ij / g.ex) % g.ey, zj = ij / (g.ex * g.ey);
-                        if (xj <= xk && yj <= yk && zj <= zk) delta = wrap_sub(delta, outlier_delta[j]);
-                    }
-                    outlier_delta[k] = delta;
+                    Q dominated = 0;
+                    for (uint32_t j = lane; j < k; j += 32)
+                        if (outlier_x[j] <= outlier_x[k] && outlier_y[j] <= outlier_y[k] && outlier_z[j] <= outlier_z[k])
+                            dominated = wrap(dominated, outlier_delta[j]);
+#pragma unroll
+                    for (int d = 16; d > 0; d /= 2) dominated = wrap(dominated, __shfl_down_sync(0xffffffffu, dominated, d));
+                    if (lane == 0) outlier_delta[k] = wrap_sub(outlier_delta[k], dominated);
+                    __syncwarp();
                 }
             }
             __syncthreads();
