@@ -28,11 +28,12 @@ echo "== 3/3 libFuzzer (clang)"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DGSZ_ENABLE_CUDA=OFF -DGSZ_BUILD_TESTS=OFF -DGSZ_BUILD_FUZZ=ON -DGSZ_SANITIZE=address,undefined \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
-cmake --build build-fuzz -j"$jobs" --target decompress_fuzz archive_parse_fuzz huffman_decode_fuzz
+cmake --build build-fuzz -j"$jobs" --target decompress_fuzz archive_parse_fuzz huffman_decode_fuzz fast_decode_fuzz
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 cp tests/golden/*.gsz "$corpus/"
 ./build-fuzz/fuzz/decompress_fuzz -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -n 3
 ./build-fuzz/fuzz/archive_parse_fuzz -max_total_time=20 -rss_limit_mb=2048 "$corpus" 2>&1 | tail -n 1
 ./build-fuzz/fuzz/huffman_decode_fuzz -max_total_time=20 -rss_limit_mb=2048 2>&1 | tail -n 1
+./build-fuzz/fuzz/fast_decode_fuzz -max_total_time=20 -rss_limit_mb=2048 2>&1 | tail -n 1
 echo "gsz: all tests passed"

@@ -154,7 +154,14 @@ const char* backend_name(gsz_device device) {
 
 const char* dtype_name(gsz_dtype t) { return t == GSZ_DTYPE_F64 ? "f64" : "f32"; }
 const char* mode_name(gsz_error_mode m) { return m == GSZ_ERROR_REL ? "rel" : "abs"; }
-const char* pipeline_name(gsz_pipeline p) { return p == GSZ_PIPELINE_LORENZO ? "lorenzo" : "store"; }
+const char* pipeline_name(gsz_pipeline p) {
+    switch (p) {
+        case GSZ_PIPELINE_LORENZO: return "lorenzo";
+        case GSZ_PIPELINE_FAST: return "fast";
+        case GSZ_PIPELINE_STORE: break;
+    }
+    return "store";
+}
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -227,6 +234,12 @@ json info_json(const gsz_archive_info& a) {
         j["radius"] = a.radius;
         j["num_outliers"] = a.num_outliers;
     }
+    if (a.pipeline == GSZ_PIPELINE_FAST) {
+        j["block_size"] = a.block_size;
+        j["num_blocks"] = a.num_blocks;
+        j["num_constant_blocks"] = a.num_constant_blocks;
+        j["num_raw_blocks"] = a.num_raw_blocks;
+    }
     j["original_bytes"] = a.original_bytes;
     j["archive_bytes"] = a.archive_bytes;
     j["ratio"] = static_cast<double>(a.original_bytes) / static_cast<double>(a.archive_bytes);
@@ -239,6 +252,7 @@ struct ArrayArgs {
     std::string input, dtype = "f32", dims, mode = "rel", pipeline = "lorenzo", device = "auto";
     double eb = -1;
     uint32_t radius = 512;
+    uint32_t block = 128;
     int threads = 0;
     bool json = false;
 };
@@ -250,8 +264,11 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
     c->add_option("-m,--mode", a.mode, "Error mode: abs (absolute) or rel (relative to max-min of the finite values)")
         ->capture_default_str();
     c->add_option("-e,--error-bound", a.eb, "Error bound (0 = lossless)")->required();
-    c->add_option("-p,--pipeline", a.pipeline, "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman)")
+    c->add_option("-p,--pipeline", a.pipeline,
+                  "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman: high ratio) or fast (SZx-style constant "
+                  "blocks and leading-byte coding: highest speed, lower ratio)")
         ->capture_default_str();
+    c->add_option("--block", a.block, "fast pipeline: values per block, 64, 128 or 256")->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
                                         "others are stored exactly (1..32768)")
         ->capture_default_str();
@@ -274,7 +291,10 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     if (!(a.eb >= 0) || !std::isfinite(a.eb)) die("-e: the error bound must be a finite number >= 0");
     p.error_bound = a.eb;
     if (a.pipeline == "lorenzo") p.pipeline = GSZ_PIPELINE_LORENZO;
-    else die("-p " + a.pipeline + ": this gsz has the pipelines: lorenzo");
+    else if (a.pipeline == "fast") p.pipeline = GSZ_PIPELINE_FAST;
+    else die("-p " + a.pipeline + ": this gsz has the pipelines: lorenzo, fast");
+    if (a.block != 64 && a.block != 128 && a.block != 256) die("--block " + std::to_string(a.block) + ": expected 64, 128 or 256");
+    p.block_size = a.block;
     p.radius = a.radius;
     p.device = parse_device(a.device);
     p.num_threads = a.threads;
@@ -445,6 +465,11 @@ int run_info(const std::string& input, bool as_json) {
     if (info.pipeline == GSZ_PIPELINE_LORENZO)
         std::printf("lorenzo         radius %u, %llu outliers stored exactly\n", info.radius,
                     static_cast<unsigned long long>(info.num_outliers));
+    if (info.pipeline == GSZ_PIPELINE_FAST)
+        std::printf("fast            blocks of %u: %llu blocks, %llu constant, %llu raw\n", info.block_size,
+                    static_cast<unsigned long long>(info.num_blocks),
+                    static_cast<unsigned long long>(info.num_constant_blocks),
+                    static_cast<unsigned long long>(info.num_raw_blocks));
     std::printf("size            %s -> %s, ratio %.3f, %.4f bits/value\n",
                 human_bytes(static_cast<double>(info.original_bytes)).c_str(),
                 human_bytes(static_cast<double>(info.archive_bytes)).c_str(),

@@ -72,7 +72,8 @@ typedef enum gsz_error_mode {
 
 typedef enum gsz_pipeline {
     GSZ_PIPELINE_STORE = 0,    /* lossless: values kept verbatim, zstd-compressed */
-    GSZ_PIPELINE_LORENZO = 1   /* Lorenzo + dual quantization + Huffman (cuSZ) */
+    GSZ_PIPELINE_LORENZO = 1,  /* Lorenzo + dual quantization + Huffman (cuSZ) */
+    GSZ_PIPELINE_FAST = 2      /* constant blocks + truncated leading-byte coding (SZx/cuSZx) */
 } gsz_pipeline;
 
 typedef enum gsz_device {
@@ -91,6 +92,7 @@ typedef struct gsz_params {
     uint32_t radius;                /* quantization radius, 1..32768; default 512 */
     gsz_device device;              /* default GSZ_DEVICE_AUTO */
     int32_t num_threads;            /* CPU threads; 0 = OpenMP default.  Never changes output. */
+    uint32_t block_size;            /* fast pipeline: values per block, 64, 128 or 256; 0 = 128 */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */
@@ -108,6 +110,10 @@ typedef struct gsz_archive_info {
     gsz_pipeline pipeline;
     uint32_t radius;                /* lorenzo only, else 0 */
     uint64_t num_outliers;          /* values stored exactly (lorenzo only) */
+    uint32_t block_size;            /* fast only, else 0 */
+    uint64_t num_blocks;            /* fast only: blocks, of which */
+    uint64_t num_constant_blocks;   /*   stored as one value */
+    uint64_t num_raw_blocks;        /*   stored verbatim (NaN/Inf, or no truncation holds) */
     uint64_t archive_bytes;
     uint64_t original_bytes;
 } gsz_archive_info;

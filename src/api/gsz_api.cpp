@@ -99,6 +99,7 @@ void gsz_params_init(gsz_params* params) {
     params->radius = 512;
     params->device = GSZ_DEVICE_AUTO;
     params->num_threads = 0;
+    params->block_size = 128;
 }
 
 gsz_status gsz_compress_bound(const gsz_params* params, size_t* bytes) {

@@ -25,6 +25,10 @@ enum class SectionKind : uint32_t {
     huffman_bitstream = 4,  // the encoded quant-codes, 32-bit words
     outlier_values = 5,     // exact original values of the outliers, in stream order
     zstd_values = 6,        // lossless pipeline: zstd frame of the raw values
+    fast_block_codes = 7,   // fast: one byte per block (constant / kept bits / raw)
+    fast_block_mids = 8,    // fast: each block's mid value
+    fast_lead_codes = 9,    // fast: 2-bit lead codes of the non-constant blocks
+    fast_mid_bytes = 10,    // fast: explicit bytes of the non-constant blocks
 };
 
 const char* section_kind_name(SectionKind kind);

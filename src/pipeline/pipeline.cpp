@@ -27,8 +27,11 @@ void params_validate(const gsz_params& p) {
               p.error_mode);
     GSZ_CHECK(std::isfinite(p.error_bound) && p.error_bound >= 0, bad,
               "error bound %g must be finite and >= 0", p.error_bound);
-    GSZ_CHECK(p.pipeline == GSZ_PIPELINE_LORENZO || p.pipeline == GSZ_PIPELINE_STORE, bad,
-              "pipeline %d is not available", p.pipeline);
+    GSZ_CHECK(p.pipeline == GSZ_PIPELINE_LORENZO || p.pipeline == GSZ_PIPELINE_FAST ||
+                  p.pipeline == GSZ_PIPELINE_STORE,
+              bad, "pipeline %d is not available", p.pipeline);
+    GSZ_CHECK(p.block_size == 0 || p.block_size == 64 || p.block_size == 128 || p.block_size == 256, bad,
+              "block size %u is not 64, 128 or 256", p.block_size);
     GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, bad, "radius %u is not in 1..32768", p.radius);
     GSZ_CHECK(p.device == GSZ_DEVICE_AUTO || p.device == GSZ_DEVICE_CPU || p.device == GSZ_DEVICE_CUDA, bad,
               "device %d is not auto, cpu or cuda", p.device);
@@ -56,7 +59,9 @@ uint64_t compress_workspace_bytes(const gsz_params& p) {
 }
 
 uint64_t decompress_workspace_bytes(const format::Header& h) {
-    return h.num_elements() * 2 + (1u << 20);  // quant-codes; outliers are bounded by the archive
+    // lorenzo: quant-codes (outliers are bounded by the archive);
+    // fast: two offsets per block of at least 64 values
+    return h.num_elements() * 2 + (1u << 20);
 }
 
 Backend choose_backend(gsz_device device) {
@@ -86,7 +91,7 @@ format::Header plan_header(const gsz_params& p, const FiniteRange& range) {
     // cannot drive the lattice: store losslessly (bound 0 means lossless).
     const bool lossy = eb_abs > 0 && std::isfinite(2.0 * eb_abs) && std::isfinite(1.0 / (2.0 * eb_abs));
     h.error_bound_abs = lossy ? eb_abs : 0.0;
-    h.pipeline = lossy && p.pipeline != GSZ_PIPELINE_STORE ? GSZ_PIPELINE_LORENZO : GSZ_PIPELINE_STORE;
+    h.pipeline = lossy ? p.pipeline : GSZ_PIPELINE_STORE;
     return h;
 }
 
@@ -110,6 +115,7 @@ std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
                                   : finite_range_cpu(static_cast<const double*>(data), n, p.num_threads);
     const format::Header h = plan_header(p, range);
     if (h.pipeline == GSZ_PIPELINE_STORE) return store_compress(h, data);
+    if (h.pipeline == GSZ_PIPELINE_FAST) return smaller_of_lossy_and_store(fast_compress(p, h, data), h, data);
     return smaller_of_lossy_and_store(lorenzo_compress(p, h, data), h, data);
 }
 
@@ -120,6 +126,9 @@ void decompress(const format::Archive& archive, void* out, gsz_device device, in
         case GSZ_PIPELINE_LORENZO:
             if (backend == Backend::cuda) return decompress_cuda(archive, out);
             return lorenzo_decompress(archive, out, num_threads);
+        case GSZ_PIPELINE_FAST:
+            if (backend == Backend::cuda) return decompress_cuda(archive, out);
+            return fast_decompress(archive, out, num_threads);
     }
     fail(GSZ_STATUS_UNSUPPORTED, format_message("pipeline %d is not supported", archive.header.pipeline));
 }
@@ -127,7 +136,10 @@ void decompress(const format::Archive& archive, void* out, gsz_device device, in
 void describe(const format::Archive& archive, gsz_archive_info& info) {
     info.radius = 0;
     info.num_outliers = 0;
+    info.block_size = 0;
+    info.num_blocks = info.num_constant_blocks = info.num_raw_blocks = 0;
     if (archive.header.pipeline == GSZ_PIPELINE_LORENZO) lorenzo_describe(archive, info);
+    if (archive.header.pipeline == GSZ_PIPELINE_FAST) fast_describe(archive, info);
 }
 
 }  // namespace gsz::pipeline

@@ -1,6 +1,8 @@
 // The pipelines: the only place that knows the order of the stages.
 //   lorenzo: finite range -> lattice + Lorenzo + quant-codes/outliers ->
 //            histogram -> canonical Huffman -> chunked bitstream -> archive
+//   fast:    finite range -> per block: constant / truncated differences with
+//            leading-byte codes / raw -> four byte streams -> archive
 //   store:   zstd of the raw values (lossless; also the fallback when a lossy
 //            archive would be larger than the input)
 #pragma once
@@ -62,6 +64,10 @@ void describe(const format::Archive& archive, gsz_archive_info& info);
 std::vector<uint8_t> lorenzo_compress(const gsz_params& params, const format::Header& header, const void* data);
 void lorenzo_decompress(const format::Archive& archive, void* out, int num_threads);
 void lorenzo_describe(const format::Archive& archive, gsz_archive_info& info);
+
+std::vector<uint8_t> fast_compress(const gsz_params& params, const format::Header& header, const void* data);
+void fast_decompress(const format::Archive& archive, void* out, int num_threads);
+void fast_describe(const format::Archive& archive, gsz_archive_info& info);
 
 std::vector<uint8_t> store_compress(const format::Header& header, const void* data);
 void store_decompress(const format::Archive& archive, void* out);

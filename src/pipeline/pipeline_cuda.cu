@@ -3,11 +3,13 @@
 // the host from the GPU histogram (huffman_build), and the archive is
 // assembled by the same code as on the CPU, so the bytes are identical.
 #include "pipeline/bench.hpp"
+#include "pipeline/fast_sections.hpp"
 #include "pipeline/lorenzo_sections.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/pipeline_cuda.hpp"
 
 #include "encode/huffman_cuda.hpp"
+#include "predict/fast/fast_cuda.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 #include "runtime/cuda/device_buffer.hpp"
 
@@ -145,8 +147,90 @@ std::vector<uint8_t> fetch_archive(DeviceCompressed<T>& dc, const T* d_data, con
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
 
+// The fast pipeline's counterparts of the three steps above.
+template <class T>
+struct FastDeviceCompressed {
+    format::Header header;
+    predict::FastLayout layout;
+    predict::FastDeviceStreams<T> streams;
+};
+
+template <class T>
+void fast_compress_on_device(const gsz_params& params, const T* d_data, FastDeviceCompressed<T>& dc,
+                             cudaStream_t stream) {
+    const uint64_t n = params_num_elements(params);
+    dc.header = plan_header(params, finite_range_cuda(d_data, n, stream));
+    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
+    dc.layout = predict::FastLayout::make(n, fast_block_size(params));
+    predict::fast_encode_cuda(d_data, dc.layout, dc.header.error_bound_abs, dc.streams, stream);
+}
+
+template <class T>
+std::vector<uint8_t> fast_fetch_archive(FastDeviceCompressed<T>& dc, const T* d_data, const T* h_data, uint64_t n,
+                                        cudaStream_t stream) {
+    std::vector<T> host_copy;
+    if (dc.header.pipeline == GSZ_PIPELINE_STORE)
+        return store_compress(dc.header, host_view(h_data, d_data, n, host_copy, stream));
+    const auto& s = dc.streams;
+    std::vector<uint8_t> codes, leads, bytes;
+    std::vector<T> mids;
+    cuda::copy_to_host(codes, s.codes.data(), s.codes.size(), stream);
+    cuda::copy_to_host(mids, s.mids.data(), s.mids.size(), stream);
+    cuda::copy_to_host(leads, s.leads.data(), s.leads.size(), stream);
+    cuda::copy_to_host(bytes, s.bytes.data(), s.bytes.size(), stream);
+    FastParams fp;
+    fp.block_size = dc.layout.block;
+    fp.num_blocks = dc.layout.num_blocks;
+    for (const uint8_t c : codes) {
+        fp.num_constant += c == predict::kFastConstant;
+        fp.num_raw += c == predict::kFastRaw;
+    }
+    std::vector<uint8_t> archive =
+        fast_assemble(dc.header, fp, codes,
+                      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(mids.data()), mids.size() * sizeof(T)),
+                      leads, bytes);
+    if (archive.size() <= n * sizeof(T)) return archive;
+    return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
+}
+
+template <class T>
+struct FastDeviceArchive {
+    FastDecodePlan plan;
+    cuda::DeviceBuffer<uint8_t> codes, leads, bytes;
+    cuda::DeviceBuffer<T> mids;
+    predict::FastDecodeScratch scratch;
+};
+
+template <class T>
+void fast_upload_archive(const format::Archive& archive, FastDeviceArchive<T>& da, cudaStream_t stream) {
+    da.plan = fast_plan_decode(archive);
+    const auto& v = da.plan.streams;
+    da.codes.allocate(v.codes.size(), stream);
+    da.mids.allocate(v.mids.size() / sizeof(T), stream);
+    da.leads.allocate(v.leads.size(), stream);
+    da.bytes.allocate(v.bytes.size(), stream);
+    GSZ_CUDA(cudaMemcpyAsync(da.codes.data(), v.codes.data(), v.codes.size(), cudaMemcpyHostToDevice, stream));
+    GSZ_CUDA(cudaMemcpyAsync(da.mids.data(), v.mids.data(), v.mids.size(), cudaMemcpyHostToDevice, stream));
+    if (!v.leads.empty())
+        GSZ_CUDA(cudaMemcpyAsync(da.leads.data(), v.leads.data(), v.leads.size(), cudaMemcpyHostToDevice, stream));
+    if (!v.bytes.empty())
+        GSZ_CUDA(cudaMemcpyAsync(da.bytes.data(), v.bytes.data(), v.bytes.size(), cudaMemcpyHostToDevice, stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+}
+
+template <class T>
+void fast_decode_on_device(FastDeviceArchive<T>& da, T* d_out, cudaStream_t stream) {
+    predict::fast_decode_cuda<T>(da.codes.data(), da.mids.data(), da.leads.data(), da.leads.size(), da.bytes.data(),
+                                 da.bytes.size(), da.plan.layout, d_out, da.scratch, stream);
+}
+
 template <class T>
 std::vector<uint8_t> compress_typed(const gsz_params& params, const T* d_data, const T* h_data, cudaStream_t stream) {
+    if (params.pipeline == GSZ_PIPELINE_FAST) {
+        FastDeviceCompressed<T> dc;
+        fast_compress_on_device(params, d_data, dc, stream);
+        return fast_fetch_archive(dc, d_data, h_data, params_num_elements(params), stream);
+    }
     DeviceCompressed<T> dc;
     compress_on_device(params, d_data, dc, stream);
     return fetch_archive(dc, d_data, h_data, params_num_elements(params), stream);
@@ -201,6 +285,12 @@ void decode_on_device(const DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStre
 
 template <class T>
 void decompress_typed(const format::Archive& archive, T* d_out, cudaStream_t stream) {
+    if (archive.header.pipeline == GSZ_PIPELINE_FAST) {
+        FastDeviceArchive<T> fa;
+        fast_upload_archive(archive, fa, stream);
+        fast_decode_on_device(fa, d_out, stream);
+        return;
+    }
     DeviceArchive<T> da;
     upload_archive(archive, da, stream);
     decode_on_device(da, archive.header.num_elements(), d_out, stream);
@@ -269,8 +359,8 @@ void decompress_cuda_device(const format::Archive& archive, void* d_out, void* s
         GSZ_CUDA(cudaStreamSynchronize(s));
         return;
     }
-    GSZ_CHECK(archive.header.pipeline == GSZ_PIPELINE_LORENZO, GSZ_STATUS_UNSUPPORTED, "pipeline %d on CUDA",
-              archive.header.pipeline);
+    GSZ_CHECK(archive.header.pipeline == GSZ_PIPELINE_LORENZO || archive.header.pipeline == GSZ_PIPELINE_FAST,
+              GSZ_STATUS_UNSUPPORTED, "pipeline %d on CUDA", archive.header.pipeline);
     if (archive.header.dtype == GSZ_DTYPE_F32)
         decompress_typed(archive, static_cast<float*>(d_out), s);
     else
@@ -305,8 +395,14 @@ namespace {
 template <class T, class Timer>
 double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStream_t s, Timer& timed,
                             std::vector<uint8_t>& archive) {
-    DeviceCompressed<T> dc;
     const T* d_data = static_cast<const T*>(d_in);
+    if (params.pipeline == GSZ_PIPELINE_FAST) {
+        FastDeviceCompressed<T> fc;
+        const double t = timed([&] { fast_compress_on_device(params, d_data, fc, s); });
+        archive = fast_fetch_archive(fc, d_data, static_cast<const T*>(nullptr), params_num_elements(params), s);
+        return t;
+    }
+    DeviceCompressed<T> dc;
     const double t = timed([&] { compress_on_device(params, d_data, dc, s); });
     archive = fetch_archive(dc, d_data, static_cast<const T*>(nullptr), params_num_elements(params), s);
     return t;
@@ -317,6 +413,11 @@ double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStre
 template <class T, class Timer>
 double bench_typed_decompress(const std::vector<uint8_t>& archive, void* d_out, cudaStream_t s, Timer& timed) {
     const format::Archive parsed = format::archive_parse(archive);
+    if (parsed.header.pipeline == GSZ_PIPELINE_FAST) {
+        FastDeviceArchive<T> fa;
+        fast_upload_archive(parsed, fa, s);
+        return timed([&] { fast_decode_on_device(fa, static_cast<T*>(d_out), s); });
+    }
     if (parsed.header.pipeline != GSZ_PIPELINE_LORENZO)
         return timed([&] { decompress_cuda_device(parsed, d_out, s); });
     DeviceArchive<T> da;

@@ -6,6 +6,7 @@
 
 #include "pipeline/bench.hpp"
 #include "predict/lorenzo/lorenzo.hpp"
+#include "predict/fast/fast_cuda.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 
 #include <cuda_runtime.h>
@@ -25,10 +26,13 @@ namespace {
 
 template <class T>
 std::vector<uint8_t> compress_on(gsz_device device, const std::vector<T>& data, const std::vector<uint64_t>& dims,
-                                 gsz_error_mode mode, double eb, uint32_t radius = 512) {
+                                 gsz_error_mode mode, double eb, uint32_t radius = 512,
+                                 gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128) {
     auto p = make_params(dtype_of<T>(), dims, mode, eb);
     p.device = device;
     p.radius = radius;
+    p.pipeline = pipeline;
+    p.block_size = block;
     gsz::Context ctx;
     return ctx.compress(p, data.data());
 }
@@ -37,9 +41,9 @@ std::vector<uint8_t> compress_on(gsz_device device, const std::vector<T>& data, 
 // both backends, require identical values within the bound.
 template <class T>
 void same_on_both(const std::vector<T>& data, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
-                  uint32_t radius = 512) {
-    const auto cpu = compress_on(GSZ_DEVICE_CPU, data, dims, mode, eb, radius);
-    const auto gpu = compress_on(GSZ_DEVICE_CUDA, data, dims, mode, eb, radius);
+                  uint32_t radius = 512, gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128) {
+    const auto cpu = compress_on(GSZ_DEVICE_CPU, data, dims, mode, eb, radius, pipeline, block);
+    const auto gpu = compress_on(GSZ_DEVICE_CUDA, data, dims, mode, eb, radius, pipeline, block);
     ASSERT_EQ(cpu.size(), gpu.size());
     ASSERT_TRUE(cpu == gpu) << "archives differ";
     gsz::Context ctx;
@@ -131,9 +135,10 @@ void lorenzo_matches_cpu(const std::vector<T>& data, const gsz::predict::Lorenzo
     std::vector<uint16_t> codes(data.size());
     std::vector<T> outliers(gpu.num_outliers);
     ASSERT_EQ(cudaMemcpy(codes.data(), gpu.codes.data(), codes.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-    if (!outliers.empty())
+    if (!outliers.empty()) {
         ASSERT_EQ(cudaMemcpy(outliers.data(), gpu.outliers.data(), outliers.size() * sizeof(T), cudaMemcpyDeviceToHost),
                   cudaSuccess);
+    }
     EXPECT_TRUE(codes == cpu.codes);
     ASSERT_EQ(outliers.size(), cpu.outliers.size());
     EXPECT_EQ(0, std::memcmp(outliers.data(), cpu.outliers.data(), outliers.size() * sizeof(T)));
@@ -218,6 +223,156 @@ TEST(CudaBackend, DevicePointerApi) {
     cudaFree(d_archive);
     cudaFree(d_out);
     cudaStreamDestroy(stream);
+}
+
+// ---- the fast pipeline ------------------------------------------------------
+
+template <class T>
+void fast_same_on_both(const std::vector<T>& data, gsz_error_mode mode, double eb, uint32_t block = 128) {
+    same_on_both(data, {data.size()}, mode, eb, 512, GSZ_PIPELINE_FAST, block);
+}
+
+TEST(CudaBackend, FastRealFieldsByteIdentical) {
+    REQUIRE_GPU();
+    auto fields = shared_fields();
+    if (fields.empty()) fields.push_back({"sperr_wmag_91x91x91", repo_dir() / "data" / "sperr_wmag_91x91x91.f32",
+                                          GSZ_DTYPE_F32, {91, 91, 91}});
+    for (const Field& f : fields) {
+        for (const auto& [mode, eb] : std::vector<std::pair<gsz_error_mode, double>>{
+                 {GSZ_ERROR_REL, 1e-2}, {GSZ_ERROR_REL, 1e-3}, {GSZ_ERROR_REL, 1e-4}, {GSZ_ERROR_ABS, 1e-2}}) {
+            SCOPED_TRACE(f.name + (mode == GSZ_ERROR_REL ? " rel " : " abs ") + std::to_string(eb));
+            if (f.dtype == GSZ_DTYPE_F32)
+                same_on_both(read_raw<float>(f.path), f.dims, mode, eb, 512, GSZ_PIPELINE_FAST);
+            else
+                same_on_both(read_raw<double>(f.path), f.dims, mode, eb, 512, GSZ_PIPELINE_FAST);
+        }
+        if (f.name == "sperr_wmag_91x91x91" || f.name == "sz_testdouble_8x8x8x128") {
+            for (uint32_t block : {64u, 256u}) {
+                SCOPED_TRACE(f.name + " block " + std::to_string(block));
+                if (f.dtype == GSZ_DTYPE_F32)
+                    same_on_both(read_raw<float>(f.path), f.dims, GSZ_ERROR_REL, 1e-3, 512, GSZ_PIPELINE_FAST, block);
+                else
+                    same_on_both(read_raw<double>(f.path), f.dims, GSZ_ERROR_REL, 1e-3, 512, GSZ_PIPELINE_FAST, block);
+            }
+        }
+    }
+}
+
+template <class T>
+std::vector<T> fast_edge_data(size_t n, uint32_t seed) {
+    auto v = walk<T>(n, seed, 0.3);
+    for (size_t i = 0; i < n; ++i)
+        if ((i / 128) % 5 == 2) v[i] = static_cast<T>(4.0);  // constant blocks
+    if (n > 700) {
+        using Bits = typename gsz::predict::FastTraits<T>::Bits;
+        v[n / 3] = std::numeric_limits<T>::quiet_NaN();
+        v[n / 2] = -std::numeric_limits<T>::infinity();
+        v[n / 2 + 300] = gsz::predict::fast_value<T>(sizeof(T) == 4 ? Bits(0x7f800001u) : Bits(0x7ff0000000000001ull));
+        v[n - 1] = std::numeric_limits<T>::max();  // the last block's range overflows
+        v[n - 2] = -std::numeric_limits<T>::max();
+        for (size_t i = 640; i < 700; ++i) v[i] = std::numeric_limits<T>::denorm_min() * static_cast<T>(i % 7);
+    }
+    return v;
+}
+
+TEST(CudaBackend, FastEdgeCasesByteIdentical) {
+    REQUIRE_GPU();
+    for (uint32_t block : {64u, 128u, 256u}) {
+        for (size_t n : {size_t{1}, size_t{5}, size_t{63}, size_t{64}, size_t{65}, size_t{129}, size_t{255},
+                         size_t{257}, size_t{1000}, size_t{4099}, size_t{100003}}) {
+            SCOPED_TRACE("block " + std::to_string(block) + " n " + std::to_string(n));
+            const auto f = fast_edge_data<float>(n, static_cast<uint32_t>(n));
+            const auto d = fast_edge_data<double>(n, static_cast<uint32_t>(n) + 1);
+            fast_same_on_both(f, GSZ_ERROR_ABS, 0.01, block);
+            fast_same_on_both(f, GSZ_ERROR_ABS, 0.25, block);    // a power of two
+            fast_same_on_both(f, GSZ_ERROR_ABS, 1e-30, block);   // nothing truncates: raw blocks
+            fast_same_on_both(d, GSZ_ERROR_ABS, 1e-7, block);
+            fast_same_on_both(d, GSZ_ERROR_ABS, 1.0 / 1024, block);
+        }
+    }
+}
+
+// The kernels on pointers that are not 16-byte aligned (the device C API
+// takes any pointer): the same streams and values as the CPU.
+TEST(CudaBackend, FastKernelsOnUnalignedPointers) {
+    REQUIRE_GPU();
+    const auto data = fast_edge_data<float>(128 * 50 + 77, 21);
+    const auto layout = gsz::predict::FastLayout::make(data.size(), 128);
+    gsz::predict::FastEncoded<float> cpu;
+    gsz::predict::fast_encode_cpu(data.data(), layout, 0.01, cpu, 1);
+
+    float* d_buf = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_buf, (data.size() + 4) * sizeof(float)), cudaSuccess);
+    float* d_data = d_buf + 1;
+    ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    gsz::predict::FastDeviceStreams<float> gpu;
+    gsz::predict::fast_encode_cuda(d_data, layout, 0.01, gpu, nullptr);
+    auto fetch = [](const auto& buf) {
+        std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(buf.data())>>> host(buf.size());
+        if (!host.empty()) {
+            EXPECT_EQ(cudaMemcpy(host.data(), buf.data(), buf.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+        }
+        return host;
+    };
+    EXPECT_TRUE(fetch(gpu.codes) == cpu.codes);
+    const auto mids = fetch(gpu.mids);
+    ASSERT_EQ(mids.size(), cpu.mids.size());
+    EXPECT_EQ(0, std::memcmp(mids.data(), cpu.mids.data(), mids.size() * sizeof(float)));
+    EXPECT_TRUE(fetch(gpu.leads) == cpu.leads);
+    EXPECT_TRUE(fetch(gpu.bytes) == cpu.bytes);
+
+    std::vector<float> expect(data.size()), got(data.size());
+    const gsz::predict::FastStreamsView view{
+        cpu.codes, {reinterpret_cast<const uint8_t*>(cpu.mids.data()), cpu.mids.size() * sizeof(float)}, cpu.leads,
+        cpu.bytes};
+    gsz::predict::fast_decode_cpu(view, layout, expect.data(), 1);
+    gsz::predict::FastDecodeScratch scratch;
+    float* d_out = d_buf + 3;  // 12 bytes off
+    gsz::predict::fast_decode_cuda(gpu.codes.data(), gpu.mids.data(), gpu.leads.data(), gpu.leads.size(),
+                                   gpu.bytes.data(), gpu.bytes.size(), layout, d_out, scratch, nullptr);
+    ASSERT_EQ(cudaMemcpy(got.data(), d_out, got.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(0, std::memcmp(got.data(), expect.data(), got.size() * sizeof(float)));
+
+    // A byte stream one byte short, and a lead code above the kept bytes: corrupt, not a crash.
+    auto expect_corrupt = [&](const uint8_t* leads, uint64_t leads_size, uint64_t bytes_size, const char* what) {
+        try {
+            gsz::predict::fast_decode_cuda(gpu.codes.data(), gpu.mids.data(), leads, leads_size, gpu.bytes.data(),
+                                           bytes_size, layout, d_out, scratch, nullptr);
+            ADD_FAILURE() << what << ": accepted";
+        } catch (const gsz::Error& e) {
+            EXPECT_EQ(e.status(), GSZ_STATUS_CORRUPT) << what;
+        }
+    };
+    expect_corrupt(gpu.leads.data(), gpu.leads.size(), gpu.bytes.size() - 1, "short byte stream");
+    expect_corrupt(gpu.leads.data(), gpu.leads.size() - 1, gpu.bytes.size(), "short lead stream");
+    cudaFree(d_buf);
+}
+
+TEST(CudaBackend, FastDevicePointerApi) {
+    REQUIRE_GPU();
+    const auto data = walk<float>(100000, 5, 0.5);
+    auto p = make_params(GSZ_DTYPE_F32, {data.size()}, GSZ_ERROR_REL, 1e-3);
+    p.pipeline = GSZ_PIPELINE_FAST;
+    gsz::Context ctx;
+    const auto expect = ctx.compress(p, data.data());
+    float* d_data = nullptr;
+    float* d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, data.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    size_t cap = 0, bytes = 0;
+    ASSERT_EQ(gsz_compress_bound(&p, &cap), GSZ_STATUS_OK);
+    std::vector<uint8_t> archive(cap);
+    ASSERT_EQ(gsz_compress_device(ctx.get(), &p, d_data, archive.data(), cap, &bytes, 0, nullptr), GSZ_STATUS_OK);
+    archive.resize(bytes);
+    EXPECT_TRUE(archive == expect);
+    ASSERT_EQ(gsz_decompress_device(ctx.get(), archive.data(), bytes, 0, d_out, data.size() * sizeof(float), nullptr),
+              GSZ_STATUS_OK);
+    std::vector<float> dec(data.size());
+    ASSERT_EQ(cudaMemcpy(dec.data(), d_out, dec.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(dec == ctx.decompress<float>(archive, GSZ_DEVICE_CPU));
+    cudaFree(d_data);
+    cudaFree(d_out);
 }
 
 }  // namespace

@@ -182,8 +182,12 @@ TEST(Archive, SectionKindNames) {
     EXPECT_STREQ(section_kind_name(SectionKind::huffman_bitstream), "huffman_bitstream");
     EXPECT_STREQ(section_kind_name(SectionKind::outlier_values), "outlier_values");
     EXPECT_STREQ(section_kind_name(SectionKind::zstd_values), "zstd_values");
+    EXPECT_STREQ(section_kind_name(SectionKind::fast_block_codes), "fast_block_codes");
+    EXPECT_STREQ(section_kind_name(SectionKind::fast_block_mids), "fast_block_mids");
+    EXPECT_STREQ(section_kind_name(SectionKind::fast_lead_codes), "fast_lead_codes");
+    EXPECT_STREQ(section_kind_name(SectionKind::fast_mid_bytes), "fast_mid_bytes");
     EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(0)), "unknown");
-    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(7)), "unknown");
+    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(11)), "unknown");
 }
 
 TEST(Archive, EveryTruncationIsCorrupt) {
@@ -324,11 +328,11 @@ TEST(Archive, ReservedSectionFieldRejected) {
 
 TEST(Archive, UnknownPipelineIsUnsupported) {
     auto a = sample_archive();
-    a[7] = 2;
+    a[7] = 3;  // after store (0), lorenzo (1) and fast (2)
     fix_header_checksum(a);
     std::string message;
     EXPECT_EQ(parse_status(a, &message), GSZ_STATUS_UNSUPPORTED) << message;
-    EXPECT_NE(message.find("pipeline 2"), std::string::npos) << message;
+    EXPECT_NE(message.find("pipeline 3"), std::string::npos) << message;
 }
 
 TEST(Archive, StorePipelineParses) {
@@ -355,7 +359,7 @@ TEST(Archive, StorePipelineParses) {
 }
 
 TEST(Archive, UnknownSectionKindRejected) {
-    for (const uint32_t kind : {0u, 7u, 0xFFFFFFFFu}) {
+    for (const uint32_t kind : {0u, 11u, 0xFFFFFFFFu}) {
         auto a = sample_archive();
         poke<uint32_t>(a, kHeaderBytes + 2 * kSectionEntryBytes, kind);
         fix_header_checksum(a);
@@ -447,7 +451,7 @@ TEST(Archive, WriteRejectsBadInput) {
     EXPECT_EQ(status_of([&] { archive_write(h, {}); }), GSZ_STATUS_INTERNAL);
     const SectionData dup[] = {{SectionKind::pipeline_params, kParams}, {SectionKind::pipeline_params, kParams}};
     EXPECT_EQ(status_of([&] { archive_write(h, dup); }), GSZ_STATUS_INTERNAL);
-    const SectionData unknown[] = {{static_cast<SectionKind>(9), kParams}};
+    const SectionData unknown[] = {{static_cast<SectionKind>(11), kParams}};
     EXPECT_EQ(status_of([&] { archive_write(h, unknown); }), GSZ_STATUS_INTERNAL);
     const std::vector<SectionData> too_many(kMaxSections + 1, SectionData{SectionKind::pipeline_params, kParams});
     EXPECT_EQ(status_of([&] { archive_write(h, too_many); }), GSZ_STATUS_INTERNAL);

@@ -1,5 +1,6 @@
-// Every shared real field at rel 1e-2, 1e-3, 1e-4 and one absolute bound:
-// compress, decompress, and check every element against the bound.
+// Every shared real field at rel 1e-2, 1e-3, 1e-4 and one absolute bound, with
+// each lossy pipeline: compress, decompress, and check every element against
+// the bound.
 #include "test_util.hpp"
 
 #include <cstdio>
@@ -13,23 +14,29 @@ struct Case {
     Field field;
     gsz_error_mode mode;
     double eb;
+    gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO;
 };
 
+const char* pipeline_name(gsz_pipeline p) { return p == GSZ_PIPELINE_FAST ? "fast" : "lorenzo"; }
+
 void PrintTo(const Case& c, std::ostream* os) {
-    *os << c.field.name << (c.mode == GSZ_ERROR_REL ? " rel " : " abs ") << c.eb;
+    *os << pipeline_name(c.pipeline) << " " << c.field.name << (c.mode == GSZ_ERROR_REL ? " rel " : " abs ") << c.eb;
 }
 
 std::vector<Case> all_cases() {
     std::vector<Case> cases;
-    for (const Field& f : shared_fields()) {
-        for (double eb : {1e-2, 1e-3, 1e-4}) cases.push_back({f, GSZ_ERROR_REL, eb});
-        cases.push_back({f, GSZ_ERROR_ABS, 1e-2});
+    for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_FAST}) {
+        for (const Field& f : shared_fields()) {
+            for (double eb : {1e-2, 1e-3, 1e-4}) cases.push_back({f, GSZ_ERROR_REL, eb, pipeline});
+            cases.push_back({f, GSZ_ERROR_ABS, 1e-2, pipeline});
+        }
     }
     return cases;
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-    std::string s = info.param.field.name + (info.param.mode == GSZ_ERROR_REL ? "_rel_" : "_abs_");
+    std::string s = std::string(pipeline_name(info.param.pipeline)) + "_" + info.param.field.name +
+                    (info.param.mode == GSZ_ERROR_REL ? "_rel_" : "_abs_");
     char buf[16];
     std::snprintf(buf, sizeof buf, "%.0e", info.param.eb);
     s += buf;
@@ -41,7 +48,8 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 template <class T>
 double roundtrip(const Case& c) {
     const auto orig = read_raw<T>(c.field.path);
-    const auto params = make_params(dtype_of<T>(), c.field.dims, c.mode, c.eb);
+    auto params = make_params(dtype_of<T>(), c.field.dims, c.mode, c.eb);
+    params.pipeline = c.pipeline;
     gsz::Context ctx;
     const auto archive = ctx.compress(params, orig.data());
     const auto info = ctx.inspect(archive.data(), archive.size());
@@ -52,8 +60,9 @@ double roundtrip(const Case& c) {
     EXPECT_EQ(r.nonfinite_changed, 0u);
     EXPECT_LE(r.max_abs_error, info.error_bound_abs);
     const double ratio = static_cast<double>(orig.size() * sizeof(T)) / static_cast<double>(archive.size());
-    std::printf("[ field    ] %-40s %s %-7g ratio %8.3f  max err %.4g / eb %.4g  outliers %llu\n",
-                c.field.name.c_str(), c.mode == GSZ_ERROR_REL ? "rel" : "abs", c.eb, ratio, r.max_abs_error,
+    EXPECT_EQ(info.pipeline, c.pipeline);
+    std::printf("[ field    ] %-7s %-40s %s %-7g ratio %8.3f  max err %.4g / eb %.4g  outliers %llu\n",
+                pipeline_name(c.pipeline), c.field.name.c_str(), c.mode == GSZ_ERROR_REL ? "rel" : "abs", c.eb, ratio, r.max_abs_error,
                 info.error_bound_abs, static_cast<unsigned long long>(info.num_outliers));
     return ratio;
 }
@@ -100,6 +109,22 @@ TEST(SharedData, RatioAtLeastCuSZ) {
     EXPECT_EQ(checked, 6);
 }
 
+// cuSZx on the same field (PEERS.md, block 128): the fast pipeline's archives
+// must be at least as small.
+TEST(SharedData, FastRatioAtLeastCuSZx) {
+    const std::vector<double> cuszx = {2.89, 2.43, 1.73};
+    for (const Field& f : shared_fields()) {
+        if (f.name != "sperr_wmag_91x91x91") continue;
+        const double ebs[] = {1e-2, 1e-3, 1e-4};
+        for (int k = 0; k < 3; ++k) {
+            const double ratio = roundtrip<float>({f, GSZ_ERROR_REL, ebs[k], GSZ_PIPELINE_FAST});
+            EXPECT_GE(ratio, cuszx[k]) << f.name << " rel " << ebs[k];
+        }
+        return;
+    }
+    GTEST_SKIP() << "shared fields not found at " << shared_data_dir();
+}
+
 // The archive depends only on the data and the options, never on threads.
 TEST(SharedData, ThreadCountDoesNotChangeArchive) {
     int checked = 0;
@@ -108,15 +133,19 @@ TEST(SharedData, ThreadCountDoesNotChangeArchive) {
             f.name != "mpl_membrane_12000" && f.name != "ocean_atlas_temp_12x19x90x180")
             continue;
         gsz::Context ctx;
-        std::vector<uint8_t> first;
         const auto bytes = read_bytes(f.path);
-        for (int threads : {1, 2, 3, 7}) {
-            const auto p = make_params(f.dtype, f.dims, GSZ_ERROR_REL, 1e-4, threads);
-            const auto archive = ctx.compress(p, bytes.data());
-            if (first.empty())
-                first = archive;
-            else
-                EXPECT_EQ(archive, first) << f.name << " with " << threads << " threads";
+        for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_FAST}) {
+            std::vector<uint8_t> first;
+            for (int threads : {1, 2, 3, 7}) {
+                auto p = make_params(f.dtype, f.dims, GSZ_ERROR_REL, 1e-4, threads);
+                p.pipeline = pipeline;
+                const auto archive = ctx.compress(p, bytes.data());
+                if (first.empty())
+                    first = archive;
+                else
+                    EXPECT_EQ(archive, first) << f.name << " " << pipeline_name(pipeline) << " with " << threads
+                                              << " threads";
+            }
         }
         ++checked;
     }

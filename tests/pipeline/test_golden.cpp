@@ -16,6 +16,8 @@ struct Golden {
     std::vector<uint64_t> dims;   // a sub-box of the bundled sample, fastest first
     gsz_error_mode mode;
     double eb;
+    gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO;
+    uint32_t block = 128;
 };
 
 const Golden kGoldens[] = {
@@ -23,6 +25,9 @@ const Golden kGoldens[] = {
     {"wmag_40x24x10_f64_abs1e-2.gsz", GSZ_DTYPE_F64, {40, 24, 10}, GSZ_ERROR_ABS, 1e-2},
     {"wmag_91x37_f32_rel1e-2.gsz", GSZ_DTYPE_F32, {91, 37}, GSZ_ERROR_REL, 1e-2},
     {"wmag_3000_f32_abs1e-1.gsz", GSZ_DTYPE_F32, {3000}, GSZ_ERROR_ABS, 1e-1},
+    {"fast_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_FAST},
+    {"fast_wmag_40x24x10_f64_abs1e-2_b64.gsz", GSZ_DTYPE_F64, {40, 24, 10}, GSZ_ERROR_ABS, 1e-2, GSZ_PIPELINE_FAST,
+     64},
 };
 
 // The golden's input: the leading box of the bundled 91^3 sample, with one
@@ -50,6 +55,8 @@ void check_golden(const Golden& g) {
     const auto path = repo_dir() / "tests" / "golden" / g.file;
     gsz::Context ctx;
     auto params = make_params(g.dtype, g.dims, g.mode, g.eb);
+    params.pipeline = g.pipeline;
+    params.block_size = g.block;
     const auto fresh = ctx.compress(params, input.data());
     if (std::getenv("GSZ_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),

@@ -33,10 +33,12 @@ std::vector<float> small_field() {
     return v;
 }
 
-std::vector<uint8_t> small_archive() {
+std::vector<uint8_t> small_archive(gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO) {
     const auto v = small_field();
     gsz::Context ctx;
-    return ctx.compress(make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_REL, 1e-3), v.data());
+    auto p = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_REL, 1e-3);
+    p.pipeline = pipeline;
+    return ctx.compress(p, v.data());
 }
 
 gsz_status try_decompress(const std::vector<uint8_t>& archive) {
@@ -50,20 +52,26 @@ gsz_status try_decompress(const std::vector<uint8_t>& archive) {
     return s;
 }
 
-TEST(Hostile, ValidArchiveDecodes) {
-    EXPECT_EQ(try_decompress(small_archive()), GSZ_STATUS_OK);
+class HostileBoth : public testing::TestWithParam<gsz_pipeline> {};
+INSTANTIATE_TEST_SUITE_P(Pipelines, HostileBoth, testing::Values(GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_FAST),
+                         [](const auto& info) { return info.param == GSZ_PIPELINE_FAST ? "fast" : "lorenzo"; });
+
+TEST_P(HostileBoth, ValidArchiveDecodes) {
+    const auto archive = small_archive(GetParam());
+    EXPECT_EQ(gsz::format::archive_parse(archive).header.pipeline, GetParam());
+    EXPECT_EQ(try_decompress(archive), GSZ_STATUS_OK);
 }
 
-TEST(Hostile, EveryTruncationIsRejected) {
-    const auto archive = small_archive();
+TEST_P(HostileBoth, EveryTruncationIsRejected) {
+    const auto archive = small_archive(GetParam());
     for (size_t len = 0; len < archive.size(); ++len) {
         const std::vector<uint8_t> cut(archive.begin(), archive.begin() + static_cast<ptrdiff_t>(len));
         EXPECT_NE(try_decompress(cut), GSZ_STATUS_OK) << "truncated to " << len;
     }
 }
 
-TEST(Hostile, EveryByteFlipIsRejected) {
-    const auto archive = small_archive();
+TEST_P(HostileBoth, EveryByteFlipIsRejected) {
+    const auto archive = small_archive(GetParam());
     for (size_t i = 0; i < archive.size(); ++i) {
         for (uint8_t mask : {uint8_t{0xFF}, uint8_t{0x01}}) {
             auto bad = archive;
@@ -136,6 +144,45 @@ TEST(Hostile, LyingOutliersAndStreamsAreRejected) {
             const int flips = 1 + static_cast<int>(rng() % 4);
             for (int f = 0; f < flips && !s.empty(); ++f) s[rng() % s.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
             if (trial % 50 == 0 && !s.empty()) s.resize(rng() % s.size());
+            (void)try_decompress(with_section(archive, kind, s));
+        }
+    }
+}
+
+TEST(Hostile, LyingFastSectionsAreRejected) {
+    using gsz::format::SectionKind;
+    const auto archive = small_archive(GSZ_PIPELINE_FAST);
+    const auto params = section_of(archive, SectionKind::pipeline_params);
+    ASSERT_EQ(params.size(), 32u);
+    auto patch = [&](size_t offset, auto value) {
+        auto p = params;
+        std::memcpy(p.data() + offset, &value, sizeof value);
+        return with_section(archive, SectionKind::pipeline_params, p);
+    };
+    EXPECT_EQ(try_decompress(patch(0, uint32_t{100})), GSZ_STATUS_CORRUPT);   // block size
+    EXPECT_EQ(try_decompress(patch(0, uint32_t{64})), GSZ_STATUS_CORRUPT);    // block count no longer fits
+    EXPECT_EQ(try_decompress(patch(4, uint32_t{1})), GSZ_STATUS_CORRUPT);     // reserved
+    EXPECT_EQ(try_decompress(patch(8, uint64_t{1} << 40)), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(try_decompress(patch(16, ~uint64_t{0})), GSZ_STATUS_CORRUPT);   // constant blocks > blocks
+
+    // Each stream one byte longer or shorter, checksums fixed: refused.
+    for (auto kind : {SectionKind::fast_block_codes, SectionKind::fast_block_mids, SectionKind::fast_lead_codes,
+                      SectionKind::fast_mid_bytes}) {
+        auto s = section_of(archive, kind);
+        s.push_back(0);
+        EXPECT_EQ(try_decompress(with_section(archive, kind, s)), GSZ_STATUS_CORRUPT) << int(kind);
+        s.resize(s.size() - 2);
+        EXPECT_EQ(try_decompress(with_section(archive, kind, s)), GSZ_STATUS_CORRUPT) << int(kind);
+    }
+    // Random flips inside the streams: an error or some values, never a crash.
+    std::mt19937 rng(6);
+    for (auto kind : {SectionKind::fast_block_codes, SectionKind::fast_block_mids, SectionKind::fast_lead_codes,
+                      SectionKind::fast_mid_bytes}) {
+        const auto original = section_of(archive, kind);
+        for (int trial = 0; trial < 200; ++trial) {
+            auto s = original;
+            const int flips = 1 + static_cast<int>(rng() % 4);
+            for (int f = 0; f < flips && !s.empty(); ++f) s[rng() % s.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
             (void)try_decompress(with_section(archive, kind, s));
         }
     }

@@ -1,0 +1,47 @@
+// CUDA backend of the `fast` predictor: one warp per block, the same
+// per-element math (fast_math.hpp) and the same block decisions as the CPU
+// backend, so the four streams are identical byte for byte.
+#pragma once
+
+#include "predict/fast/fast.hpp"
+#include "runtime/cuda/device_buffer.hpp"
+
+#include <cuda_runtime.h>
+
+namespace gsz::predict {
+
+// Device-resident streams of an encoded array, plus scratch kept for reuse.
+template <class T>
+struct FastDeviceStreams {
+    cuda::DeviceBuffer<uint8_t> codes;        // one per block
+    cuda::DeviceBuffer<T> mids;               // one per block
+    cuda::DeviceBuffer<uint8_t> leads;        // exactly the stream's bytes
+    cuda::DeviceBuffer<uint8_t> bytes;
+    // scratch
+    cuda::DeviceBuffer<uint64_t> lead_rank;   // non-constant blocks before each block (nb + 1)
+    cuda::DeviceBuffer<uint64_t> byte_offset; // explicit bytes before each block (nb + 1)
+    cuda::DeviceBuffer<uint8_t> temp;
+};
+
+// Encodes d_data (device, any alignment).  Synchronizes once, to size the
+// lead and byte streams.
+template <class T>
+void fast_encode_cuda(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out,
+                      cudaStream_t stream);
+
+struct FastDecodeScratch {
+    cuda::DeviceBuffer<uint64_t> lead_rank, byte_offset;
+    cuda::DeviceBuffer<uint8_t> temp;
+    cuda::DeviceBuffer<uint32_t> corrupt;
+};
+
+// Decodes device-resident streams (codes and mids: one per block) into d_out.
+// Every read is bounds-checked on the device; a stream that does not add up
+// (bad code, lead code above the kept bytes, sizes that differ from what the
+// codes need) throws GSZ_STATUS_CORRUPT.  Synchronizes once, at the end.
+template <class T>
+void fast_decode_cuda(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads, uint64_t leads_size,
+                      const uint8_t* d_bytes, uint64_t bytes_size, const FastLayout& layout, T* d_out,
+                      FastDecodeScratch& scratch, cudaStream_t stream);
+
+}  // namespace gsz::predict

@@ -1,0 +1,190 @@
+// Per-element arithmetic of the `fast` pipeline (SZx/cuSZx), compiled for the
+// host and the device so both backends plan blocks and reconstruct values
+// bit for bit alike.  Only comparisons, one subtraction and one addition in
+// the value type touch floating point; everything else is integer work on the
+// IEEE bit patterns.
+//
+// A block of values is either
+//   constant  (code 0): every value is reconstructed as the block's mid value mu;
+//   truncated (code L): each value stores the top L bits of the pattern of
+//             x - mu (sign, exponent, L-1-exp_bits mantissa bits), and is
+//             reconstructed as mu + that truncated difference;
+//   raw       (code kFastRaw): each value stores its own full bit pattern
+//             (NaN/Inf blocks, and blocks no truncation keeps within the bound).
+// The kept bytes of each pattern (B = ceil(L/8), or all of them when raw) are
+// coded against the previous value of the block: a 2-bit lead code counts the
+// leading kept bytes equal to the previous pattern's (at most 3, at most B),
+// and only the other B - lead bytes are stored.  docs/FORMAT.md has the layout.
+#pragma once
+
+#include "runtime/host_device.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace gsz::predict {
+
+inline constexpr uint8_t kFastConstant = 0;
+inline constexpr uint8_t kFastRaw = 255;
+inline constexpr uint32_t kFastMaxLead = 3;
+
+template <class T>
+struct FastTraits;
+
+template <>
+struct FastTraits<float> {
+    using Bits = uint32_t;
+    static constexpr int width = 32, exp_bits = 8, bias = 127;
+};
+
+template <>
+struct FastTraits<double> {
+    using Bits = uint64_t;
+    static constexpr int width = 64, exp_bits = 11, bias = 1023;
+};
+
+template <class T>
+GSZ_HD typename FastTraits<T>::Bits fast_bits(T v) {
+    typename FastTraits<T>::Bits b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+template <class T>
+GSZ_HD T fast_value(typename FastTraits<T>::Bits b) {
+    T v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+// Unbiased binary exponent read from the bits: floor(log2 |v|) for normal
+// numbers, -bias for zero and subnormals (an underestimate that only makes a
+// plan fail its verification, never pass wrongly).
+template <class T>
+GSZ_HD int fast_exponent(T v) {
+    using Tr = FastTraits<T>;
+    const auto field = (fast_bits(v) >> (Tr::width - 1 - Tr::exp_bits)) & ((1u << Tr::exp_bits) - 1);
+    return static_cast<int>(field) - Tr::bias;
+}
+
+// Bytes a block code keeps per value.
+template <class T>
+GSZ_HD uint32_t fast_kept_bytes(uint8_t code) {
+    return code == kFastRaw ? sizeof(T) : (code + 7u) / 8u;
+}
+
+// Whether a stored block code is one a valid archive can hold.
+template <class T>
+GSZ_HD bool fast_code_valid(uint8_t code) {
+    return code == kFastConstant || code == kFastRaw || code < FastTraits<T>::width;
+}
+
+// Zero bits above the kept ones once they are shifted to end on a byte
+// boundary: they make the top kept byte hold only the sign and the highest
+// exponent bits, which neighbouring values usually share (SZx's shift).
+template <class T>
+GSZ_HD uint32_t fast_shift(uint8_t code) {
+    return code == kFastRaw ? 0u : 8u * fast_kept_bytes<T>(code) - code;
+}
+
+// The stored pattern of value x in a block with this code and mid value: the
+// top `code` bits of x - mu shifted right by fast_shift, or x's own bits when
+// raw.  The kept bytes are the pattern's top B bytes.
+template <class T>
+GSZ_HD typename FastTraits<T>::Bits fast_pattern(T x, T mu, uint8_t code) {
+    using Tr = FastTraits<T>;
+    using Bits = typename Tr::Bits;
+    if (code == kFastRaw) return fast_bits(x);
+    const Bits keep = ~Bits{0} << (Tr::width - code);  // 1 <= code < width: a defined shift
+    return (fast_bits<T>(x - mu) & keep) >> fast_shift<T>(code);
+}
+
+// The value a pattern reconstructs to (the decoder's only arithmetic).  The
+// bits a valid pattern leaves below the kept bytes are zero; a corrupt
+// archive's are dropped by the mask.
+template <class T>
+GSZ_HD T fast_reconstruct(typename FastTraits<T>::Bits pattern, T mu, uint8_t code) {
+    using Tr = FastTraits<T>;
+    using Bits = typename Tr::Bits;
+    if (code == kFastRaw) return fast_value<T>(pattern);
+    const Bits keep = ~Bits{0} << (Tr::width - code);
+    return mu + fast_value<T>((pattern << fast_shift<T>(code)) & keep);
+}
+
+// |x - x'| <= eb as the user checks it: x' in the value type, difference in double.
+template <class T>
+GSZ_HD bool fast_within(T x, T reconstructed, double eb) {
+    const double d = static_cast<double>(x) - static_cast<double>(reconstructed);
+    return (d < 0 ? -d : d) <= eb;
+}
+
+// Leading kept bytes equal to the previous pattern's, capped at 3 and at B.
+template <class T>
+GSZ_HD uint32_t fast_lead(typename FastTraits<T>::Bits pattern, typename FastTraits<T>::Bits previous,
+                          uint32_t kept_bytes) {
+    using Tr = FastTraits<T>;
+    const auto x = pattern ^ previous;
+    const uint32_t cap = kept_bytes < kFastMaxLead ? kept_bytes : kFastMaxLead;
+    if (x == 0) return cap;
+#if defined(__CUDA_ARCH__)
+    const int zeros = Tr::width == 32 ? __clz(static_cast<int>(x)) : __clzll(static_cast<long long>(x));
+#else
+    const int zeros = Tr::width == 32 ? __builtin_clz(static_cast<unsigned>(x))
+                                      : __builtin_clzll(static_cast<unsigned long long>(x));
+#endif
+    const uint32_t lead = static_cast<uint32_t>(zeros) / 8;
+    return lead < cap ? lead : cap;
+}
+
+// Byte j (0 = most significant) of a pattern.
+template <class T>
+GSZ_HD uint32_t fast_byte(typename FastTraits<T>::Bits pattern, uint32_t j) {
+    return static_cast<uint32_t>(pattern >> (FastTraits<T>::width - 8 * (j + 1))) & 0xffu;
+}
+
+template <class T>
+GSZ_HD typename FastTraits<T>::Bits fast_with_byte(typename FastTraits<T>::Bits pattern, uint32_t j,
+                                                   uint32_t byte) {
+    using Bits = typename FastTraits<T>::Bits;
+    const int shift = FastTraits<T>::width - 8 * static_cast<int>(j + 1);
+    return (pattern & ~(Bits{0xff} << shift)) | (Bits{byte} << shift);
+}
+
+// The first plan tried for a non-constant block of half-range r: keep enough
+// mantissa bits that truncating a difference of exponent <= E(r) errs by less
+// than 2^E(eb) <= eb (SZx's rule keeps one bit more; verification covers the
+// rounding of x - mu and mu + v').  Returns kFastRaw when no truncation helps.
+template <class T>
+GSZ_HD uint8_t fast_first_code(T half_range, double eb) {
+    using Tr = FastTraits<T>;
+    const int mantissa = fast_exponent(half_range) - fast_exponent(eb);
+    const int length = 1 + Tr::exp_bits + (mantissa > 0 ? mantissa : 0);
+    return length < Tr::width ? static_cast<uint8_t>(length) : kFastRaw;
+}
+
+// The next plan after `code` failed verification: one more bit, then raw.
+template <class T>
+GSZ_HD uint8_t fast_next_code(uint8_t code) {
+    return code + 1 < FastTraits<T>::width ? static_cast<uint8_t>(code + 1) : kFastRaw;
+}
+
+// Block mid value and the constant test.  mu = min + (max - min)/2 in the
+// value type; the block is constant when both extremes are within eb of mu
+// (checked as the user checks it; rounding is monotonic, so the extremes
+// decide for every value between them).
+template <class T>
+struct FastMid {
+    T mu, half_range;
+    bool constant;
+};
+
+template <class T>
+GSZ_HD FastMid<T> fast_mid(T lo, T hi, double eb) {
+    FastMid<T> m;
+    m.half_range = (hi - lo) * T(0.5);
+    m.mu = lo + m.half_range;
+    m.constant = fast_within(hi, m.mu, eb) && fast_within(lo, m.mu, eb);
+    return m;
+}
+
+}  // namespace gsz::predict

@@ -1,0 +1,235 @@
+// The fast pipeline: its per-element math, every block kind and tail length,
+// non-finite values, float64, thread invariance, and a decoder that refuses
+// streams that do not add up.
+#include "test_util.hpp"
+
+#include "pipeline/fast_sections.hpp"
+#include "predict/fast/fast.hpp"
+#include "runtime/status.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace gsz::test;
+using namespace gsz::predict;
+
+namespace {
+
+template <class T>
+std::vector<T> noisy_wave(size_t n, uint32_t seed, double noise = 0.01) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> d(0.0, noise);
+    std::vector<T> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(100.0 * std::sin(i * 0.01) + 5.0 + d(rng));
+    return v;
+}
+
+template <class T>
+struct FastRoundTrip {
+    std::vector<uint8_t> archive;
+    gsz_archive_info info;
+    std::vector<T> dec;
+    BoundReport report;
+};
+
+template <class T>
+FastRoundTrip<T> roundtrip(const std::vector<T>& data, double eb, gsz_error_mode mode = GSZ_ERROR_ABS,
+                           uint32_t block = 128, int threads = 0) {
+    auto p = make_params(dtype_of<T>(), {data.size()}, mode, eb, threads);
+    p.pipeline = GSZ_PIPELINE_FAST;
+    p.block_size = block;
+    gsz::Context ctx;
+    FastRoundTrip<T> r;
+    r.archive = ctx.compress(p, data.data());
+    r.info = ctx.inspect(r.archive.data(), r.archive.size());
+    r.dec = ctx.decompress<T>(r.archive, GSZ_DEVICE_CPU);
+    r.report = check_bound(data, r.dec, r.info.error_bound_abs);
+    EXPECT_EQ(r.report.violations, 0u) << "first bad " << r.report.first_bad;
+    EXPECT_EQ(r.report.nonfinite_changed, 0u) << "first bad " << r.report.first_bad;
+    return r;
+}
+
+template <class T>
+class FastMath : public testing::Test {};
+using Types = testing::Types<float, double>;
+TYPED_TEST_SUITE(FastMath, Types);
+
+TYPED_TEST(FastMath, LeadCountsEqualLeadingKeptBytesCappedAtThree) {
+    using T = TypeParam;
+    using Bits = typename FastTraits<T>::Bits;
+    constexpr int w = FastTraits<T>::width;
+    const Bits a = Bits{0x12345678u} << (w - 32);
+    EXPECT_EQ(fast_lead<T>(a, a, 4), 3u);        // identical: capped at 3
+    EXPECT_EQ(fast_lead<T>(a, a, 2), 2u);        // ... and at the kept bytes
+    EXPECT_EQ(fast_lead<T>(a, a ^ (Bits{1} << (w - 1)), 4), 0u);
+    EXPECT_EQ(fast_lead<T>(a, a ^ (Bits{1} << (w - 9)), 4), 1u);
+    EXPECT_EQ(fast_lead<T>(a, a ^ (Bits{1} << (w - 17)), 4), 2u);
+    EXPECT_EQ(fast_lead<T>(a, a ^ (Bits{1} << (w - 32)), 4), 3u);
+}
+
+TYPED_TEST(FastMath, TruncatedPatternsKeepOnlyTheirBytesAndRoundTrip) {
+    using T = TypeParam;
+    using Bits = typename FastTraits<T>::Bits;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> d(-50, 50);
+    for (uint8_t code = 1 + FastTraits<T>::exp_bits; code < FastTraits<T>::width; ++code) {
+        const uint32_t kept = fast_kept_bytes<T>(code);
+        const Bits below = kept == sizeof(T) ? Bits{0} : ~Bits{0} >> (8 * kept);
+        for (int i = 0; i < 100; ++i) {
+            const T x = static_cast<T>(d(rng)), mu = static_cast<T>(d(rng));
+            const Bits p = fast_pattern(x, mu, code);
+            EXPECT_EQ(p & below, Bits{0}) << "code " << int(code);
+            // More kept bits never reconstruct worse than fewer.
+            const double err = std::fabs(double(x) - double(fast_reconstruct<T>(p, mu, code)));
+            const double err_more = code + 1 < FastTraits<T>::width
+                                        ? std::fabs(double(x) - double(fast_reconstruct<T>(
+                                                                    fast_pattern(x, mu, uint8_t(code + 1)), mu,
+                                                                    uint8_t(code + 1))))
+                                        : 0.0;
+            EXPECT_LE(err_more, err + std::fabs(double(x)) * 1e-6);
+        }
+    }
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    EXPECT_EQ(fast_bits(fast_reconstruct<T>(fast_pattern(nan, T(0), kFastRaw), T(0), kFastRaw)), fast_bits(nan));
+}
+
+template <class T>
+class FastPipeline : public testing::Test {};
+TYPED_TEST_SUITE(FastPipeline, Types);
+
+TYPED_TEST(FastPipeline, EveryTailLengthAndBlockSize) {
+    using T = TypeParam;
+    for (uint32_t block : {64u, 128u, 256u}) {
+        for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{63}, size_t{64}, size_t{65},
+                         size_t{127}, size_t{129}, size_t{255}, size_t{257}, size_t{1000}, size_t{4099}}) {
+            const auto data = noisy_wave<T>(n, static_cast<uint32_t>(n));
+            const auto r = roundtrip(data, 0.05, GSZ_ERROR_ABS, block);
+            if (n >= 1000) {  // tiny inputs may be stored instead
+                EXPECT_EQ(r.info.pipeline, GSZ_PIPELINE_FAST);
+            }
+            if (r.info.pipeline == GSZ_PIPELINE_FAST) {
+                EXPECT_EQ(r.info.block_size, block);
+                EXPECT_EQ(r.info.num_blocks, (n + block - 1) / block);
+            }
+        }
+    }
+}
+
+TYPED_TEST(FastPipeline, ConstantBlocksStoreOneValue) {
+    using T = TypeParam;
+    std::vector<T> data(128 * 100);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<T>(3.25 + 0.001 * ((i * 7) % 10));
+    const auto r = roundtrip(data, 0.01);
+    EXPECT_EQ(r.info.pipeline, GSZ_PIPELINE_FAST);
+    EXPECT_EQ(r.info.num_constant_blocks, 100u);
+    EXPECT_LT(r.archive.size(), 100 * (sizeof(T) + 1) + 1024);
+}
+
+TYPED_TEST(FastPipeline, NaNAndInfAreBitExactAndOnlyTheirBlocksAreRaw) {
+    using T = TypeParam;
+    auto data = noisy_wave<T>(128 * 64, 3);
+    using Bits = typename FastTraits<T>::Bits;
+    // A signalling NaN with a payload: arithmetic would quiet it.
+    const Bits snan_bits = FastTraits<T>::width == 32 ? Bits(0x7f800001u) : Bits(0x7ff0000000000001ull);
+    const T snan = fast_value<T>(snan_bits);
+    data[5] = std::numeric_limits<T>::quiet_NaN();
+    data[300] = std::numeric_limits<T>::infinity();
+    data[301] = -std::numeric_limits<T>::infinity();
+    data[1000] = snan;
+    data[data.size() - 1] = -std::numeric_limits<T>::quiet_NaN();
+    const auto r = roundtrip(data, 1e-3, GSZ_ERROR_REL);
+    EXPECT_EQ(r.info.pipeline, GSZ_PIPELINE_FAST);
+    EXPECT_EQ(r.info.num_raw_blocks, 4u);  // blocks 0, 2, 7 and the last
+    EXPECT_EQ(fast_bits(r.dec[1000]), snan_bits);
+}
+
+TYPED_TEST(FastPipeline, ExtremeMagnitudesAndSubnormals) {
+    using T = TypeParam;
+    const T big = std::numeric_limits<T>::max(), tiny = std::numeric_limits<T>::denorm_min();
+    std::vector<T> data(512);
+    for (size_t i = 0; i < data.size(); ++i) {
+        switch (i / 128) {
+            case 0: data[i] = (i % 2 ? big : -big) * T(0.9); break;         // hi - lo overflows
+            case 1: data[i] = tiny * static_cast<T>(i % 17); break;           // subnormals
+            case 2: data[i] = static_cast<T>(1e6) + static_cast<T>(i % 5); break;
+            default: data[i] = static_cast<T>(i % 3 ? 1e-30 : -1e-30); break;
+        }
+    }
+    for (double eb : {1e-40, 1e-3, 0.5, 1e30}) roundtrip(data, eb);
+}
+
+TYPED_TEST(FastPipeline, PowerOfTwoBoundsNeedTheVerification) {
+    using T = TypeParam;
+    // eb = 2^k: the first truncation errs by less than eb, and the rounding of
+    // mu + v may push a value over; every element must still be within.
+    const auto data = noisy_wave<T>(128 * 200, 11, 3.0);
+    for (double eb : {0.5, 0.25, 1.0 / 1024, 1.0 / 65536}) roundtrip(data, eb);
+}
+
+TYPED_TEST(FastPipeline, ThreadCountDoesNotChangeTheArchive) {
+    using T = TypeParam;
+    const auto data = noisy_wave<T>(128 * 333 + 17, 5, 0.5);
+    const auto first = roundtrip(data, 1e-3, GSZ_ERROR_REL, 128, 1).archive;
+    for (int threads : {2, 3, 8}) EXPECT_EQ(roundtrip(data, 1e-3, GSZ_ERROR_REL, 128, threads).archive, first);
+}
+
+// The decoder on hand-broken streams: a clear GSZ_STATUS_CORRUPT, never a crash.
+TEST(FastDecoder, RefusesStreamsThatDoNotAddUp) {
+    const auto data = noisy_wave<float>(128 * 20 + 5, 9, 1.0);
+    const auto layout = FastLayout::make(data.size(), 128);
+    FastEncoded<float> enc;
+    fast_encode_cpu(data.data(), layout, 1e-2, enc, 1);
+    ASSERT_GT(enc.leads.size(), 0u);
+    std::vector<float> out(data.size());
+    auto view = [&](const FastEncoded<float>& e) {
+        return FastStreamsView{e.codes,
+                               {reinterpret_cast<const uint8_t*>(e.mids.data()), e.mids.size() * sizeof(float)},
+                               e.leads,
+                               e.bytes};
+    };
+    fast_decode_cpu(view(enc), layout, out.data(), 1);  // intact: decodes
+    auto expect_corrupt = [&](const FastEncoded<float>& e, const char* what) {
+        try {
+            fast_decode_cpu(view(e), layout, out.data(), 1);
+            ADD_FAILURE() << what << ": accepted";
+        } catch (const gsz::Error& err) {
+            EXPECT_EQ(err.status(), GSZ_STATUS_CORRUPT) << what;
+        }
+    };
+    auto e = enc;
+    e.codes[3] = 40;  // above the float width
+    expect_corrupt(e, "bad code");
+    e = enc;
+    e.codes[0] = kFastConstant;  // fewer lead bytes than stored
+    expect_corrupt(e, "constant block with stored leads");
+    e = enc;
+    e.bytes.pop_back();
+    expect_corrupt(e, "short byte stream");
+    e = enc;
+    e.bytes.push_back(0);
+    expect_corrupt(e, "long byte stream");
+    e = enc;
+    e.codes[1] = 10;  // 2 kept bytes: lead codes of 3 copy more than are kept
+    for (uint32_t i = 0; i < 32; ++i) e.leads[32 + i] = 0xff;
+    expect_corrupt(e, "lead above kept bytes");
+    e = enc;
+    e.mids.pop_back();
+    expect_corrupt(e, "short mids");
+}
+
+TEST(FastPipelineParams, BlockSizeIsValidated) {
+    auto p = make_params(GSZ_DTYPE_F32, {1000}, GSZ_ERROR_ABS, 0.1);
+    p.pipeline = GSZ_PIPELINE_FAST;
+    p.block_size = 100;
+    std::vector<float> data(1000, 1.0f);
+    size_t bytes = 0;
+    std::vector<uint8_t> archive(1 << 16);
+    gsz::Context ctx;
+    EXPECT_EQ(gsz_compress(ctx.get(), &p, data.data(), archive.data(), archive.size(), &bytes),
+              GSZ_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(gsz_ctx_last_error(ctx.get())).find("block size"), std::string::npos);
+}
+
+}  // namespace
