@@ -246,8 +246,10 @@ __global__ void __launch_bounds__(kThreads)
     uint8_t* dst = bytes + byte_offset[wb.block] + warp_exclusive_sum(count, wb.lane);
     const uint32_t kept = fast_kept_bytes<T>(code);
 #pragma unroll
-    for (int k = 0; k < V; ++k)
+    for (int k = 0; k < V; ++k) {
+        if (k >= static_cast<int>(wb.count)) break;  // past the end of a short last block
         for (uint32_t j = lead[k]; j < kept; ++j) *dst++ = static_cast<uint8_t>(fast_byte<T>(p[k], j));
+    }
 }
 
 // Decoding, pass 1: a flag per block (non-constant), and the code check.
