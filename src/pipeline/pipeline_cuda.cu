@@ -27,7 +27,7 @@ namespace gsz::pipeline {
 namespace {
 
 constexpr int kRangeThreads = 256;
-constexpr unsigned kRangeMaxBlocks = 1024;
+constexpr unsigned kRangeMaxBlocks = 2048;
 
 template <class T>
 struct MinMax {
@@ -36,18 +36,39 @@ struct MinMax {
 
 // Per-block min/max of the finite values; the host combines the partials.
 // min and max are exact and order-independent, so the result matches the CPU.
+// 16-byte loads, four in flight per thread, keep HBM busy (a memory-bound pass).
 template <class T>
 __global__ void __launch_bounds__(kRangeThreads)
     finite_range_kernel(const T* __restrict__ data, uint64_t n, MinMax<T>* __restrict__ partials) {
     T lo = ::cuda::std::numeric_limits<T>::infinity(), hi = -::cuda::std::numeric_limits<T>::infinity();
-    for (uint64_t i = blockIdx.x * uint64_t{kRangeThreads} + threadIdx.x; i < n;
-         i += uint64_t{gridDim.x} * kRangeThreads) {
-        const T v = data[i];
+    auto take = [&](T v) {
         if (isfinite(v)) {
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
+    };
+    constexpr int kPer = 16 / sizeof(T);
+    constexpr int kUnroll = 4;
+    const uint64_t stride = uint64_t{gridDim.x} * kRangeThreads;
+    const uint64_t tid = blockIdx.x * uint64_t{kRangeThreads} + threadIdx.x;
+    const uint64_t vectors = reinterpret_cast<uintptr_t>(data) % 16 == 0 ? n / kPer : 0;
+    const uint4* vec = reinterpret_cast<const uint4*>(data);
+    for (uint64_t base = tid; base < vectors; base += kUnroll * stride) {
+        uint4 q[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+            if (base + u * stride < vectors) q[u] = __ldcs(vec + base + u * stride);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            if (base + u * stride < vectors) {
+                T v[kPer];
+                memcpy(v, &q[u], 16);
+#pragma unroll
+                for (int k = 0; k < kPer; ++k) take(v[k]);
+            }
+        }
     }
+    for (uint64_t i = vectors * kPer + tid; i < n; i += stride) take(data[i]);
     using BlockReduce = cub::BlockReduce<T, kRangeThreads>;
     __shared__ typename BlockReduce::TempStorage storage;
     const T block_lo = BlockReduce(storage).Reduce(lo, [](T a, T b) { return a < b ? a : b; });

@@ -1,6 +1,7 @@
-// CUDA kernels of the `fast` predictor.  A warp owns a block; lane l holds
-// the block's values l*V .. l*V+V-1 (V = block/32), loaded as one vector when
-// the data is aligned.  Encoding is two passes (plan, then write at offsets
+// CUDA kernels of the `fast` predictor.  A warp owns a few consecutive blocks
+// and issues all their loads before computing; in each block lane l holds the
+// values l*V .. l*V+V-1 (V = block/32), loaded as one vector when the data is
+// aligned.  Encoding is two passes (plan, then write at offsets
 // from device-wide scans); decoding is flags -> scan -> explicit-byte counts ->
 // scan -> decode, where the bytes each value copies from its predecessor are
 // resolved by a warp scan over (known bytes, mask) pairs instead of a serial
@@ -35,15 +36,62 @@ struct WarpBlock {
     uint32_t count;     // this lane's values (a prefix of lanes holds them)
 };
 
+// Blocks per warp: a warp issues the loads of all its blocks before it
+// computes on any, so each warp keeps several requests in flight (the kernels
+// are latency-bound with one block per warp).
 template <int V>
-__device__ __forceinline__ bool warp_block(const FastLayout& layout, WarpBlock& wb) {
+constexpr int kBlocksPerWarp = V >= 8 ? 2 : 16 / V;
+
+template <int V>
+__device__ __forceinline__ uint64_t first_block_of_warp() {
+    return (blockIdx.x * uint64_t{kWarps} + (threadIdx.x >> 5)) * kBlocksPerWarp<V>;
+}
+
+template <int V>
+__device__ __forceinline__ bool warp_block(const FastLayout& layout, uint64_t block, WarpBlock& wb) {
     wb.lane = threadIdx.x & 31;
-    wb.block = blockIdx.x * uint64_t{kWarps} + (threadIdx.x >> 5);
-    if (wb.block >= layout.num_blocks) return false;
-    wb.len = layout.block_len(wb.block);
+    wb.block = block;
+    wb.len = 0;
+    wb.count = 0;
+    if (block >= layout.num_blocks) return false;
+    wb.len = layout.block_len(block);
     const uint32_t first = wb.lane * V;
     wb.count = first >= wb.len ? 0 : (wb.len - first < V ? wb.len - first : V);
     return true;
+}
+
+// Per-block facts a warp's lanes load together (lane i for its i-th block)
+// and share by shuffles.
+template <class T>
+struct BlockMeta {
+    uint32_t code = kFastConstant;
+    T mu = 0;
+    uint64_t lead_rank = 0, byte_offset = 0;
+};
+
+template <class T, int K>
+__device__ __forceinline__ BlockMeta<T> load_meta(uint64_t first, uint64_t nb, const uint8_t* __restrict__ codes,
+                                                  const T* __restrict__ mids, const uint64_t* __restrict__ lead_rank,
+                                                  const uint64_t* __restrict__ byte_offset) {
+    BlockMeta<T> m;
+    const uint32_t lane = threadIdx.x & 31;
+    if (lane < K && first + lane < nb) {
+        m.code = codes[first + lane];
+        m.mu = mids[first + lane];
+        m.lead_rank = lead_rank[first + lane];
+        m.byte_offset = byte_offset[first + lane];
+    }
+    return m;
+}
+
+template <class T>
+__device__ __forceinline__ BlockMeta<T> share_meta(const BlockMeta<T>& m, int kb) {
+    BlockMeta<T> r;
+    r.code = __shfl_sync(kFull, m.code, kb);
+    r.mu = __shfl_sync(kFull, m.mu, kb);
+    r.lead_rank = __shfl_sync(kFull, m.lead_rank, kb);
+    r.byte_offset = __shfl_sync(kFull, m.byte_offset, kb);
+    return r;
 }
 
 // Lane values: one aligned vector access when whole, else element by element.
@@ -174,24 +222,31 @@ __global__ void __launch_bounds__(kThreads)
     fast_plan_kernel(const T* __restrict__ data, FastLayout layout, double eb, bool aligned, uint8_t* __restrict__ codes,
                      T* __restrict__ mids, uint64_t* __restrict__ lead_rank, uint64_t* __restrict__ byte_count) {
     using Bits = typename FastTraits<T>::Bits;
-    WarpBlock wb;
-    if (!warp_block<V>(layout, wb)) return;
-    T x[V];
-    load_lane<T, V>(data, layout, wb, aligned, x);
-    uint8_t code;
-    T mu;
-    plan_block<T, V>(x, wb, eb, code, mu);
-    uint32_t count = 0;
-    if (code != kFastConstant) {
-        Bits p[V];
-        uint32_t lead[V];
-        count = warp_sum(lane_patterns<T, V>(x, wb, mu, code, p, lead));
-    }
-    if (wb.lane == 0) {
-        codes[wb.block] = code;
-        mids[wb.block] = mu;
-        lead_rank[wb.block] = code != kFastConstant;
-        byte_count[wb.block] = count;
+    constexpr int K = kBlocksPerWarp<V>;
+    const uint64_t first = first_block_of_warp<V>();
+    WarpBlock wb[K];
+    T x[K][V];
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb)
+        if (warp_block<V>(layout, first + kb, wb[kb])) load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb) {
+        if (first + kb >= layout.num_blocks) break;
+        uint8_t code;
+        T mu;
+        plan_block<T, V>(x[kb], wb[kb], eb, code, mu);
+        uint32_t count = 0;
+        if (code != kFastConstant) {
+            Bits p[V];
+            uint32_t lead[V];
+            count = warp_sum(lane_patterns<T, V>(x[kb], wb[kb], mu, code, p, lead));
+        }
+        if (wb[kb].lane == 0) {
+            codes[wb[kb].block] = code;
+            mids[wb[kb].block] = mu;
+            lead_rank[wb[kb].block] = code != kFastConstant;
+            byte_count[wb[kb].block] = count;
+        }
     }
 }
 
@@ -232,23 +287,35 @@ __global__ void __launch_bounds__(kThreads)
                       const uint64_t* __restrict__ byte_offset, uint8_t* __restrict__ leads,
                       uint8_t* __restrict__ bytes) {
     using Bits = typename FastTraits<T>::Bits;
-    WarpBlock wb;
-    if (!warp_block<V>(layout, wb)) return;
-    const uint8_t code = codes[wb.block];
-    if (code == kFastConstant) return;
-    const T mu = mids[wb.block];
-    T x[V];
-    load_lane<T, V>(data, layout, wb, aligned, x);
-    Bits p[V];
-    uint32_t lead[V];
-    const uint32_t count = lane_patterns<T, V>(x, wb, mu, code, p, lead);
-    write_leads<V>(wb, lead, leads + lead_rank[wb.block] * (layout.block / 4));
-    uint8_t* dst = bytes + byte_offset[wb.block] + warp_exclusive_sum(count, wb.lane);
-    const uint32_t kept = fast_kept_bytes<T>(code);
+    constexpr int K = kBlocksPerWarp<V>;
+    const uint64_t first = first_block_of_warp<V>();
+    const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
+    WarpBlock wb[K];
+    T x[K][V];
+    uint32_t code[K];
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-        if (k >= static_cast<int>(wb.count)) break;  // past the end of a short last block
-        for (uint32_t j = lead[k]; j < kept; ++j) *dst++ = static_cast<uint8_t>(fast_byte<T>(p[k], j));
+    for (int kb = 0; kb < K; ++kb) {
+        code[kb] = __shfl_sync(kFull, meta.code, kb);
+        if (warp_block<V>(layout, first + kb, wb[kb]) && code[kb] != kFastConstant)
+            load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
+    }
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb) {
+        if (first + kb >= layout.num_blocks) break;
+        if (code[kb] == kFastConstant) continue;
+        const BlockMeta<T> m = share_meta(meta, kb);
+        Bits p[V];
+        uint32_t lead[V];
+        const uint8_t c = static_cast<uint8_t>(code[kb]);
+        const uint32_t count = lane_patterns<T, V>(x[kb], wb[kb], m.mu, c, p, lead);
+        write_leads<V>(wb[kb], lead, leads + m.lead_rank * (layout.block / 4));
+        uint8_t* dst = bytes + m.byte_offset + warp_exclusive_sum(count, wb[kb].lane);
+        const uint32_t kept = fast_kept_bytes<T>(c);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            if (k >= static_cast<int>(wb[kb].count)) break;  // past the end of a short last block
+            for (uint32_t j = lead[k]; j < kept; ++j) *dst++ = static_cast<uint8_t>(fast_byte<T>(p[k], j));
+        }
     }
 }
 
@@ -290,34 +357,57 @@ __device__ __forceinline__ uint32_t read_lead_bits(const WarpBlock& wb, const ui
     return bits;
 }
 
-// Decoding, pass 2: each block's explicit byte count from its lead codes.
-template <class T, int V>
-__global__ void __launch_bounds__(kThreads)
-    fast_count_kernel(const uint8_t* __restrict__ codes, FastLayout layout, const uint64_t* __restrict__ lead_rank,
-                      const uint8_t* __restrict__ leads, uint64_t leads_size, uint64_t* __restrict__ byte_count,
-                      uint32_t* __restrict__ corrupt) {
-    WarpBlock wb;
-    if (!warp_block<V>(layout, wb)) return;
-    const uint8_t code = codes[wb.block];
-    uint32_t count = 0;
+// Decoding, pass 2: each block's explicit byte count from its lead codes,
+// one thread per block: B*len minus the sum of the 2-bit codes (popcounts),
+// with codes above B flagged.  Bits past a short last block are ignored, as
+// the CPU decoder ignores them.
+template <class T>
+__global__ void fast_count_kernel(const uint8_t* __restrict__ codes, FastLayout layout,
+                                  const uint64_t* __restrict__ lead_rank, const uint8_t* __restrict__ leads,
+                                  uint64_t leads_size, uint64_t* __restrict__ byte_count,
+                                  uint32_t* __restrict__ corrupt) {
+    const uint64_t b = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    const uint64_t nb = layout.num_blocks;
+    if (b > nb) return;
+    uint64_t count = 0;
+    const uint8_t code = b < nb ? codes[b] : kFastConstant;
     if (code != kFastConstant && fast_code_valid<T>(code)) {
-        const uint32_t kept = fast_kept_bytes<T>(code);
-        const uint32_t bits =
-            read_lead_bits<V>(wb, leads, lead_rank[wb.block] * (layout.block / 4), leads_size, corrupt);
-        bool bad = false;
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-            if (k < static_cast<int>(wb.count)) {
-                const uint32_t lead = (bits >> (2 * k)) & 3u;
-                bad |= lead > kept;
-                count += lead > kept ? 0 : kept - lead;
+        const uint32_t kept = fast_kept_bytes<T>(code), len = layout.block_len(b);
+        const uint32_t lead_bytes = FastLayout::lead_bytes(len);
+        const uint64_t base = lead_rank[b] * (layout.block / 4);
+        if (base + lead_bytes > leads_size) {
+            atomicOr(corrupt, 1u);
+        } else {
+            uint32_t lead_sum = 0;
+            bool bad = false;
+            auto add = [&](uint32_t w, uint32_t at) {  // w: the codes of lead bytes at..at+3
+                const uint32_t fields = len - 4 * at;  // codes of values still in the block
+                if (fields < 16) w &= (1u << (2 * fields)) - 1;
+                lead_sum += __popc(w & 0x55555555u) + 2 * __popc(w & 0xaaaaaaaau);
+                if (kept == 1) bad |= (w & 0xaaaaaaaau) != 0;
+                if (kept == 2) bad |= (w & (w >> 1) & 0x55555555u) != 0;
+            };
+            const uint8_t* src = leads + base;
+            if (lead_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+                for (uint32_t at = 0; at < lead_bytes; at += 16) {
+                    const uint4 q = *reinterpret_cast<const uint4*>(src + at);
+                    add(q.x, at);
+                    add(q.y, at + 4);
+                    add(q.z, at + 8);
+                    add(q.w, at + 12);
+                }
+            } else {
+                for (uint32_t at = 0; at < lead_bytes; at += 4) {
+                    uint32_t w = 0;
+                    for (uint32_t k = 0; k < 4 && at + k < lead_bytes; ++k) w |= uint32_t{src[at + k]} << (8 * k);
+                    add(w, at);
+                }
             }
+            if (bad) atomicOr(corrupt, 1u);
+            else count = uint64_t{kept} * len - lead_sum;
         }
-        if (bad) atomicOr(corrupt, 1u);
-        count = warp_sum(count);
     }
-    if (wb.lane == 0) byte_count[wb.block] = count;
-    if (wb.block == layout.num_blocks - 1 && wb.lane == 0) byte_count[layout.num_blocks] = 0;
+    byte_count[b] = count;
 }
 
 // Decoding, pass 3: the streams must be exactly as long as the codes say.
@@ -339,73 +429,99 @@ __global__ void __launch_bounds__(kThreads)
                        const uint64_t* __restrict__ byte_offset, const uint8_t* __restrict__ bytes,
                        uint64_t bytes_size, bool aligned, T* __restrict__ out, uint32_t* __restrict__ corrupt) {
     using Bits = typename FastTraits<T>::Bits;
-    WarpBlock wb;
-    if (!warp_block<V>(layout, wb)) return;
-    const uint8_t code = codes[wb.block];
-    if (!fast_code_valid<T>(code)) return;  // flagged by the flags kernel
-    const T mu = mids[wb.block];
-    T x[V];
-    if (code == kFastConstant) {
+    constexpr int K = kBlocksPerWarp<V>;
+    constexpr uint32_t kMaxKept = sizeof(T);
+    const uint64_t first = first_block_of_warp<V>();
+    const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
+
+    // Round trip 1 done: the blocks' codes.  Round trip 2: their lead codes.
+    WarpBlock wb[K];
+    uint32_t code[K], bits[K];
 #pragma unroll
-        for (int k = 0; k < V; ++k) x[k] = mu;
-        store_lane<T, V>(out, layout, wb, aligned, x);
-        return;
+    for (int kb = 0; kb < K; ++kb) {
+        code[kb] = __shfl_sync(kFull, meta.code, kb);
+        const uint64_t rank = __shfl_sync(kFull, meta.lead_rank, kb);
+        bits[kb] = 0;
+        const bool valid = warp_block<V>(layout, first + kb, wb[kb]) && fast_code_valid<T>(static_cast<uint8_t>(code[kb]));
+        if (!valid) code[kb] = kFastConstant + 0x100;  // skipped below (the flags kernel flagged a bad code)
+        if (valid && code[kb] != kFastConstant)
+            bits[kb] = read_lead_bits<V>(wb[kb], leads, rank * (layout.block / 4), leads_size, corrupt);
     }
-    const uint32_t kept = fast_kept_bytes<T>(code);
-    const uint32_t bits = read_lead_bits<V>(wb, leads, lead_rank[wb.block] * (layout.block / 4), leads_size, corrupt);
-    uint32_t lead[V], count = 0;
+    // Round trip 3: each value's explicit bytes, at offsets from a warp scan.
+    uint32_t lead[K][V];
+    Bits known[K][V];
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-        const uint32_t l = (bits >> (2 * k)) & 3u;
-        lead[k] = k < static_cast<int>(wb.count) ? (l < kept ? l : kept) : kept;
-        count += kept - lead[k];
-    }
-    // Explicit bytes, each value's a run in the stream; known[k] holds them in
-    // place, mask[k] marks the bytes value k does not copy (its explicit bytes
-    // and the always-zero bytes below the kept ones).
-    uint64_t at = byte_offset[wb.block] + warp_exclusive_sum(count, wb.lane);
-    Bits known[V], mask[V];
+    for (int kb = 0; kb < K; ++kb) {
+        const uint32_t kept = code[kb] < 0x100 ? fast_kept_bytes<T>(static_cast<uint8_t>(code[kb])) : 0;
+        uint32_t count = 0;
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-        known[k] = 0;
-        mask[k] = ~top_bytes<Bits>(lead[k]);
-        for (uint32_t j = lead[k]; j < kept; ++j, ++at) {
-            uint32_t byte = 0;
-            if (at < bytes_size) byte = bytes[at];
-            else atomicOr(corrupt, 1u);
-            known[k] = fast_with_byte<T>(known[k], j, byte);
+        for (int k = 0; k < V; ++k) {
+            const uint32_t l = (bits[kb] >> (2 * k)) & 3u;
+            lead[kb][k] = k < static_cast<int>(wb[kb].count) ? (l < kept ? l : kept) : kept;
+            count += kept - lead[kb][k];
+        }
+        if (first + kb >= layout.num_blocks || code[kb] == kFastConstant || code[kb] >= 0x100) continue;
+        uint64_t at = __shfl_sync(kFull, meta.byte_offset, kb) + warp_exclusive_sum(count, wb[kb].lane);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            known[kb][k] = 0;
+#pragma unroll
+            for (uint32_t j = 0; j < kMaxKept; ++j) {
+                if (j < lead[kb][k] || j >= kept) continue;
+                uint32_t byte = 0;
+                if (at < bytes_size) byte = bytes[at];
+                else atomicOr(corrupt, 1u);
+                ++at;
+                known[kb][k] = fast_with_byte<T>(known[kb][k], j, byte);
+            }
         }
     }
-    // The lane's values as one step (bytes it sets, and which), scanned
-    // across the warp: the incoming pattern of each lane is what the values
-    // before it leave, with 0 for bytes nothing before it set.
-    Bits seg_known = 0, seg_mask = 0;
+    // The copied bytes: the lane's values as one step (bytes it sets, and
+    // which), scanned across the warp, so each lane starts from the pattern
+    // the values before it leave (0 for bytes nothing before it set).
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-        seg_known = known[k] | (seg_known & ~mask[k]);
-        seg_mask |= mask[k];
-    }
+    for (int kb = 0; kb < K; ++kb) {
+        if (first + kb >= layout.num_blocks || code[kb] >= 0x100) continue;
+        const T mu = __shfl_sync(kFull, meta.mu, kb);
+        T x[V];
+        if (code[kb] == kFastConstant) {
 #pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-        const Bits up_known = __shfl_up_sync(kFull, seg_known, d), up_mask = __shfl_up_sync(kFull, seg_mask, d);
-        if (wb.lane >= static_cast<uint32_t>(d)) {
-            seg_known |= up_known & ~seg_mask;
-            seg_mask |= up_mask;
+            for (int k = 0; k < V; ++k) x[k] = mu;
+            store_lane<T, V>(out, layout, wb[kb], aligned, x);
+            continue;
         }
-    }
-    Bits previous = __shfl_up_sync(kFull, seg_known, 1);
-    if (wb.lane == 0) previous = 0;
+        Bits seg_known = 0, seg_mask = 0;
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-        const Bits p = known[k] | (previous & ~mask[k]);
-        x[k] = fast_reconstruct<T>(p, mu, code);
-        previous = p;
+        for (int k = 0; k < V; ++k) {
+            const Bits mask = ~top_bytes<Bits>(lead[kb][k]);
+            seg_known = known[kb][k] | (seg_known & ~mask);
+            seg_mask |= mask;
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+            const Bits up_known = __shfl_up_sync(kFull, seg_known, d), up_mask = __shfl_up_sync(kFull, seg_mask, d);
+            if (wb[kb].lane >= static_cast<uint32_t>(d)) {
+                seg_known |= up_known & ~seg_mask;
+                seg_mask |= up_mask;
+            }
+        }
+        Bits previous = __shfl_up_sync(kFull, seg_known, 1);
+        if (wb[kb].lane == 0) previous = 0;
+        const uint8_t c = static_cast<uint8_t>(code[kb]);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const Bits p = known[kb][k] | (previous & top_bytes<Bits>(lead[kb][k]));
+            x[k] = fast_reconstruct<T>(p, mu, c);
+            previous = p;
+        }
+        store_lane<T, V>(out, layout, wb[kb], aligned, x);
     }
-    store_lane<T, V>(out, layout, wb, aligned, x);
 }
 
+template <int V>
 unsigned warp_grid(uint64_t num_blocks) {
-    const uint64_t ctas = (num_blocks + kWarps - 1) / kWarps;
+    constexpr uint64_t per_cta = uint64_t{kWarps} * kBlocksPerWarp<V>;
+    const uint64_t ctas = (num_blocks + per_cta - 1) / per_cta;
     GSZ_CHECK(ctas <= 0x7fffffffu, GSZ_STATUS_INVALID_ARGUMENT, "fast: %llu blocks are too many for one launch",
               static_cast<unsigned long long>(num_blocks));
     return static_cast<unsigned>(ctas ? ctas : 1);
@@ -424,7 +540,7 @@ bool is_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0
 template <class T, int V>
 void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned grid = warp_grid(nb);
+    const unsigned grid = warp_grid<V>(nb);
     const bool aligned = is_aligned(d_data);
     out.codes.allocate(nb, s);
     out.mids.allocate(nb, s);
@@ -462,7 +578,7 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
                  const uint8_t* d_bytes, uint64_t bytes_size, const FastLayout& layout, T* d_out,
                  FastDecodeScratch& sc, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned grid = warp_grid(nb);
+    const unsigned grid = warp_grid<V>(nb);
     sc.lead_rank.allocate(nb + 1, s);
     sc.byte_offset.allocate(nb + 1, s);
     sc.corrupt.allocate(1, s);
@@ -471,8 +587,8 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
     fast_flags_kernel<T><<<flag_grid, 256, 0, s>>>(d_codes, nb, sc.lead_rank.data(), sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_flags_kernel");
     exclusive_sum(sc.lead_rank.data(), nb + 1, sc.temp, s);
-    fast_count_kernel<T, V><<<grid, kThreads, 0, s>>>(d_codes, layout, sc.lead_rank.data(), d_leads, leads_size,
-                                                      sc.byte_offset.data(), sc.corrupt.data());
+    fast_count_kernel<T><<<flag_grid, 256, 0, s>>>(d_codes, layout, sc.lead_rank.data(), d_leads, leads_size,
+                                                   sc.byte_offset.data(), sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_count_kernel");
     exclusive_sum(sc.byte_offset.data(), nb + 1, sc.temp, s);
     fast_check_totals_kernel<<<1, 1, 0, s>>>(layout, d_codes, sc.lead_rank.data(), leads_size, sc.byte_offset.data(),
