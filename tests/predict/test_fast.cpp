@@ -95,6 +95,38 @@ TYPED_TEST(FastMath, TruncatedPatternsKeepOnlyTheirBytesAndRoundTrip) {
     EXPECT_EQ(fast_bits(fast_reconstruct<T>(fast_pattern(nan, T(0), kFastRaw), T(0), kFastRaw)), fast_bits(nan));
 }
 
+// The shortcut that skips checking each value must only say "safe" when the
+// check would pass for every value of the block.
+TYPED_TEST(FastMath, TruncationSafeImpliesEveryValueWithinBound) {
+    using T = TypeParam;
+    std::mt19937_64 rng(17);
+    uint64_t safe_blocks = 0;
+    for (int trial = 0; trial < 20000; ++trial) {
+        const double scale = std::ldexp(1.0, static_cast<int>(rng() % 80) - 40);
+        const double offset = (rng() % 3 == 0) ? 0.0 : scale * static_cast<double>(rng() % 100000);
+        std::uniform_real_distribution<double> d(-scale, scale);
+        T x[64];
+        for (T& v : x) v = static_cast<T>(offset + d(rng));
+        T lo = x[0], hi = x[0];
+        for (T v : x) {
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        const double eb = scale * std::ldexp(1.0, -static_cast<int>(rng() % 30)) * (1.0 + (rng() % 4) * 0.25);
+        const FastMid<T> mid = fast_mid(lo, hi, eb);
+        if (mid.constant) continue;
+        const uint8_t first = fast_first_code(mid.half_range, eb);
+        for (uint8_t code : {first, fast_next_code<T>(first)}) {
+            if (code == kFastRaw || !fast_truncation_safe(lo, hi, mid.mu, code, eb)) continue;
+            ++safe_blocks;
+            for (T v : x)
+                ASSERT_TRUE(fast_within(v, fast_reconstruct<T>(fast_pattern(v, mid.mu, code), mid.mu, code), eb))
+                    << "value " << v << " mu " << mid.mu << " code " << int(code) << " eb " << eb;
+        }
+    }
+    EXPECT_GT(safe_blocks, 1000u);  // the shortcut is actually taken
+}
+
 template <class T>
 class FastPipeline : public testing::Test {};
 TYPED_TEST_SUITE(FastPipeline, Types);

@@ -51,7 +51,7 @@ Bits top_bytes(uint32_t k) {
 
 // Appends a non-constant block's lead codes and explicit bytes; returns false
 // (with nothing appended) as soon as a value would leave the bound.
-template <class T>
+template <bool kCheck, class T>
 bool try_block(const T* x, uint32_t len, T mu, uint8_t code, double eb, ByteSink& leads, ByteSink& bytes) {
     using Bits = typename FastTraits<T>::Bits;
     const uint32_t kept = fast_kept_bytes<T>(code);
@@ -63,7 +63,7 @@ bool try_block(const T* x, uint32_t len, T mu, uint8_t code, double eb, ByteSink
     Bits previous = 0;
     for (uint32_t i = 0; i < len; ++i) {
         const Bits p = fast_pattern(x[i], mu, code);
-        if (code != kFastRaw && !fast_within(x[i], fast_reconstruct<T>(p, mu, code), eb)) return false;
+        if (kCheck && !fast_within(x[i], fast_reconstruct<T>(p, mu, code), eb)) return false;
         const uint32_t lead = fast_lead<T>(p, previous, kept);
         lead_out[i / 4] |= static_cast<uint8_t>(lead << (2 * (i % 4)));
         // Bytes lead..kept-1, most significant first: store the whole pattern
@@ -104,14 +104,17 @@ void encode_block(const T* x, uint32_t len, double eb, uint8_t& code, T& mu, Byt
         const uint8_t tries[2] = {first, first == kFastRaw ? kFastRaw : fast_next_code<T>(first)};
         for (const uint8_t c : tries) {
             if (c == kFastRaw) break;
-            if (try_block(x, len, mid.mu, c, eb, leads, bytes)) {
+            const bool done = fast_truncation_safe(lo, hi, mid.mu, c, eb)
+                                  ? try_block<false>(x, len, mid.mu, c, eb, leads, bytes)
+                                  : try_block<true>(x, len, mid.mu, c, eb, leads, bytes);
+            if (done) {
                 code = c;
                 mu = mid.mu;
                 return;
             }
         }
     }
-    try_block(x, len, T(0), kFastRaw, eb, leads, bytes);
+    try_block<false>(x, len, T(0), kFastRaw, eb, leads, bytes);
 }
 
 template <class T>

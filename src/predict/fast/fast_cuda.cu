@@ -181,6 +181,11 @@ __device__ __forceinline__ void plan_block(const T (&x)[V], const WarpBlock& wb,
     for (int t = 0; t < 2; ++t) {
         const uint8_t c = tries[t];
         if (c == kFastRaw) break;
+        if (fast_truncation_safe(lo, hi, mid.mu, c, eb)) {  // warp-uniform: no per-value check needed
+            code = c;
+            mu = mid.mu;
+            return;
+        }
         bool ok = true;
 #pragma unroll
         for (int k = 0; k < V; ++k)

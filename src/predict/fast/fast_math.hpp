@@ -168,6 +168,44 @@ GSZ_HD uint8_t fast_next_code(uint8_t code) {
     return code + 1 < FastTraits<T>::width ? static_cast<uint8_t>(code + 1) : kFastRaw;
 }
 
+// Whether truncating to `code` provably keeps every value of a block (all
+// finite, extremes lo and hi, mid mu) within eb, so that checking each value
+// can be skipped: it would pass.  Error of one value, with u the unit roundoff
+// of T, D >= |x - mu| and M >= |x|:
+//   v = fl(x - mu)       errs by <= u*D (exact when subnormal)
+//   truncating v         errs by <  2^(E(D) - kept mantissa bits)
+//   x' = fl(mu + v')     errs by <= u*(M + D) (+ half a subnormal step)
+// The bounds are computed in double with generous slack, so the skip never
+// changes a decision (the archives do not depend on it).
+// 2^k as a double, built from its bits (no libm call; 0 below the subnormals).
+GSZ_HD double fast_pow2(int k) {
+    if (k > 1023) k = 1023;
+    if (k >= -1022) return fast_value<double>(static_cast<uint64_t>(k + 1023) << 52);
+    return k >= -1074 ? fast_value<double>(uint64_t{1} << (k + 1074)) : 0.0;
+}
+
+template <class T>
+GSZ_HD bool fast_truncation_safe(T lo, T hi, T mu, uint8_t code, double eb) {
+    using Tr = FastTraits<T>;
+    constexpr int precision = Tr::width == 32 ? 24 : 53;
+    constexpr int min_exponent = Tr::width == 32 ? -126 : -1022;
+    const double u = fast_pow2(-precision);
+    const double grow = 1.0 + 4 * u + fast_pow2(-50);
+    const double below = static_cast<double>(mu) - static_cast<double>(lo);
+    const double above = static_cast<double>(hi) - static_cast<double>(mu);
+    const double d = (below > above ? below : above) * grow;
+    const double alo = static_cast<double>(lo) < 0 ? -static_cast<double>(lo) : static_cast<double>(lo);
+    const double ahi = static_cast<double>(hi) < 0 ? -static_cast<double>(hi) : static_cast<double>(hi);
+    const double m = (alo > ahi ? alo : ahi) * grow;
+    if (!(d >= 0) || !(d < 1e300) || !(m < 1e300)) return false;
+    int exponent = fast_exponent(d);  // floor(log2 d) for normal d; below the range otherwise
+    if (exponent < min_exponent) exponent = min_exponent;
+    const int mantissa_bits = code - 1 - Tr::exp_bits;
+    const double truncation = fast_pow2(exponent - mantissa_bits);
+    const double rounding = (m + 2 * d) * u * grow + fast_pow2(min_exponent - precision + 1);
+    return (truncation + rounding) * (1.0 + fast_pow2(-40)) <= eb;
+}
+
 // Block mid value and the constant test.  mu = min + (max - min)/2 in the
 // value type; the block is constant when both extremes are within eb of mu
 // (checked as the user checks it; rounding is monotonic, so the extremes
