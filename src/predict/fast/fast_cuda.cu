@@ -42,9 +42,13 @@ struct WarpBlock {
 template <int V>
 constexpr int kBlocksPerWarp = V >= 8 ? 2 : 16 / V;
 
-template <int V>
+// Decoding keeps one block per warp: its per-block state is larger, and
+// more blocks per warp measured slower (bench/NOTES.md).
+constexpr int kDecodeBlocksPerWarp = 1;
+
+template <int K>
 __device__ __forceinline__ uint64_t first_block_of_warp() {
-    return (blockIdx.x * uint64_t{kWarps} + (threadIdx.x >> 5)) * kBlocksPerWarp<V>;
+    return (blockIdx.x * uint64_t{kWarps} + (threadIdx.x >> 5)) * K;
 }
 
 template <int V>
@@ -228,7 +232,7 @@ __global__ void __launch_bounds__(kThreads)
                      T* __restrict__ mids, uint64_t* __restrict__ lead_rank, uint64_t* __restrict__ byte_count) {
     using Bits = typename FastTraits<T>::Bits;
     constexpr int K = kBlocksPerWarp<V>;
-    const uint64_t first = first_block_of_warp<V>();
+    const uint64_t first = first_block_of_warp<K>();
     WarpBlock wb[K];
     T x[K][V];
 #pragma unroll
@@ -293,7 +297,7 @@ __global__ void __launch_bounds__(kThreads)
                       uint8_t* __restrict__ bytes) {
     using Bits = typename FastTraits<T>::Bits;
     constexpr int K = kBlocksPerWarp<V>;
-    const uint64_t first = first_block_of_warp<V>();
+    const uint64_t first = first_block_of_warp<K>();
     const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
     WarpBlock wb[K];
     T x[K][V];
@@ -434,9 +438,9 @@ __global__ void __launch_bounds__(kThreads)
                        const uint64_t* __restrict__ byte_offset, const uint8_t* __restrict__ bytes,
                        uint64_t bytes_size, bool aligned, T* __restrict__ out, uint32_t* __restrict__ corrupt) {
     using Bits = typename FastTraits<T>::Bits;
-    constexpr int K = kBlocksPerWarp<V>;
+    constexpr int K = kDecodeBlocksPerWarp;
     constexpr uint32_t kMaxKept = sizeof(T);
-    const uint64_t first = first_block_of_warp<V>();
+    const uint64_t first = first_block_of_warp<K>();
     const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
 
     // Round trip 1 done: the blocks' codes.  Round trip 2: their lead codes.
@@ -477,7 +481,7 @@ __global__ void __launch_bounds__(kThreads)
                 if (at < bytes_size) byte = bytes[at];
                 else atomicOr(corrupt, 1u);
                 ++at;
-                known[kb][k] = fast_with_byte<T>(known[kb][k], j, byte);
+                known[kb][k] |= static_cast<Bits>(byte) << (8 * (sizeof(T) - 1 - j));  // each byte set once
             }
         }
     }
@@ -523,9 +527,8 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-template <int V>
-unsigned warp_grid(uint64_t num_blocks) {
-    constexpr uint64_t per_cta = uint64_t{kWarps} * kBlocksPerWarp<V>;
+unsigned warp_grid(uint64_t num_blocks, int blocks_per_warp) {
+    const uint64_t per_cta = uint64_t{kWarps} * blocks_per_warp;
     const uint64_t ctas = (num_blocks + per_cta - 1) / per_cta;
     GSZ_CHECK(ctas <= 0x7fffffffu, GSZ_STATUS_INVALID_ARGUMENT, "fast: %llu blocks are too many for one launch",
               static_cast<unsigned long long>(num_blocks));
@@ -545,7 +548,7 @@ bool is_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0
 template <class T, int V>
 void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned grid = warp_grid<V>(nb);
+    const unsigned grid = warp_grid(nb, kBlocksPerWarp<V>);
     const bool aligned = is_aligned(d_data);
     out.codes.allocate(nb, s);
     out.mids.allocate(nb, s);
@@ -583,7 +586,7 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
                  const uint8_t* d_bytes, uint64_t bytes_size, const FastLayout& layout, T* d_out,
                  FastDecodeScratch& sc, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned grid = warp_grid<V>(nb);
+    const unsigned grid = warp_grid(nb, kDecodeBlocksPerWarp);
     sc.lead_rank.allocate(nb + 1, s);
     sc.byte_offset.allocate(nb + 1, s);
     sc.corrupt.allocate(1, s);
