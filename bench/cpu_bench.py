@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """CPU benchmarks for bench/RESULTS.md.
 
-  python3 bench/cpu_bench.py ratios      # every shared field at rel 1e-2/1e-3/1e-4: ratio, PSNR, max error
-  python3 bench/cpu_bench.py throughput  # etopo5 rel 1e-3, whole-process times, 1 and all threads,
-                                         # with SZ3 (pysz, single thread) measured in the same run
+  python3 bench/cpu_bench.py ratios [lorenzo|fast]  # every shared field at rel 1e-2/1e-3/1e-4: ratio, PSNR, max error
+  python3 bench/cpu_bench.py throughput             # etopo5 at rel 1e-2/1e-3/1e-4, in-process (gsz bench,
+                                                    # medians), 1 and all threads, both pipelines, with SZ3
+                                                    # (pysz, single thread, in process) measured in the same run
 
 Prints Markdown tables. Needs build/gsz (Release) and ../shared/data.
 """
@@ -33,7 +34,9 @@ def gsz(*args):
     return json.loads(out)
 
 
-def ratios():
+def ratios(pipeline="lorenzo"):
+    print(f"pipeline {pipeline}")
+    print()
     print("| field | ratio 1e-2 | ratio 1e-3 | ratio 1e-4 | PSNR 1e-2 / 1e-3 / 1e-4 | max err / eb (worst) | outliers 1e-3 |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
@@ -42,7 +45,7 @@ def ratios():
             rs, ps, worst, outl = [], [], 0.0, ""
             for eb in BOUNDS:
                 j = gsz("compress", "-i", str(path), "-o", str(arc), "-t", dtype, "-l", dims, "-m", "rel",
-                        "-e", str(eb), "--verify", "--json", "--force")
+                        "-e", str(eb), "-p", pipeline, "--device", "cpu", "--verify", "--json", "--force")
                 assert j["bound_violations"] == 0 and j["nonfinite_mismatches"] == 0, j
                 rs.append(f"{j['ratio']:.2f}")
                 ps.append("inf" if j["psnr"] is None else f"{j['psnr']:.1f}")
@@ -66,42 +69,42 @@ def throughput():
     path = DATA / "etopo5_relief_2161x4320.f32"
     nbytes = path.stat().st_size
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        arc, out = Path(tmp) / "e.gsz", Path(tmp) / "e.out"
+    for pipeline in ["lorenzo", "fast"]:
         for threads in [1, os.cpu_count()]:
-            c = median_time([str(GSZ), "compress", "-i", str(path), "-o", str(arc), "-t", "f32", "-l", "4320x2161",
-                             "-m", "rel", "-e", "1e-3", "--force", "--threads", str(threads)])
-            d = median_time([str(GSZ), "decompress", "-i", str(arc), "-o", str(out), "--force",
-                             "--threads", str(threads)])
-            rows.append((f"gsz lorenzo, {threads} thread(s), whole process", nbytes / c / 1e9, nbytes / d / 1e9,
-                         nbytes / arc.stat().st_size))
+            for eb in BOUNDS:
+                j = gsz("bench", "-i", str(path), "-t", "f32", "-l", "4320x2161", "-m", "rel", "-e", str(eb),
+                        "-p", pipeline, "--device", "cpu", "--threads", str(threads), "--repeat", "5", "--json")
+                rows.append((f"gsz {pipeline}, {threads} thread(s)", eb, j["compress_gbps"], j["decompress_gbps"],
+                             j["ratio"]))
     try:
         import numpy as np
         from pysz import sz, szConfig, szErrorBoundMode
         data = np.fromfile(path, dtype=np.float32).reshape(2161, 4320)
-        conf = szConfig()
-        conf.errorBoundMode = szErrorBoundMode.REL
-        conf.relErrorBound = 1e-3
-        conf.openmp = False
-        ct, dt = [], []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            comp, ratio = sz.compress(data, conf)
-            ct.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            sz.decompress(comp, np.float32, data.shape)
-            dt.append(time.perf_counter() - t0)
-        rows.append(("SZ3 (pysz), 1 thread, in process", nbytes / statistics.median(ct) / 1e9,
-                     nbytes / statistics.median(dt) / 1e9, ratio))
+        for eb in BOUNDS:
+            conf = szConfig()
+            conf.errorBoundMode = szErrorBoundMode.REL
+            conf.relErrorBound = eb
+            conf.openmp = False
+            ct, dt = [], []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                comp, ratio = sz.compress(data, conf)
+                ct.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                sz.decompress(comp, np.float32, data.shape)
+                dt.append(time.perf_counter() - t0)
+            rows.append(("SZ3 (pysz), 1 thread", eb, nbytes / statistics.median(ct) / 1e9,
+                         nbytes / statistics.median(dt) / 1e9, ratio))
     except Exception as e:  # pysz is optional
         print(f"(SZ3 baseline skipped: {e})", file=sys.stderr)
-    print(f"etopo5_relief_2161x4320.f32 ({nbytes/1e6:.1f} MB), rel 1e-3, {os.cpu_count()} cores, medians")
+    print(f"etopo5_relief_2161x4320.f32 ({nbytes/1e6:.1f} MB), {os.cpu_count()} cores, in-process medians of 5")
     print()
-    print("| run | compress GB/s | decompress GB/s | ratio |")
-    print("|---|---|---|---|")
-    for name, c, d, r in rows:
-        print(f"| {name} | {c:.3f} | {d:.3f} | {r:.2f} |")
+    print("| run | rel bound | compress GB/s | decompress GB/s | ratio |")
+    print("|---|---|---|---|---|")
+    for name, eb, c, d, r in rows:
+        print(f"| {name} | {eb:g} | {c:.3f} | {d:.3f} | {r:.2f} |")
 
 
 if __name__ == "__main__":
-    {"ratios": ratios, "throughput": throughput}[sys.argv[1] if len(sys.argv) > 1 else "ratios"]()
+    command = sys.argv[1] if len(sys.argv) > 1 else "ratios"
+    {"ratios": ratios, "throughput": throughput}[command](*sys.argv[2:])
