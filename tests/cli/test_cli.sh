@@ -48,6 +48,22 @@ grep -q "lorenzo" "$T/out" && ok || bad "info does not name the pipeline"
 expect_exit 0 "info --json" "$GSZ" info -i "$T/a.gsz" --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['dims']==[91,91,91] and j['dtype']=='f32'" && ok || bad "info --json"
 
+# the fast pipeline: round trip, info names it and its blocks, --block checked
+expect_exit 0 "compress -p fast" "$GSZ" compress -i "$SAMPLE" -o "$T/f.gsz" -t f32 -l 91x91x91 -m rel -e 1e-3 \
+    -p fast --block 256 --verify --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['pipeline']=='fast' and j['bound_violations']==0 and j['ratio']>2, j" \
+    && ok || bad "compress -p fast --json: $(cat "$T/out")"
+expect_exit 0 "info fast" "$GSZ" info -i "$T/f.gsz" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['pipeline']=='fast' and j['block_size']==256 and j['num_blocks']==(91**3+255)//256, j" \
+    && ok || bad "info --json for fast: $(cat "$T/out")"
+expect_exit 0 "info fast text" "$GSZ" info -i "$T/f.gsz"
+grep -q "blocks of 256" "$T/out" && ok || bad "info text lacks the fast blocks: $(cat "$T/out")"
+expect_exit 0 "decompress fast" "$GSZ" decompress -i "$T/f.gsz" -o "$T/f.out"
+expect_exit 1 "bad --block" "$GSZ" compress -i "$SAMPLE" -o "$T/g.gsz" -t f32 -l 91x91x91 -e 1e-3 -p fast --block 100
+[ ! -e "$T/g.gsz" ] && ok || bad "bad --block left an output"
+expect_exit 1 "unknown pipeline" "$GSZ" compress -i "$SAMPLE" -o "$T/g.gsz" -t f32 -l 91x91x91 -e 1e-3 -p zfp
+grep -q "lorenzo, fast" "$T/err" && ok || bad "unknown pipeline message: $(cat "$T/err")"
+
 # refusals: no overwrite without --force, output untouched
 cp "$T/a.gsz" "$T/keep.gsz"
 expect_exit 1 "overwrite refused" "$GSZ" compress -i "$SAMPLE" -o "$T/a.gsz" -t f32 -l 91x91x91 -m abs -e 0.5
