@@ -602,8 +602,7 @@ void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDevic
     out.bytes.allocate(layout.num_elements * sizeof(T), s);
     size_t state_bytes = 0;
     GSZ_CUDA(TileState::AllocationSize(static_cast<int>(tiles), state_bytes));
-    state_bytes = (state_bytes + 255) / 256 * 256;  // the second state must start aligned
-    out.temp.allocate(2 * state_bytes, s);
+    out.temp.allocate(2 * state_bytes + 16, s);
     TileState lead_state, byte_state;
     GSZ_CUDA(lead_state.Init(static_cast<int>(tiles), out.temp.data(), state_bytes));
     GSZ_CUDA(byte_state.Init(static_cast<int>(tiles), out.temp.data() + state_bytes, state_bytes));
