@@ -1,17 +1,15 @@
 // CUDA kernels of the `fast` predictor.  A warp owns a few consecutive blocks
 // and issues all their loads before computing; in each block lane l holds the
 // values l*V .. l*V+V-1 (V = block/32), loaded as one vector when the data is
-// aligned.  Encoding is one pass (plan, patterns and lead codes in registers,
-// output offsets by a decoupled look-back across CTAs); decoding is flags ->
-// scan -> explicit-byte counts -> scan -> decode, where the bytes each value
-// copies from its predecessor are resolved by a warp scan over (known bytes,
-// mask) pairs instead of a serial walk (cuSZx's index propagation, in another
-// form).
+// aligned.  Encoding is two passes (plan, then write at offsets
+// from device-wide scans); decoding is flags -> scan -> explicit-byte counts ->
+// scan -> decode, where the bytes each value copies from its predecessor are
+// resolved by a warp scan over (known bytes, mask) pairs instead of a serial
+// walk (cuSZx's index propagation, in another form).
 #include "predict/fast/fast_cuda.hpp"
 
 #include "runtime/status.hpp"
 
-#include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/limits>
 
@@ -228,6 +226,39 @@ __device__ __forceinline__ uint32_t lane_patterns(const T (&x)[V], const WarpBlo
     return count;
 }
 
+template <class T, int V>
+__global__ void __launch_bounds__(kThreads)
+    fast_plan_kernel(const T* __restrict__ data, FastLayout layout, double eb, bool aligned, uint8_t* __restrict__ codes,
+                     T* __restrict__ mids, uint64_t* __restrict__ lead_rank, uint64_t* __restrict__ byte_count) {
+    using Bits = typename FastTraits<T>::Bits;
+    constexpr int K = kBlocksPerWarp<V>;
+    const uint64_t first = first_block_of_warp<K>();
+    WarpBlock wb[K];
+    T x[K][V];
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb)
+        if (warp_block<V>(layout, first + kb, wb[kb])) load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb) {
+        if (first + kb >= layout.num_blocks) break;
+        uint8_t code;
+        T mu;
+        plan_block<T, V>(x[kb], wb[kb], eb, code, mu);
+        uint32_t count = 0;
+        if (code != kFastConstant) {
+            Bits p[V];
+            uint32_t lead[V];
+            count = warp_sum(lane_patterns<T, V>(x[kb], wb[kb], mu, code, p, lead));
+        }
+        if (wb[kb].lane == 0) {
+            codes[wb[kb].block] = code;
+            mids[wb[kb].block] = mu;
+            lead_rank[wb[kb].block] = code != kFastConstant;
+            byte_count[wb[kb].block] = count;
+        }
+    }
+}
+
 // Writes lane l's 2-bit lead codes (values l*V.. of the block) into the block's lead bytes.
 template <int V>
 __device__ __forceinline__ void write_leads(const WarpBlock& wb, const uint32_t (&lead)[V], uint8_t* __restrict__ dst) {
@@ -258,117 +289,42 @@ __device__ __forceinline__ U warp_exclusive_sum(U v, uint32_t lane) {
     return inclusive - v;
 }
 
-// Encoding in one pass.  A CTA plans its warps' blocks, computes their
-// patterns, lead codes and explicit-byte counts in registers, learns where
-// its output starts from a decoupled look-back over the preceding CTAs (two
-// running sums: non-constant blocks, explicit bytes), and writes everything.
-using TileState = cub::ScanTileState<uint64_t>;
-
-struct SumOp {
-    __device__ __forceinline__ uint64_t operator()(uint64_t a, uint64_t b) const { return a + b; }
-};
-using TilePrefix = cub::TilePrefixCallbackOp<uint64_t, SumOp, TileState>;
-
-__global__ void fast_tile_init_kernel(TileState lead_state, TileState byte_state, int num_tiles) {
-    lead_state.InitializeStatus(num_tiles);
-    byte_state.InitializeStatus(num_tiles);
-}
-
 template <class T, int V>
 __global__ void __launch_bounds__(kThreads)
-    fast_encode_kernel(const T* __restrict__ data, FastLayout layout, double eb, bool aligned,
-                       uint8_t* __restrict__ codes, T* __restrict__ mids, uint8_t* __restrict__ leads,
-                       uint8_t* __restrict__ bytes, TileState lead_state, TileState byte_state,
-                       uint64_t* __restrict__ totals) {
+    fast_write_kernel(const T* __restrict__ data, FastLayout layout, bool aligned, const uint8_t* __restrict__ codes,
+                      const T* __restrict__ mids, const uint64_t* __restrict__ lead_rank,
+                      const uint64_t* __restrict__ byte_offset, uint8_t* __restrict__ leads,
+                      uint8_t* __restrict__ bytes) {
     using Bits = typename FastTraits<T>::Bits;
     constexpr int K = kBlocksPerWarp<V>;
-    const int tile = blockIdx.x;
-    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint64_t first = first_block_of_warp<K>();
-
+    const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
     WarpBlock wb[K];
     T x[K][V];
-#pragma unroll
-    for (int kb = 0; kb < K; ++kb)
-        if (warp_block<V>(layout, first + kb, wb[kb])) load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
-
-    uint8_t code[K];
-    T mu[K];
-    Bits p[K][V];
-    uint32_t lead[K][V], lane_count[K], block_count[K];
-    uint32_t warp_stored = 0, warp_bytes = 0;
+    uint32_t code[K];
 #pragma unroll
     for (int kb = 0; kb < K; ++kb) {
-        code[kb] = kFastConstant;
-        mu[kb] = 0;
-        lane_count[kb] = block_count[kb] = 0;
-        if (first + kb >= layout.num_blocks) continue;
-        plan_block<T, V>(x[kb], wb[kb], eb, code[kb], mu[kb]);
-        if (code[kb] == kFastConstant) continue;
-        lane_count[kb] = lane_patterns<T, V>(x[kb], wb[kb], mu[kb], code[kb], p[kb], lead[kb]);
-        block_count[kb] = warp_sum(lane_count[kb]);
-        warp_stored += 1;
-        warp_bytes += block_count[kb];
+        code[kb] = __shfl_sync(kFull, meta.code, kb);
+        if (warp_block<V>(layout, first + kb, wb[kb]) && code[kb] != kFastConstant)
+            load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
     }
-
-    // Where this CTA's output starts: warp totals, then the look-back.
-    __shared__ uint32_t stored_of_warp[kWarps], bytes_of_warp[kWarps];
-    __shared__ uint64_t tile_stored_prefix, tile_bytes_prefix;
-    __shared__ typename TilePrefix::TempStorage lead_prefix_storage, byte_prefix_storage;
-    if (lane == 0) {
-        stored_of_warp[warp] = warp_stored;
-        bytes_of_warp[warp] = warp_bytes;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        const uint64_t tile_stored = warp_sum(lane < kWarps ? uint64_t{stored_of_warp[lane]} : 0);
-        const uint64_t tile_bytes = warp_sum(lane < kWarps ? uint64_t{bytes_of_warp[lane]} : 0);
-        uint64_t stored_prefix = 0, bytes_prefix = 0;
-        if (tile == 0) {
-            if (lane == 0) {
-                lead_state.SetInclusive(0, tile_stored);
-                byte_state.SetInclusive(0, tile_bytes);
-            }
-        } else {
-            TilePrefix lead_prefix(lead_state, lead_prefix_storage, SumOp{}, tile);
-            stored_prefix = lead_prefix(tile_stored);
-            TilePrefix byte_prefix(byte_state, byte_prefix_storage, SumOp{}, tile);
-            bytes_prefix = byte_prefix(tile_bytes);
-        }
-        if (lane == 0) {
-            tile_stored_prefix = stored_prefix;
-            tile_bytes_prefix = bytes_prefix;
-            if (tile == static_cast<int>(gridDim.x) - 1) {
-                totals[0] = stored_prefix + tile_stored;
-                totals[1] = bytes_prefix + tile_bytes;
-            }
-        }
-    }
-    __syncthreads();
-    uint64_t stored = tile_stored_prefix, at = tile_bytes_prefix;
-    for (uint32_t w = 0; w < warp; ++w) {
-        stored += stored_of_warp[w];
-        at += bytes_of_warp[w];
-    }
-
 #pragma unroll
     for (int kb = 0; kb < K; ++kb) {
         if (first + kb >= layout.num_blocks) break;
-        if (lane == 0) {
-            codes[first + kb] = code[kb];
-            mids[first + kb] = mu[kb];
-        }
         if (code[kb] == kFastConstant) continue;
-        write_leads<V>(wb[kb], lead[kb], leads + stored * (layout.block / 4));
-        uint8_t* dst = bytes + at + warp_exclusive_sum(lane_count[kb], lane);
-        const uint32_t kept = fast_kept_bytes<T>(code[kb]);
+        const BlockMeta<T> m = share_meta(meta, kb);
+        Bits p[V];
+        uint32_t lead[V];
+        const uint8_t c = static_cast<uint8_t>(code[kb]);
+        const uint32_t count = lane_patterns<T, V>(x[kb], wb[kb], m.mu, c, p, lead);
+        write_leads<V>(wb[kb], lead, leads + m.lead_rank * (layout.block / 4));
+        uint8_t* dst = bytes + m.byte_offset + warp_exclusive_sum(count, wb[kb].lane);
+        const uint32_t kept = fast_kept_bytes<T>(c);
 #pragma unroll
         for (int k = 0; k < V; ++k) {
             if (k >= static_cast<int>(wb[kb].count)) break;  // past the end of a short last block
-            for (uint32_t j = lead[kb][k]; j < kept; ++j) *dst++ = static_cast<uint8_t>(fast_byte<T>(p[kb][k], j));
+            for (uint32_t j = lead[k]; j < kept; ++j) *dst++ = static_cast<uint8_t>(fast_byte<T>(p[k], j));
         }
-        stored += 1;
-        at += block_count[kb];
     }
 }
 
@@ -592,38 +548,37 @@ bool is_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0
 template <class T, int V>
 void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned tiles = warp_grid(nb, kBlocksPerWarp<V>);
-    GSZ_CHECK(tiles < (1u << 30), GSZ_STATUS_INVALID_ARGUMENT, "fast: %u tiles are too many", tiles);
+    const unsigned grid = warp_grid(nb, kBlocksPerWarp<V>);
+    const bool aligned = is_aligned(d_data);
     out.codes.allocate(nb, s);
     out.mids.allocate(nb, s);
-    // The streams' sizes are known only after the pass: room for the worst case.
-    const uint64_t max_leads = (nb - 1) * (layout.block / 4) + FastLayout::lead_bytes(layout.block_len(nb - 1));
-    out.leads.allocate(max_leads, s);
-    out.bytes.allocate(layout.num_elements * sizeof(T), s);
-    size_t state_bytes = 0;
-    GSZ_CUDA(TileState::AllocationSize(static_cast<int>(tiles), state_bytes));
-    out.temp.allocate(2 * state_bytes + 16, s);
-    TileState lead_state, byte_state;
-    GSZ_CUDA(lead_state.Init(static_cast<int>(tiles), out.temp.data(), state_bytes));
-    GSZ_CUDA(byte_state.Init(static_cast<int>(tiles), out.temp.data() + state_bytes, state_bytes));
-    out.totals.allocate(2, s);
-    fast_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(lead_state, byte_state, static_cast<int>(tiles));
-    GSZ_CUDA_LAUNCHED("fast_tile_init_kernel");
-    fast_encode_kernel<T, V><<<tiles, kThreads, 0, s>>>(d_data, layout, eb, is_aligned(d_data), out.codes.data(),
-                                                        out.mids.data(), out.leads.data(), out.bytes.data(),
-                                                        lead_state, byte_state, out.totals.data());
-    GSZ_CUDA_LAUNCHED("fast_encode_kernel");
+    out.lead_rank.allocate(nb + 1, s);
+    out.byte_offset.allocate(nb + 1, s);
+    GSZ_CUDA(cudaMemsetAsync(out.lead_rank.data() + nb, 0, sizeof(uint64_t), s));
+    GSZ_CUDA(cudaMemsetAsync(out.byte_offset.data() + nb, 0, sizeof(uint64_t), s));
+    fast_plan_kernel<T, V><<<grid, kThreads, 0, s>>>(d_data, layout, eb, aligned, out.codes.data(), out.mids.data(),
+                                                     out.lead_rank.data(), out.byte_offset.data());
+    GSZ_CUDA_LAUNCHED("fast_plan_kernel");
+    exclusive_sum(out.lead_rank.data(), nb + 1, out.temp, s);
+    exclusive_sum(out.byte_offset.data(), nb + 1, out.temp, s);
 
+    // Stream sizes: every non-constant block has block/4 lead bytes but a
+    // short last one.
     uint64_t totals[2];
     uint8_t last_code = 0;
-    GSZ_CUDA(cudaMemcpyAsync(totals, out.totals.data(), sizeof totals, cudaMemcpyDeviceToHost, s));
+    GSZ_CUDA(cudaMemcpyAsync(&totals[0], out.lead_rank.data() + nb, 8, cudaMemcpyDeviceToHost, s));
+    GSZ_CUDA(cudaMemcpyAsync(&totals[1], out.byte_offset.data() + nb, 8, cudaMemcpyDeviceToHost, s));
     GSZ_CUDA(cudaMemcpyAsync(&last_code, out.codes.data() + nb - 1, 1, cudaMemcpyDeviceToHost, s));
     GSZ_CUDA(cudaStreamSynchronize(s));
     uint64_t lead_total = totals[0] * (layout.block / 4);
     if (last_code != kFastConstant)
         lead_total -= layout.block / 4 - FastLayout::lead_bytes(layout.block_len(nb - 1));
-    out.leads.shrink_to(lead_total);
-    out.bytes.shrink_to(totals[1]);
+    out.leads.allocate(lead_total, s);
+    out.bytes.allocate(totals[1], s);
+    fast_write_kernel<T, V><<<grid, kThreads, 0, s>>>(d_data, layout, aligned, out.codes.data(), out.mids.data(),
+                                                      out.lead_rank.data(), out.byte_offset.data(), out.leads.data(),
+                                                      out.bytes.data());
+    GSZ_CUDA_LAUNCHED("fast_write_kernel");
 }
 
 template <class T, int V>

@@ -18,13 +18,13 @@ struct FastDeviceStreams {
     cuda::DeviceBuffer<uint8_t> leads;        // exactly the stream's bytes
     cuda::DeviceBuffer<uint8_t> bytes;
     // scratch
-    cuda::DeviceBuffer<uint64_t> totals;      // non-constant blocks, explicit bytes
-    cuda::DeviceBuffer<uint8_t> temp;         // look-back tile states
+    cuda::DeviceBuffer<uint64_t> lead_rank;   // non-constant blocks before each block (nb + 1)
+    cuda::DeviceBuffer<uint64_t> byte_offset; // explicit bytes before each block (nb + 1)
+    cuda::DeviceBuffer<uint8_t> temp;
 };
 
-// Encodes d_data (device, any alignment) in one pass.  The lead and byte
-// buffers are allocated for the worst case; synchronizes once, to learn the
-// streams' sizes.
+// Encodes d_data (device, any alignment).  Synchronizes once, to size the
+// lead and byte streams.
 template <class T>
 void fast_encode_cuda(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out,
                       cudaStream_t stream);

@@ -35,8 +35,6 @@ public:
         GSZ_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), (count ? count : 1) * sizeof(T), stream));
         capacity_ = size_ = count;
     }
-    // Makes the first `count` elements (count <= size()) the visible contents.
-    void shrink_to(size_t count) { size_ = count < size_ ? count : size_; }
     void release() noexcept {
         if (ptr_) cudaFreeAsync(ptr_, stream_);
         ptr_ = nullptr;
