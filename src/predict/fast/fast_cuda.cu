@@ -232,33 +232,29 @@ __global__ void __launch_bounds__(kThreads)
                      T* __restrict__ mids, uint64_t* __restrict__ lead_rank, uint64_t* __restrict__ byte_count) {
     using Bits = typename FastTraits<T>::Bits;
     constexpr int K = kBlocksPerWarp<V>;
-    // Grid-stride over groups of K blocks: a few resident CTAs instead of one
-    // short-lived CTA per 8 groups.
-    const uint64_t stride = uint64_t{gridDim.x} * kWarps * K;
-    for (uint64_t first = first_block_of_warp<K>(); first < layout.num_blocks; first += stride) {
-        WarpBlock wb[K];
-        T x[K][V];
+    const uint64_t first = first_block_of_warp<K>();
+    WarpBlock wb[K];
+    T x[K][V];
 #pragma unroll
-        for (int kb = 0; kb < K; ++kb)
-            if (warp_block<V>(layout, first + kb, wb[kb])) load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
+    for (int kb = 0; kb < K; ++kb)
+        if (warp_block<V>(layout, first + kb, wb[kb])) load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
 #pragma unroll
-        for (int kb = 0; kb < K; ++kb) {
-            if (first + kb >= layout.num_blocks) break;
-            uint8_t code;
-            T mu;
-            plan_block<T, V>(x[kb], wb[kb], eb, code, mu);
-            uint32_t count = 0;
-            if (code != kFastConstant) {
-                Bits p[V];
-                uint32_t lead[V];
-                count = warp_sum(lane_patterns<T, V>(x[kb], wb[kb], mu, code, p, lead));
-            }
-            if (wb[kb].lane == 0) {
-                codes[wb[kb].block] = code;
-                mids[wb[kb].block] = mu;
-                lead_rank[wb[kb].block] = code != kFastConstant;
-                byte_count[wb[kb].block] = count;
-            }
+    for (int kb = 0; kb < K; ++kb) {
+        if (first + kb >= layout.num_blocks) break;
+        uint8_t code;
+        T mu;
+        plan_block<T, V>(x[kb], wb[kb], eb, code, mu);
+        uint32_t count = 0;
+        if (code != kFastConstant) {
+            Bits p[V];
+            uint32_t lead[V];
+            count = warp_sum(lane_patterns<T, V>(x[kb], wb[kb], mu, code, p, lead));
+        }
+        if (wb[kb].lane == 0) {
+            codes[wb[kb].block] = code;
+            mids[wb[kb].block] = mu;
+            lead_rank[wb[kb].block] = code != kFastConstant;
+            byte_count[wb[kb].block] = count;
         }
     }
 }
@@ -301,37 +297,33 @@ __global__ void __launch_bounds__(kThreads)
                       uint8_t* __restrict__ bytes) {
     using Bits = typename FastTraits<T>::Bits;
     constexpr int K = kBlocksPerWarp<V>;
-    // Grid-stride over groups of K blocks: a few resident CTAs instead of one
-    // short-lived CTA per 8 groups.
-    const uint64_t stride = uint64_t{gridDim.x} * kWarps * K;
-    for (uint64_t first = first_block_of_warp<K>(); first < layout.num_blocks; first += stride) {
-        const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
-        WarpBlock wb[K];
-        T x[K][V];
-        uint32_t code[K];
+    const uint64_t first = first_block_of_warp<K>();
+    const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
+    WarpBlock wb[K];
+    T x[K][V];
+    uint32_t code[K];
 #pragma unroll
-        for (int kb = 0; kb < K; ++kb) {
-            code[kb] = __shfl_sync(kFull, meta.code, kb);
-            if (warp_block<V>(layout, first + kb, wb[kb]) && code[kb] != kFastConstant)
-                load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
-        }
+    for (int kb = 0; kb < K; ++kb) {
+        code[kb] = __shfl_sync(kFull, meta.code, kb);
+        if (warp_block<V>(layout, first + kb, wb[kb]) && code[kb] != kFastConstant)
+            load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
+    }
 #pragma unroll
-        for (int kb = 0; kb < K; ++kb) {
-            if (first + kb >= layout.num_blocks) break;
-            if (code[kb] == kFastConstant) continue;
-            const BlockMeta<T> m = share_meta(meta, kb);
-            Bits p[V];
-            uint32_t lead[V];
-            const uint8_t c = static_cast<uint8_t>(code[kb]);
-            const uint32_t count = lane_patterns<T, V>(x[kb], wb[kb], m.mu, c, p, lead);
-            write_leads<V>(wb[kb], lead, leads + m.lead_rank * (layout.block / 4));
-            uint8_t* dst = bytes + m.byte_offset + warp_exclusive_sum(count, wb[kb].lane);
-            const uint32_t kept = fast_kept_bytes<T>(c);
+    for (int kb = 0; kb < K; ++kb) {
+        if (first + kb >= layout.num_blocks) break;
+        if (code[kb] == kFastConstant) continue;
+        const BlockMeta<T> m = share_meta(meta, kb);
+        Bits p[V];
+        uint32_t lead[V];
+        const uint8_t c = static_cast<uint8_t>(code[kb]);
+        const uint32_t count = lane_patterns<T, V>(x[kb], wb[kb], m.mu, c, p, lead);
+        write_leads<V>(wb[kb], lead, leads + m.lead_rank * (layout.block / 4));
+        uint8_t* dst = bytes + m.byte_offset + warp_exclusive_sum(count, wb[kb].lane);
+        const uint32_t kept = fast_kept_bytes<T>(c);
 #pragma unroll
-            for (int k = 0; k < V; ++k) {
-                if (k >= static_cast<int>(wb[kb].count)) break;  // past the end of a short last block
-                for (uint32_t j = lead[k]; j < kept; ++j) *dst++ = static_cast<uint8_t>(fast_byte<T>(p[k], j));
-            }
+        for (int k = 0; k < V; ++k) {
+            if (k >= static_cast<int>(wb[kb].count)) break;  // past the end of a short last block
+            for (uint32_t j = lead[k]; j < kept; ++j) *dst++ = static_cast<uint8_t>(fast_byte<T>(p[k], j));
         }
     }
 }
@@ -448,127 +440,112 @@ __global__ void __launch_bounds__(kThreads)
     using Bits = typename FastTraits<T>::Bits;
     constexpr int K = kDecodeBlocksPerWarp;
     constexpr uint32_t kMaxKept = sizeof(T);
-    // Grid-stride over groups of K blocks: a few resident CTAs instead of one
-    // short-lived CTA per 8 groups.
-    const uint64_t stride = uint64_t{gridDim.x} * kWarps * K;
-    for (uint64_t first = first_block_of_warp<K>(); first < layout.num_blocks; first += stride) {
-        const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
+    const uint64_t first = first_block_of_warp<K>();
+    const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
 
-        // Round trip 1 done: the blocks' codes.  Round trip 2: their lead codes.
-        WarpBlock wb[K];
-        uint32_t code[K], bits[K];
+    // Round trip 1 done: the blocks' codes.  Round trip 2: their lead codes.
+    WarpBlock wb[K];
+    uint32_t code[K], bits[K];
 #pragma unroll
-        for (int kb = 0; kb < K; ++kb) {
-            code[kb] = __shfl_sync(kFull, meta.code, kb);
-            const uint64_t rank = __shfl_sync(kFull, meta.lead_rank, kb);
-            bits[kb] = 0;
-            const bool valid = warp_block<V>(layout, first + kb, wb[kb]) && fast_code_valid<T>(static_cast<uint8_t>(code[kb]));
-            if (!valid) code[kb] = kFastConstant + 0x100;  // skipped below (the flags kernel flagged a bad code)
-            if (valid && code[kb] != kFastConstant)
-                bits[kb] = read_lead_bits<V>(wb[kb], leads, rank * (layout.block / 4), leads_size, corrupt);
+    for (int kb = 0; kb < K; ++kb) {
+        code[kb] = __shfl_sync(kFull, meta.code, kb);
+        const uint64_t rank = __shfl_sync(kFull, meta.lead_rank, kb);
+        bits[kb] = 0;
+        const bool valid = warp_block<V>(layout, first + kb, wb[kb]) && fast_code_valid<T>(static_cast<uint8_t>(code[kb]));
+        if (!valid) code[kb] = kFastConstant + 0x100;  // skipped below (the flags kernel flagged a bad code)
+        if (valid && code[kb] != kFastConstant)
+            bits[kb] = read_lead_bits<V>(wb[kb], leads, rank * (layout.block / 4), leads_size, corrupt);
+    }
+    // Round trip 3: each value's explicit bytes, at offsets from a warp scan.
+    uint32_t lead[K][V];
+    Bits known[K][V];
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb) {
+        const uint32_t kept = code[kb] < 0x100 ? fast_kept_bytes<T>(static_cast<uint8_t>(code[kb])) : 0;
+        uint32_t count = 0;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const uint32_t l = (bits[kb] >> (2 * k)) & 3u;
+            lead[kb][k] = k < static_cast<int>(wb[kb].count) ? (l < kept ? l : kept) : kept;
+            count += kept - lead[kb][k];
         }
-        // Round trip 3: each value's explicit bytes, at offsets from a warp scan.
-        uint32_t lead[K][V];
-        Bits known[K][V];
+        if (first + kb >= layout.num_blocks || code[kb] == kFastConstant || code[kb] >= 0x100) continue;
+        uint64_t at = __shfl_sync(kFull, meta.byte_offset, kb) + warp_exclusive_sum(count, wb[kb].lane);
+        const bool words_ok = reinterpret_cast<uintptr_t>(bytes) % 4 == 0;
 #pragma unroll
-        for (int kb = 0; kb < K; ++kb) {
-            const uint32_t kept = code[kb] < 0x100 ? fast_kept_bytes<T>(static_cast<uint8_t>(code[kb])) : 0;
-            uint32_t count = 0;
-#pragma unroll
-            for (int k = 0; k < V; ++k) {
-                const uint32_t l = (bits[kb] >> (2 * k)) & 3u;
-                lead[kb][k] = k < static_cast<int>(wb[kb].count) ? (l < kept ? l : kept) : kept;
-                count += kept - lead[kb][k];
+        for (int k = 0; k < V; ++k) {
+            known[kb][k] = 0;
+            if constexpr (sizeof(T) == 4) {
+                // float32: the value's (at most 4) bytes from two aligned word
+                // loads, joined by a funnel shift and put in big-endian order.
+                const uint64_t base = at & ~uint64_t{3};
+                if (words_ok && base + 8 <= bytes_size) {
+                    const uint32_t* w = reinterpret_cast<const uint32_t*>(bytes + base);
+                    const uint32_t window = __funnelshift_r(w[0], w[1], 8 * static_cast<uint32_t>(at & 3));
+                    const uint32_t big = __byte_perm(window, 0, 0x0123);
+                    const uint32_t l = lead[kb][k];
+                    const Bits keep = top_bytes<Bits>(kept) & ~top_bytes<Bits>(l);
+                    known[kb][k] = l < 4 ? (big >> (8 * l)) & keep : 0;
+                    at += kept - l;
+                    continue;
+                }
             }
-            if (first + kb >= layout.num_blocks || code[kb] == kFastConstant || code[kb] >= 0x100) continue;
-            uint64_t at = __shfl_sync(kFull, meta.byte_offset, kb) + warp_exclusive_sum(count, wb[kb].lane);
-            const bool words_ok = reinterpret_cast<uintptr_t>(bytes) % 4 == 0;
 #pragma unroll
-            for (int k = 0; k < V; ++k) {
-                known[kb][k] = 0;
-                if constexpr (sizeof(T) == 4) {
-                    // float32: the value's (at most 4) bytes from two aligned word
-                    // loads, joined by a funnel shift and put in big-endian order.
-                    const uint64_t base = at & ~uint64_t{3};
-                    if (words_ok && base + 8 <= bytes_size) {
-                        const uint32_t* w = reinterpret_cast<const uint32_t*>(bytes + base);
-                        const uint32_t window = __funnelshift_r(w[0], w[1], 8 * static_cast<uint32_t>(at & 3));
-                        const uint32_t big = __byte_perm(window, 0, 0x0123);
-                        const uint32_t l = lead[kb][k];
-                        const Bits keep = top_bytes<Bits>(kept) & ~top_bytes<Bits>(l);
-                        known[kb][k] = l < 4 ? (big >> (8 * l)) & keep : 0;
-                        at += kept - l;
-                        continue;
-                    }
-                }
-#pragma unroll
-                for (uint32_t j = 0; j < kMaxKept; ++j) {
-                    if (j < lead[kb][k] || j >= kept) continue;
-                    uint32_t byte = 0;
-                    if (at < bytes_size) byte = bytes[at];
-                    else atomicOr(corrupt, 1u);
-                    ++at;
-                    known[kb][k] |= static_cast<Bits>(byte) << (8 * (sizeof(T) - 1 - j));  // each byte set once
-                }
+            for (uint32_t j = 0; j < kMaxKept; ++j) {
+                if (j < lead[kb][k] || j >= kept) continue;
+                uint32_t byte = 0;
+                if (at < bytes_size) byte = bytes[at];
+                else atomicOr(corrupt, 1u);
+                ++at;
+                known[kb][k] |= static_cast<Bits>(byte) << (8 * (sizeof(T) - 1 - j));  // each byte set once
             }
         }
-        // The copied bytes: the lane's values as one step (bytes it sets, and
-        // which), scanned across the warp, so each lane starts from the pattern
-        // the values before it leave (0 for bytes nothing before it set).
+    }
+    // The copied bytes: the lane's values as one step (bytes it sets, and
+    // which), scanned across the warp, so each lane starts from the pattern
+    // the values before it leave (0 for bytes nothing before it set).
 #pragma unroll
-        for (int kb = 0; kb < K; ++kb) {
-            if (first + kb >= layout.num_blocks || code[kb] >= 0x100) continue;
-            const T mu = __shfl_sync(kFull, meta.mu, kb);
-            T x[V];
-            if (code[kb] == kFastConstant) {
+    for (int kb = 0; kb < K; ++kb) {
+        if (first + kb >= layout.num_blocks || code[kb] >= 0x100) continue;
+        const T mu = __shfl_sync(kFull, meta.mu, kb);
+        T x[V];
+        if (code[kb] == kFastConstant) {
 #pragma unroll
-                for (int k = 0; k < V; ++k) x[k] = mu;
-                store_lane<T, V>(out, layout, wb[kb], aligned, x);
-                continue;
-            }
-            Bits seg_known = 0, seg_mask = 0;
-#pragma unroll
-            for (int k = 0; k < V; ++k) {
-                const Bits mask = ~top_bytes<Bits>(lead[kb][k]);
-                seg_known = known[kb][k] | (seg_known & ~mask);
-                seg_mask |= mask;
-            }
-#pragma unroll
-            for (int d = 1; d < 32; d *= 2) {
-                const Bits up_known = __shfl_up_sync(kFull, seg_known, d), up_mask = __shfl_up_sync(kFull, seg_mask, d);
-                if (wb[kb].lane >= static_cast<uint32_t>(d)) {
-                    seg_known |= up_known & ~seg_mask;
-                    seg_mask |= up_mask;
-                }
-            }
-            Bits previous = __shfl_up_sync(kFull, seg_known, 1);
-            if (wb[kb].lane == 0) previous = 0;
-            const uint8_t c = static_cast<uint8_t>(code[kb]);
-#pragma unroll
-            for (int k = 0; k < V; ++k) {
-                const Bits p = known[kb][k] | (previous & top_bytes<Bits>(lead[kb][k]));
-                x[k] = fast_reconstruct<T>(p, mu, c);
-                previous = p;
-            }
+            for (int k = 0; k < V; ++k) x[k] = mu;
             store_lane<T, V>(out, layout, wb[kb], aligned, x);
+            continue;
         }
+        Bits seg_known = 0, seg_mask = 0;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const Bits mask = ~top_bytes<Bits>(lead[kb][k]);
+            seg_known = known[kb][k] | (seg_known & ~mask);
+            seg_mask |= mask;
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+            const Bits up_known = __shfl_up_sync(kFull, seg_known, d), up_mask = __shfl_up_sync(kFull, seg_mask, d);
+            if (wb[kb].lane >= static_cast<uint32_t>(d)) {
+                seg_known |= up_known & ~seg_mask;
+                seg_mask |= up_mask;
+            }
+        }
+        Bits previous = __shfl_up_sync(kFull, seg_known, 1);
+        if (wb[kb].lane == 0) previous = 0;
+        const uint8_t c = static_cast<uint8_t>(code[kb]);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const Bits p = known[kb][k] | (previous & top_bytes<Bits>(lead[kb][k]));
+            x[k] = fast_reconstruct<T>(p, mu, c);
+            previous = p;
+        }
+        store_lane<T, V>(out, layout, wb[kb], aligned, x);
     }
 }
 
-// CTAs for a kernel whose warps stride over groups of blocks: enough to fill
-// the GPU a few times over, never more than there are groups.
 unsigned warp_grid(uint64_t num_blocks, int blocks_per_warp) {
-    static const uint64_t resident = [] {
-        int device = 0, sms = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0)
-            sms = 132;
-        cudaGetLastError();
-        return uint64_t(sms) * 2048 / kThreads * 4;
-    }();
     const uint64_t per_cta = uint64_t{kWarps} * blocks_per_warp;
-    uint64_t ctas = (num_blocks + per_cta - 1) / per_cta;
-    if (ctas > resident) ctas = resident;
+    const uint64_t ctas = (num_blocks + per_cta - 1) / per_cta;
     GSZ_CHECK(ctas <= 0x7fffffffu, GSZ_STATUS_INVALID_ARGUMENT, "fast: %llu blocks are too many for one launch",
               static_cast<unsigned long long>(num_blocks));
     return static_cast<unsigned>(ctas ? ctas : 1);
