@@ -471,25 +471,9 @@ __global__ void __launch_bounds__(kThreads)
         }
         if (first + kb >= layout.num_blocks || code[kb] == kFastConstant || code[kb] >= 0x100) continue;
         uint64_t at = __shfl_sync(kFull, meta.byte_offset, kb) + warp_exclusive_sum(count, wb[kb].lane);
-        const bool words_ok = reinterpret_cast<uintptr_t>(bytes) % 4 == 0;
 #pragma unroll
         for (int k = 0; k < V; ++k) {
             known[kb][k] = 0;
-            if constexpr (sizeof(T) == 4) {
-                // float32: the value's (at most 4) bytes from two aligned word
-                // loads, joined by a funnel shift and put in big-endian order.
-                const uint64_t base = at & ~uint64_t{3};
-                if (words_ok && base + 8 <= bytes_size) {
-                    const uint32_t* w = reinterpret_cast<const uint32_t*>(bytes + base);
-                    const uint32_t window = __funnelshift_r(w[0], w[1], 8 * static_cast<uint32_t>(at & 3));
-                    const uint32_t big = __byte_perm(window, 0, 0x0123);
-                    const uint32_t l = lead[kb][k];
-                    const Bits keep = top_bytes<Bits>(kept) & ~top_bytes<Bits>(l);
-                    known[kb][k] = l < 4 ? (big >> (8 * l)) & keep : 0;
-                    at += kept - l;
-                    continue;
-                }
-            }
 #pragma unroll
             for (uint32_t j = 0; j < kMaxKept; ++j) {
                 if (j < lead[kb][k] || j >= kept) continue;
