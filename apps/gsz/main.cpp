@@ -3,6 +3,7 @@
 #include <gsz/gsz.h>
 
 #include "mirror_tile.hpp"
+#include "assess/assess.hpp"
 #include "pipeline/bench.hpp"
 #include "pipeline/pipeline.hpp"
 #include "runtime/status.hpp"
@@ -636,6 +637,156 @@ int run_bench(const BenchArgs& a) {
     return 0;
 }
 
+// ---- gsz assess ---------------------------------------------------------------
+
+struct AssessArgs {
+    std::string original, decompressed, dtype = "f32", dims, metrics = "all", archive;
+    uint32_t pdf_bins = 2000, lags = 100, ssim_window = 7, ssim_step = 1;
+    std::string ssim_variant = "box";
+    int threads = 0;
+    bool json = false;
+};
+
+json finite_or_string(double v) {
+    if (std::isfinite(v)) return v;
+    return std::isnan(v) ? json("nan") : json(v > 0 ? "inf" : "-inf");
+}
+
+json derived_json(const gsz::assess::DerivedComparison& d) {
+    if (!d.computed) return nullptr;
+    return {{"points", d.points}, {"max_abs_error", d.max_abs_error}, {"psnr", finite_or_string(d.psnr)}};
+}
+
+int run_assess(const AssessArgs& a) {
+    const std::vector<uint64_t> dims = parse_dims(a.dims);
+    if (a.dtype != "f32" && a.dtype != "f64") die("-t " + a.dtype + ": expected f32 or f64");
+    const size_t esize = a.dtype == "f64" ? 8 : 4;
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    const Bytes x = read_file(a.original), y = read_file(a.decompressed);
+    for (const auto* f : {&x, &y}) {
+        const std::string& name = f == &x ? a.original : a.decompressed;
+        if (f->size() != n * esize)
+            die(name + ": has " + std::to_string(f->size()) + " bytes, but -t " + a.dtype + " -l " + a.dims + " needs " +
+                std::to_string(n * esize));
+    }
+    gsz::assess::Options o;
+    o.pdf_bins = a.pdf_bins;
+    o.autocorr_lags = a.lags;
+    o.ssim_window = a.ssim_window;
+    o.ssim_step = a.ssim_step;
+    if (a.ssim_variant == "qcat") o.ssim_step = 2;
+    else if (a.ssim_variant != "box") die("--ssim-variant " + a.ssim_variant + ": expected box or qcat");
+    o.num_threads = a.threads;
+    if (a.metrics == "basic") {
+        o.stencils = o.autocorr = o.ssim = false;
+    } else if (a.metrics != "all") {
+        o.reductions = o.stencils = o.autocorr = o.ssim = false;
+        std::stringstream list(a.metrics);
+        for (std::string item; std::getline(list, item, ',');) {
+            if (item == "reductions") o.reductions = true;
+            else if (item == "stencils") o.stencils = true;
+            else if (item == "autocorr") o.autocorr = true;
+            else if (item == "ssim") o.ssim = true;
+            else die("--metrics " + item + ": expected basic, all, or a list of reductions,stencils,autocorr,ssim");
+        }
+    }
+    gsz::assess::Shape shape;
+    shape.rank = static_cast<uint32_t>(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) shape.dims[d] = dims[d];
+    const auto t0 = Clock::now();
+    const gsz::assess::Result r =
+        a.dtype == "f64"
+            ? gsz::assess::assess_cpu(reinterpret_cast<const double*>(x.data()),
+                                      reinterpret_cast<const double*>(y.data()), shape, o)
+            : gsz::assess::assess_cpu(reinterpret_cast<const float*>(x.data()),
+                                      reinterpret_cast<const float*>(y.data()), shape, o);
+    const double seconds = seconds_since(t0);
+    double ratio = 0, bit_rate = 0;
+    if (!a.archive.empty()) {
+        std::error_code ec;
+        const auto bytes = fs::file_size(a.archive, ec);
+        if (ec || bytes == 0) die(a.archive + ": cannot read its size");
+        ratio = static_cast<double>(n * esize) / static_cast<double>(bytes);
+        bit_rate = 8.0 * static_cast<double>(bytes) / static_cast<double>(n);
+    }
+
+    json j{{"command", "assess"}, {"original", a.original}, {"decompressed", a.decompressed},
+           {"dtype", a.dtype}, {"dims", dims}, {"num_elements", r.num_elements},
+           {"error_sign", "decompressed - original"}, {"num_nonfinite", r.num_nonfinite},
+           {"nonfinite_mismatches", r.nonfinite_mismatches}, {"seconds", seconds}};
+    if (!a.archive.empty()) j["compression_ratio"] = ratio, j["bit_rate"] = bit_rate;
+    if (o.reductions) {
+        j["value_min"] = r.orig_min, j["value_max"] = r.orig_max, j["value_range"] = r.value_range;
+        j["value_mean"] = r.orig_mean;
+        j["decompressed_min"] = r.dec_min, j["decompressed_max"] = r.dec_max, j["decompressed_mean"] = r.dec_mean;
+        j["min_error"] = r.err_min, j["max_error"] = r.err_max, j["mean_error"] = r.err_mean;
+        j["min_abs_error"] = r.abs_err_min, j["max_abs_error"] = r.abs_err_max, j["mean_abs_error"] = r.abs_err_mean;
+        j["max_abs_error_index"] = r.max_abs_err_index;
+        j["max_rel_error"] = r.max_rel_error;
+        j["pwr_count"] = r.pwr_count;
+        j["min_pwr_error"] = r.pwr_err_min, j["max_pwr_error"] = r.pwr_err_max, j["mean_pwr_error"] = r.pwr_err_mean;
+        j["mse"] = r.mse, j["rmse"] = r.rmse, j["nrmse"] = r.nrmse;
+        j["psnr"] = finite_or_string(r.psnr), j["snr"] = finite_or_string(r.snr);
+        j["pearson"] = r.pearson;
+        j["l2_error"] = r.l2_error, j["l2_error_normalized"] = r.l2_error_normalized;
+        j["error_pdf"] = {{"min", r.err_min}, {"max", r.err_max}, {"mass", r.error_pdf}};
+        j["pwr_error_pdf"] = {{"min", r.pwr_pdf_min}, {"max", r.pwr_pdf_max}, {"mass", r.pwr_error_pdf}};
+    }
+    if (o.stencils) {
+        j["derivative1"] = derived_json(r.derivative1);
+        j["derivative2"] = derived_json(r.derivative2);
+        j["laplacian"] = derived_json(r.laplacian);
+        j["divergence"] = derived_json(r.divergence);
+    }
+    if (o.autocorr) {
+        j["error_autocorr"] = r.error_autocorr;
+        j["error_autocorr_axis"] = r.error_autocorr_axis;
+    }
+    if (o.ssim) {
+        j["ssim"] = r.ssim_computed ? json(r.ssim) : json(nullptr);
+        j["ssim_windows"] = r.ssim_windows;
+        j["ssim_window"] = std::vector<uint32_t>(r.ssim_window_used, r.ssim_window_used + shape.rank);
+        j["ssim_step"] = o.ssim_step;
+    }
+    if (a.json) {
+        std::cout << j.dump(2) << "\n";
+        return 0;
+    }
+    std::printf("%s vs %s: %s %s, %llu values (%llu non-finite originals, %llu not restored exactly)\n",
+                a.decompressed.c_str(), a.original.c_str(), a.dtype.c_str(), a.dims.c_str(),
+                static_cast<unsigned long long>(r.num_elements), static_cast<unsigned long long>(r.num_nonfinite),
+                static_cast<unsigned long long>(r.nonfinite_mismatches));
+    if (!a.archive.empty()) std::printf("ratio           %.3f (%.4f bits/value)\n", ratio, bit_rate);
+    if (o.reductions) {
+        std::printf("value range     [%.9g, %.9g], range %.9g\n", r.orig_min, r.orig_max, r.value_range);
+        std::printf("error (y - x)   min %.6g, max %.6g, mean %.6g\n", r.err_min, r.err_max, r.err_mean);
+        std::printf("abs error       max %.6g (at %llu), mean %.6g; max/range %.6g\n", r.abs_err_max,
+                    static_cast<unsigned long long>(r.max_abs_err_index), r.abs_err_mean, r.max_rel_error);
+        std::printf("pw rel error    max %.6g, mean %.6g (%llu nonzero originals)\n", r.pwr_err_max, r.pwr_err_mean,
+                    static_cast<unsigned long long>(r.pwr_count));
+        std::printf("MSE %.6g, RMSE %.6g, NRMSE %.6g, PSNR %.4f dB, SNR %.4f dB\n", r.mse, r.rmse, r.nrmse, r.psnr,
+                    r.snr);
+        std::printf("pearson         %.9f; L2 error %.6g (normalized by |y|: %.6g)\n", r.pearson, r.l2_error,
+                    r.l2_error_normalized);
+    }
+    if (o.stencils) {
+        const std::pair<const char*, const gsz::assess::DerivedComparison*> rows[] = {
+            {"derivative 1", &r.derivative1}, {"derivative 2", &r.derivative2}, {"laplacian", &r.laplacian},
+            {"divergence", &r.divergence}};
+        for (const auto& [name, d] : rows)
+            if (d->computed) std::printf("%-15s PSNR %.4f dB, max abs error %.6g\n", name, d->psnr, d->max_abs_error);
+    }
+    if (o.autocorr && !r.error_autocorr.empty())
+        std::printf("error autocorr  lag 1 %.6f, lag %zu %.6f\n", r.error_autocorr[0], r.error_autocorr.size(),
+                    r.error_autocorr.back());
+    if (o.ssim && r.ssim_computed)
+        std::printf("SSIM            %.9f (window %u, step %u, %llu windows)\n", r.ssim, o.ssim_window, o.ssim_step,
+                    static_cast<unsigned long long>(r.ssim_windows));
+    std::printf("time            %.3f s\n", seconds);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -653,6 +804,7 @@ int main(int argc, char** argv) {
         "  gsz decompress -i field.gsz -o field.out.f32\n"
         "  gsz info -i field.gsz\n"
         "  gsz bench -i field.f32 -t f32 -l 384x384x256 -e 1e-4 --device cuda --tile 2x2x2\n"
+        "  gsz assess --orig field.f32 --dec field.out.f32 -t f32 -l 384x384x256 --json\n"
         "Exit status: 0 success, 1 failure, 2 bad usage.");
 
     CompressArgs ca;
@@ -686,6 +838,27 @@ int main(int argc, char** argv) {
                   "Mirror-tile the input to a larger field, one factor per dim (fastest first): "
                   "91x91x91 tiled 2x2x1 is 182x182x91; odd copies are flipped, so there are no seams");
 
+    AssessArgs aa;
+    auto* as = app.add_subcommand("assess", "Compare a decompressed array with its original: error statistics, "
+                                            "PSNR, derivatives, autocorrelation, SSIM (docs/METRICS.md)");
+    as->add_option("--orig", aa.original, "Original raw array")->required();
+    as->add_option("--dec", aa.decompressed, "Decompressed raw array")->required();
+    as->add_option("-t,--type", aa.dtype, "Element type: f32 or f64")->required();
+    as->add_option("-l,--dims", aa.dims, "Dims, fastest-varying first")->required();
+    as->add_option("--metrics", aa.metrics,
+                   "basic (error statistics, MSE, PSNR, Pearson, PDFs), all, or a comma list of "
+                   "reductions,stencils,autocorr,ssim")
+        ->capture_default_str();
+    as->add_option("--archive", aa.archive, "The archive, for the compression ratio and bit rate");
+    as->add_option("--pdf-bins", aa.pdf_bins, "Bins of the error PDFs")->capture_default_str();
+    as->add_option("--autocorr-lags", aa.lags, "Lags of the error autocorrelation")->capture_default_str();
+    as->add_option("--ssim-window", aa.ssim_window, "SSIM box window per axis")->capture_default_str();
+    as->add_option("--ssim-step", aa.ssim_step, "SSIM window step per axis")->capture_default_str();
+    as->add_option("--ssim-variant", aa.ssim_variant, "box (Z-checker, step as given) or qcat (step 2)")
+        ->capture_default_str();
+    as->add_option("--threads", aa.threads, "CPU threads (0 = all)")->capture_default_str();
+    as->add_flag("--json", aa.json, "Print one JSON object instead of text");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success& e) {
@@ -700,6 +873,7 @@ int main(int argc, char** argv) {
         if (*d) return run_decompress(da);
         if (*in) return run_info(info_input, info_json_flag);
         if (*b) return run_bench(ba);
+        if (*as) return run_assess(aa);
     } catch (const CliError& e) {
         std::fprintf(stderr, "gsz: error: %s\n", e.what());
         return 1;

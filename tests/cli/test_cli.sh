@@ -64,6 +64,28 @@ expect_exit 1 "bad --block" "$GSZ" compress -i "$SAMPLE" -o "$T/g.gsz" -t f32 -l
 expect_exit 1 "unknown pipeline" "$GSZ" compress -i "$SAMPLE" -o "$T/g.gsz" -t f32 -l 91x91x91 -e 1e-3 -p zfp
 grep -q "lorenzo, fast" "$T/err" && ok || bad "unknown pipeline message: $(cat "$T/err")"
 
+# assess: the JSON keys users script against, PSNR as compress --verify reports it
+expect_exit 0 "compress for assess" "$GSZ" compress -i "$SAMPLE" -o "$T/s.gsz" -t f32 -l 91x91x91 -m rel -e 1e-3 --verify --json --force
+cp "$T/out" "$T/verify.json"
+expect_exit 0 "decompress for assess" "$GSZ" decompress -i "$T/s.gsz" -o "$T/s.out" --force
+expect_exit 0 "assess --json" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.out" -t f32 -l 91x91x91 --archive "$T/s.gsz" \
+    --autocorr-lags 10 --json
+python3 - "$T/out" "$T/verify.json" <<'PY' && ok || bad "assess --json: $(head -c 400 "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1])); v = json.load(open(sys.argv[2]))
+for k in ["max_abs_error", "mse", "rmse", "nrmse", "psnr", "snr", "pearson", "ssim", "error_autocorr", "error_pdf",
+          "derivative1", "laplacian", "compression_ratio", "bit_rate"]:
+    assert k in j, k
+assert len(j["error_autocorr"]) == 10 and len(j["error_pdf"]["mass"]) == 2000
+assert abs(j["psnr"] - v["psnr"]) < 1e-9 and abs(j["max_abs_error"] - v["max_abs_error"]) < 1e-12
+assert abs(j["compression_ratio"] - v["ratio"]) < 1e-9 and 0.9 < j["ssim"] <= 1
+PY
+expect_exit 0 "assess text" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.out" -t f32 -l 91x91x91 --metrics basic
+grep -q "PSNR" "$T/out" && ok || bad "assess text lacks PSNR"
+expect_exit 1 "assess size mismatch" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.gsz" -t f32 -l 91x91x91
+grep -q "bytes" "$T/err" && ok || bad "assess size mismatch message: $(cat "$T/err")"
+expect_exit 1 "assess bad metrics" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.out" -t f32 -l 91x91x91 --metrics nope
+
 # refusals: no overwrite without --force, output untouched
 cp "$T/a.gsz" "$T/keep.gsz"
 expect_exit 1 "overwrite refused" "$GSZ" compress -i "$SAMPLE" -o "$T/a.gsz" -t f32 -l 91x91x91 -m abs -e 0.5

@@ -1,0 +1,431 @@
+// CPU backend of the assessment metrics (docs/METRICS.md).  Reductions are
+// summed per fixed chunk of 65536 elements and the chunk partials added in
+// order, so the numbers do not depend on the thread count; stencils are one
+// pass over the interior points; SSIM uses separable box sums and sliding
+// min/max of the original, one axis at a time.
+#include "assess/assess.hpp"
+
+#include "runtime/parallel.hpp"
+#include "runtime/status.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace gsz::assess {
+
+namespace {
+
+constexpr uint64_t kChunk = 65536;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kPwrClip = 1000.0;  // Z-checker's PWR_DIS_RNG_BOUND
+
+double psnr_of(double range, double mse) {
+    if (mse == 0) return kInf;
+    return 20 * std::log10(range) - 10 * std::log10(mse);
+}
+
+struct Sums {  // first pass, one per chunk
+    uint64_t finite = 0, nonfinite = 0, mismatches = 0, pwr = 0;
+    double sx = 0, sy = 0, se = 0, sae = 0, see = 0, syy = 0, spwr = 0;
+    double xmin = kInf, xmax = -kInf, ymin = kInf, ymax = -kInf, emin = kInf, emax = -kInf;
+    double aemin = kInf, aemax = -1, pwrmin = kInf, pwrmax = -kInf, spwr_lo = kInf, spwr_hi = -kInf;
+    uint64_t aemax_index = 0;
+
+    void add(const Sums& o) {
+        finite += o.finite, nonfinite += o.nonfinite, mismatches += o.mismatches, pwr += o.pwr;
+        sx += o.sx, sy += o.sy, se += o.se, sae += o.sae, see += o.see, syy += o.syy, spwr += o.spwr;
+        xmin = std::min(xmin, o.xmin), xmax = std::max(xmax, o.xmax);
+        ymin = std::min(ymin, o.ymin), ymax = std::max(ymax, o.ymax);
+        emin = std::min(emin, o.emin), emax = std::max(emax, o.emax);
+        aemin = std::min(aemin, o.aemin);
+        if (o.aemax > aemax) aemax = o.aemax, aemax_index = o.aemax_index;  // chunks in order: first index wins
+        pwrmin = std::min(pwrmin, o.pwrmin), pwrmax = std::max(pwrmax, o.pwrmax);
+        spwr_lo = std::min(spwr_lo, o.spwr_lo), spwr_hi = std::max(spwr_hi, o.spwr_hi);
+    }
+};
+
+struct Centered {  // second pass, one per chunk
+    double cxx = 0, cyy = 0, cxy = 0, vmid = 0;
+};
+
+template <class T>
+void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r) {
+    const uint64_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<Sums> part(chunks);
+    const int threads = resolve_threads(o.num_threads);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
+        Sums s;
+        const uint64_t end = std::min(n, (c + 1) * kChunk);
+        for (uint64_t i = c * kChunk; i < end; ++i) {
+            if (!std::isfinite(x[i])) {
+                ++s.nonfinite;
+                s.mismatches += std::memcmp(&x[i], &y[i], sizeof(T)) != 0;
+                continue;
+            }
+            const double xv = x[i], yv = y[i], e = yv - xv, ae = std::fabs(e);
+            ++s.finite;
+            s.sx += xv, s.sy += yv, s.se += e, s.sae += ae, s.see += e * e, s.syy += yv * yv;
+            s.xmin = std::min(s.xmin, xv), s.xmax = std::max(s.xmax, xv);
+            s.ymin = std::min(s.ymin, yv), s.ymax = std::max(s.ymax, yv);
+            s.emin = std::min(s.emin, e), s.emax = std::max(s.emax, e);
+            s.aemin = std::min(s.aemin, ae);
+            if (ae > s.aemax) s.aemax = ae, s.aemax_index = i;
+            if (xv != 0) {
+                const double rel = ae / std::fabs(xv), signed_rel = std::clamp(e / xv, -kPwrClip, kPwrClip);
+                ++s.pwr;
+                s.spwr += rel;
+                s.pwrmin = std::min(s.pwrmin, rel), s.pwrmax = std::max(s.pwrmax, rel);
+                s.spwr_lo = std::min(s.spwr_lo, signed_rel), s.spwr_hi = std::max(s.spwr_hi, signed_rel);
+            }
+        }
+        part[c] = s;
+    }
+    Sums t;
+    for (const Sums& s : part) t.add(s);
+    r.num_nonfinite = t.nonfinite;
+    r.nonfinite_mismatches = t.mismatches;
+    if (t.finite == 0) return;
+    const double m = static_cast<double>(t.finite);
+    r.orig_min = t.xmin, r.orig_max = t.xmax, r.value_range = t.xmax - t.xmin, r.orig_mean = t.sx / m;
+    r.dec_min = t.ymin, r.dec_max = t.ymax, r.dec_mean = t.sy / m;
+    r.err_min = t.emin, r.err_max = t.emax, r.err_mean = t.se / m;
+    r.abs_err_min = t.aemin, r.abs_err_max = std::max(0.0, t.aemax), r.abs_err_mean = t.sae / m;
+    r.max_abs_err_index = t.aemax_index;
+    r.max_rel_error = r.value_range > 0 ? r.abs_err_max / r.value_range : 0;
+    r.pwr_count = t.pwr;
+    if (t.pwr) r.pwr_err_min = t.pwrmin, r.pwr_err_max = t.pwrmax, r.pwr_err_mean = t.spwr / static_cast<double>(t.pwr);
+    r.mse = t.see / m;
+    r.rmse = std::sqrt(r.mse);
+    r.nrmse = r.value_range > 0 ? r.rmse / r.value_range : 0;
+    r.psnr = psnr_of(r.value_range, r.mse);
+    r.l2_error = std::sqrt(t.see);
+    r.l2_error_normalized = t.syy > 0 ? r.l2_error / std::sqrt(t.syy) : 0;
+
+    // Second pass: centered sums (Pearson, SNR's variance about mid-range) and the PDFs.
+    const double mid = t.xmin + r.value_range / 2;
+    const uint32_t bins = o.pdf_bins;
+    const double e_width = (r.err_max - r.err_min) / bins;
+    r.pwr_pdf_min = t.pwr ? t.spwr_lo : 0, r.pwr_pdf_max = t.pwr ? t.spwr_hi : 0;
+    const double p_width = (r.pwr_pdf_max - r.pwr_pdf_min) / bins;
+    auto bin_of = [bins](double v, double lo, double width) {
+        if (!(width > 0)) return uint32_t{0};
+        const double b = (v - lo) / width;
+        return b >= bins ? bins - 1 : static_cast<uint32_t>(b > 0 ? b : 0);
+    };
+    std::vector<Centered> cpart(chunks);
+    std::vector<std::vector<uint64_t>> ehist(threads, std::vector<uint64_t>(bins, 0)), phist = ehist;
+    const double mx = r.orig_mean, my = r.dec_mean;
+#pragma omp parallel num_threads(threads)
+    {
+        auto& eh = ehist[thread_index()];
+        auto& ph = phist[thread_index()];
+#pragma omp for schedule(static)
+        for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
+            Centered s;
+            const uint64_t end = std::min(n, (c + 1) * kChunk);
+            for (uint64_t i = c * kChunk; i < end; ++i) {
+                if (!std::isfinite(x[i])) continue;
+                const double xv = x[i], yv = y[i], dx = xv - mx, dy = yv - my, e = yv - xv;
+                s.cxx += dx * dx, s.cyy += dy * dy, s.cxy += dx * dy, s.vmid += (xv - mid) * (xv - mid);
+                ++eh[bin_of(e, r.err_min, e_width)];
+                if (xv != 0) ++ph[bin_of(std::clamp(e / xv, -kPwrClip, kPwrClip), r.pwr_pdf_min, p_width)];
+            }
+            cpart[c] = s;
+        }
+    }
+    Centered ct;
+    for (const Centered& s : cpart) ct.cxx += s.cxx, ct.cyy += s.cyy, ct.cxy += s.cxy, ct.vmid += s.vmid;
+    r.pearson = ct.cxx > 0 && ct.cyy > 0 ? ct.cxy / std::sqrt(ct.cxx * ct.cyy) : (ct.cxx == ct.cyy ? 1.0 : 0.0);
+    r.snr = r.mse > 0 ? 10 * std::log10((ct.vmid / m) / r.mse) : kInf;
+    const uint32_t used_bins = e_width > 0 ? bins : 1;
+    r.error_pdf.assign(used_bins, 0.0);
+    std::vector<double> pp(p_width > 0 ? bins : 1, 0.0);
+    for (int t2 = 0; t2 < threads; ++t2) {
+        for (uint32_t b = 0; b < bins; ++b) {
+            r.error_pdf[std::min(b, used_bins - 1)] += static_cast<double>(ehist[t2][b]);
+            pp[std::min<size_t>(b, pp.size() - 1)] += static_cast<double>(phist[t2][b]);
+        }
+    }
+    for (double& v : r.error_pdf) v /= m;
+    if (t.pwr)
+        for (double& v : pp) v /= static_cast<double>(t.pwr);
+    r.pwr_error_pdf = t.pwr ? pp : std::vector<double>{};
+}
+
+// Strides of the (up to) 4 axes, fastest first.
+struct Grid {
+    uint32_t rank;
+    uint64_t n[4], stride[4];
+    explicit Grid(const Shape& s) : rank(s.rank) {
+        uint64_t st = 1;
+        for (int a = 0; a < 4; ++a) {
+            n[a] = a < static_cast<int>(rank) ? s.dims[a] : 1;
+            stride[a] = st;
+            st *= n[a];
+        }
+    }
+};
+
+struct DerivedAccum {
+    uint64_t points = 0;
+    double omin = kInf, omax = -kInf, maxerr = 0, sse = 0;
+    void add(double orig, double dec) {
+        if (!std::isfinite(orig) || !std::isfinite(dec)) return;
+        ++points;
+        omin = std::min(omin, orig), omax = std::max(omax, orig);
+        const double d = std::fabs(dec - orig);
+        maxerr = std::max(maxerr, d);
+        sse += d * d;
+    }
+    void add(const DerivedAccum& o) {
+        points += o.points, omin = std::min(omin, o.omin), omax = std::max(omax, o.omax);
+        maxerr = std::max(maxerr, o.maxerr), sse += o.sse;
+    }
+    DerivedComparison finish() const {
+        DerivedComparison c;
+        c.computed = points > 0;
+        c.points = points;
+        c.max_abs_error = maxerr;
+        c.psnr = points ? psnr_of(omax - omin, sse / static_cast<double>(points)) : 0;
+        return c;
+    }
+};
+
+// Derived values at one interior point of one array: gradient magnitude,
+// Hessian Frobenius norm, Laplacian, divergence (sum of first derivatives).
+template <class T>
+void derived_at(const T* f, const Grid& g, const bool* used, uint64_t i, double out[4]) {
+    double grad2 = 0, hess2 = 0, lap = 0, div = 0;
+    const double c = f[i];
+    for (int a = 0; a < 4; ++a) {
+        if (!used[a]) continue;
+        const uint64_t sa = g.stride[a];
+        const double p = f[i + sa], m = f[i - sa];
+        const double d1 = (p - m) / 2, d2 = p - 2 * c + m;
+        grad2 += d1 * d1, hess2 += d2 * d2, lap += d2, div += d1;
+        for (int b = a + 1; b < 4; ++b) {
+            if (!used[b]) continue;
+            const uint64_t sb = g.stride[b];
+            const double mixed = (static_cast<double>(f[i + sa + sb]) - f[i + sa - sb] - f[i - sa + sb] + f[i - sa - sb]) / 4;
+            hess2 += 2 * mixed * mixed;
+        }
+    }
+    out[0] = std::sqrt(grad2), out[1] = std::sqrt(hess2), out[2] = lap, out[3] = div;
+}
+
+template <class T>
+void stencils(const T* x, const T* y, const Grid& g, const Options& o, Result& r) {
+    bool used[4];
+    bool any = false;
+    for (int a = 0; a < 4; ++a) any |= used[a] = g.n[a] >= 3;
+    if (!any) return;
+    auto lo = [&](int a) { return used[a] ? uint64_t{1} : uint64_t{0}; };
+    auto hi = [&](int a) { return used[a] ? g.n[a] - 1 : g.n[a]; };  // exclusive
+    const uint64_t outer = (hi(3) - lo(3)) * (hi(2) - lo(2)) * (hi(1) - lo(1));
+    const int threads = resolve_threads(o.num_threads);
+    std::vector<std::array<DerivedAccum, 4>> part(threads);
+#pragma omp parallel num_threads(threads)
+    {
+        auto& acc = part[thread_index()];
+#pragma omp for schedule(static)
+        for (int64_t k = 0; k < static_cast<int64_t>(outer); ++k) {
+            uint64_t rest = static_cast<uint64_t>(k);
+            const uint64_t i1 = lo(1) + rest % (hi(1) - lo(1));
+            rest /= hi(1) - lo(1);
+            const uint64_t i2 = lo(2) + rest % (hi(2) - lo(2));
+            const uint64_t i3 = lo(3) + rest / (hi(2) - lo(2));
+            const uint64_t base = i1 * g.stride[1] + i2 * g.stride[2] + i3 * g.stride[3];
+            for (uint64_t i0 = lo(0); i0 < hi(0); ++i0) {
+                double dx[4], dy[4];
+                derived_at(x, g, used, base + i0, dx);
+                derived_at(y, g, used, base + i0, dy);
+                for (int m = 0; m < 4; ++m) acc[m].add(dx[m], dy[m]);
+            }
+        }
+    }
+    std::array<DerivedAccum, 4> total;
+    for (const auto& p : part)
+        for (int m = 0; m < 4; ++m) total[m].add(p[m]);
+    r.derivative1 = total[0].finish();
+    r.derivative2 = total[1].finish();
+    r.laplacian = total[2].finish();
+    r.divergence = total[3].finish();
+}
+
+// ac(d) = [sum_{pairs} (e_i - m)(e_j - m) / pairs] / [sum (e_i - m)^2 / N]
+// (Z-checker's estimator for large N), with the mean m and variance over the
+// whole error field (non-finite originals count as error 0).
+template <class T>
+std::vector<double> autocorr_along(const std::vector<double>& e, double mean, double var, const Grid& g, int axis,
+                                   uint32_t lags, int threads) {
+    const uint64_t extent = axis < 0 ? e.size() : g.n[axis];
+    const uint64_t stride = axis < 0 ? 1 : g.stride[axis];
+    const uint32_t max_lag = static_cast<uint32_t>(std::min<uint64_t>(lags, extent > 0 ? extent - 1 : 0));
+    std::vector<double> ac(max_lag, 0.0);
+    if (var <= 0) return ac;
+    const uint64_t n = e.size();
+    for (uint32_t d = 1; d <= max_lag; ++d) {
+        const uint64_t shift = d * stride;
+        double sum = 0;
+        uint64_t pairs = 0;
+#pragma omp parallel for reduction(+ : sum, pairs) schedule(static) num_threads(threads)
+        for (int64_t i = 0; i < static_cast<int64_t>(n - shift); ++i) {
+            if (axis >= 0 && (static_cast<uint64_t>(i) / stride) % extent + d >= extent) continue;
+            sum += (e[i] - mean) * (e[i + shift] - mean);
+            ++pairs;
+        }
+        ac[d - 1] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+    }
+    return ac;
+}
+
+template <class T>
+void autocorrelation(const T* x, const T* y, const Grid& g, const Options& o, Result& r) {
+    const uint64_t n = g.n[0] * g.n[1] * g.n[2] * g.n[3];
+    std::vector<double> e(n);
+    const int threads = resolve_threads(o.num_threads);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
+        e[i] = std::isfinite(x[i]) ? static_cast<double>(y[i]) - static_cast<double>(x[i]) : 0.0;
+    double sum = 0, sq = 0;
+    for (uint64_t c = 0; c < n; c += kChunk) {  // fixed chunks: thread-count independent
+        double s = 0;
+        for (uint64_t i = c; i < std::min(n, c + kChunk); ++i) s += e[i];
+        sum += s;
+    }
+    const double mean = sum / static_cast<double>(n);
+    for (uint64_t c = 0; c < n; c += kChunk) {
+        double s = 0;
+        for (uint64_t i = c; i < std::min(n, c + kChunk); ++i) s += (e[i] - mean) * (e[i] - mean);
+        sq += s;
+    }
+    const double var = sq / static_cast<double>(n);
+    r.error_autocorr = autocorr_along<T>(e, mean, var, g, -1, o.autocorr_lags, threads);
+    r.error_autocorr_axis.clear();
+    for (uint32_t a = 0; a < g.rank; ++a)
+        r.error_autocorr_axis.push_back(autocorr_along<T>(e, mean, var, g, static_cast<int>(a), o.autocorr_lags, threads));
+}
+
+// Box sums (or min/max) of width w at positions 0, step, 2*step, ... along one
+// axis; the other axes keep their extents.  in has extents n[], out m[].
+template <class Op>
+std::vector<double> window_along(const std::vector<double>& in, const uint64_t* n, int axis, uint64_t w,
+                                 uint64_t step, uint64_t* m_out, Op op, double init, int threads) {
+    uint64_t m[4];
+    std::copy(n, n + 4, m);
+    m[axis] = (n[axis] - w) / step + 1;
+    uint64_t in_stride = 1, out_stride = 1;
+    for (int a = 0; a < axis; ++a) in_stride *= n[a], out_stride *= m[a];
+    const uint64_t inner = in_stride;  // elements per line segment below the axis
+    uint64_t outer = 1;
+    for (int a = axis + 1; a < 4; ++a) outer *= n[a];
+    std::vector<double> out(inner * m[axis] * outer);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t o = 0; o < static_cast<int64_t>(outer); ++o) {
+        for (uint64_t p = 0; p < m[axis]; ++p) {
+            for (uint64_t j = 0; j < inner; ++j) {
+                double acc = init;
+                const uint64_t src = (o * n[axis] + p * step) * inner + j;
+                for (uint64_t k = 0; k < w; ++k) acc = op(acc, in[src + k * inner]);
+                out[(o * m[axis] + p) * inner + j] = acc;
+            }
+        }
+    }
+    (void)out_stride;
+    std::copy(m, m + 4, m_out);
+    return out;
+}
+
+template <class T>
+void ssim(const T* x, const T* y, const Grid& g, const Options& o, Result& r) {
+    const uint64_t n = g.n[0] * g.n[1] * g.n[2] * g.n[3];
+    const int threads = resolve_threads(o.num_threads);
+    std::vector<double> fx(n), fy(n), fxx(n), fyy(n), fxy(n), fmin(n), fmax(n);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+        const bool ok = std::isfinite(x[i]) && std::isfinite(y[i]);
+        const double a = ok ? x[i] : 0.0, b = ok ? y[i] : 0.0;
+        fx[i] = a, fy[i] = b, fxx[i] = a * a, fyy[i] = b * b, fxy[i] = a * b, fmin[i] = a, fmax[i] = a;
+    }
+    uint64_t ext[4] = {g.n[0], g.n[1], g.n[2], g.n[3]}, w[4];
+    uint64_t windows_per_axis[4];
+    const auto plus = [](double a, double b) { return a + b; };
+    const auto lo = [](double a, double b) { return std::min(a, b); };
+    const auto hi = [](double a, double b) { return std::max(a, b); };
+    for (int a = 0; a < 4; ++a) {
+        w[a] = std::min<uint64_t>(o.ssim_window, g.n[a]);
+        r.ssim_window_used[a] = a < static_cast<int>(g.rank) ? static_cast<uint32_t>(w[a]) : 0;
+        const uint64_t step = g.n[a] > 1 ? o.ssim_step : 1;
+        uint64_t m[4];
+        fx = window_along(fx, ext, a, w[a], step, m, plus, 0.0, threads);
+        fy = window_along(fy, ext, a, w[a], step, m, plus, 0.0, threads);
+        fxx = window_along(fxx, ext, a, w[a], step, m, plus, 0.0, threads);
+        fyy = window_along(fyy, ext, a, w[a], step, m, plus, 0.0, threads);
+        fxy = window_along(fxy, ext, a, w[a], step, m, plus, 0.0, threads);
+        fmin = window_along(fmin, ext, a, w[a], step, m, lo, kInf, threads);
+        fmax = window_along(fmax, ext, a, w[a], step, m, hi, -kInf, threads);
+        std::copy(m, m + 4, ext);
+        windows_per_axis[a] = m[a];
+    }
+    (void)windows_per_axis;
+    const double count = static_cast<double>(w[0] * w[1] * w[2] * w[3]);
+    constexpr double k1 = 0.01, k2 = 0.03;
+    double total = 0;
+    const uint64_t windows = fx.size();
+    for (uint64_t c = 0; c < windows; c += kChunk) {  // fixed chunks: thread-count independent
+        double s = 0;
+        for (uint64_t i = c; i < std::min(windows, c + kChunk); ++i) {
+            const double mx = fx[i] / count, my = fy[i] / count;
+            const double vx = std::max(0.0, fxx[i] / count - mx * mx), vy = std::max(0.0, fyy[i] / count - my * my);
+            const double cxy = fxy[i] / count - mx * my;
+            const double range = fmax[i] - fmin[i];
+            const double c1 = range > 0 ? (k1 * range) * (k1 * range) : k1 * k1;
+            const double c2 = range > 0 ? (k2 * range) * (k2 * range) : k2 * k2;
+            const double c3 = c2 / 2;
+            const double sx = std::sqrt(vx), sy = std::sqrt(vy);
+            const double l = (2 * mx * my + c1) / (mx * mx + my * my + c1);
+            const double cc = (2 * sx * sy + c2) / (vx + vy + c2);
+            const double st = (cxy + c3) / (sx * sy + c3);
+            s += l * cc * st;
+        }
+        total += s;
+    }
+    r.ssim_computed = windows > 0;
+    r.ssim_windows = windows;
+    r.ssim = windows ? total / static_cast<double>(windows) : 0;
+}
+
+}  // namespace
+
+template <class T>
+Result assess_cpu(const T* original, const T* decompressed, const Shape& shape, const Options& options) {
+    GSZ_CHECK(shape.rank >= 1 && shape.rank <= 4, GSZ_STATUS_INVALID_ARGUMENT, "assess: rank %u is not 1..4",
+              shape.rank);
+    for (uint32_t a = 0; a < shape.rank; ++a)
+        GSZ_CHECK(shape.dims[a] >= 1, GSZ_STATUS_INVALID_ARGUMENT, "assess: dimension %u is 0", a);
+    GSZ_CHECK(options.pdf_bins >= 1 && options.pdf_bins <= (1u << 24), GSZ_STATUS_INVALID_ARGUMENT,
+              "assess: %u PDF bins (1..16777216)", options.pdf_bins);
+    GSZ_CHECK(options.ssim_window >= 1 && options.ssim_window <= 64, GSZ_STATUS_INVALID_ARGUMENT,
+              "assess: SSIM window %u is not 1..64", options.ssim_window);
+    GSZ_CHECK(options.ssim_step >= 1 && options.ssim_step <= 64, GSZ_STATUS_INVALID_ARGUMENT,
+              "assess: SSIM step %u is not 1..64", options.ssim_step);
+    Shape s = shape;
+    for (uint32_t a = shape.rank; a < 4; ++a) s.dims[a] = 1;
+    const Grid g(s);
+    Result r;
+    r.num_elements = s.count();
+    if (options.reductions) reductions(original, decompressed, r.num_elements, options, r);
+    if (options.stencils) stencils(original, decompressed, g, options, r);
+    if (options.autocorr && options.autocorr_lags > 0) autocorrelation(original, decompressed, g, options, r);
+    if (options.ssim) ssim(original, decompressed, g, options, r);
+    return r;
+}
+
+template Result assess_cpu<float>(const float*, const float*, const Shape&, const Options&);
+template Result assess_cpu<double>(const double*, const double*, const Shape&, const Options&);
+
+}  // namespace gsz::assess
