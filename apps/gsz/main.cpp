@@ -166,6 +166,12 @@ const char* pipeline_name(gsz_pipeline p) {
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// JSON has no infinity: "inf", "-inf" and "nan" as strings.
+json finite_or_string(double v) {
+    if (std::isfinite(v)) return v;
+    return std::isnan(v) ? json("nan") : json(v > 0 ? "inf" : "-inf");
+}
+
 std::string human_bytes(double b) {
     const char* unit[] = {"B", "KB", "MB", "GB", "TB"};
     int u = 0;
@@ -402,7 +408,7 @@ int run_compress(const CompressArgs& a) {
 }
 
 struct DecompressArgs {
-    std::string input, output, device = "auto";
+    std::string input, output, device = "auto", compare;
     int threads = 0;
     bool json = false, force = false;
 };
@@ -425,9 +431,41 @@ int run_decompress(const DecompressArgs& a) {
               a.input);
     const double s = seconds_since(t0);
     write_file_atomic(a.output, out.data(), out.size());
+    // --compare: the basic assessment metrics against the original (docs/METRICS.md).
+    std::optional<gsz::assess::Result> cmp;
+    if (!a.compare.empty()) {
+        const Bytes orig = read_file(a.compare);
+        if (orig.size() != out.size())
+            die(a.compare + ": has " + std::to_string(orig.size()) + " bytes, the archive holds " +
+                std::to_string(out.size()));
+        gsz::assess::Shape shape;
+        shape.rank = info.rank;
+        for (uint32_t d = 0; d < info.rank; ++d) shape.dims[d] = info.dims[d];
+        gsz::assess::Options o;
+        o.stencils = o.autocorr = o.ssim = false;
+        o.num_threads = a.threads;
+        cmp = info.dtype == GSZ_DTYPE_F64
+                  ? gsz::assess::assess_cpu(reinterpret_cast<const double*>(orig.data()),
+                                            reinterpret_cast<const double*>(out.data()), shape, o)
+                  : gsz::assess::assess_cpu(reinterpret_cast<const float*>(orig.data()),
+                                            reinterpret_cast<const float*>(out.data()), shape, o);
+    }
     if (a.json) {
         json j;
         j["command"] = "decompress";
+        if (cmp) {
+            j["compare"] = {{"original", a.compare},
+                            {"max_abs_error", cmp->abs_err_max},
+                            {"mse", cmp->mse},
+                            {"rmse", cmp->rmse},
+                            {"nrmse", cmp->nrmse},
+                            {"psnr", finite_or_string(cmp->psnr)},
+                            {"snr", finite_or_string(cmp->snr)},
+                            {"pearson", cmp->pearson},
+                            {"max_rel_error", cmp->max_rel_error},
+                            {"max_pwr_error", cmp->pwr_err_max},
+                            {"nonfinite_mismatches", cmp->nonfinite_mismatches}};
+        }
         j["input"] = a.input;
         j["output"] = a.output;
         j["device"] = backend_name(device);
@@ -440,6 +478,9 @@ int run_decompress(const DecompressArgs& a) {
                     dtype_name(info.dtype), dims_string(info.dims, info.rank).c_str(),
                     human_bytes(static_cast<double>(out.size())).c_str(), s,
                     static_cast<double>(out.size()) / s / 1e9);
+        if (cmp)
+            std::printf("compare: max abs error %.6g (bound %.6g), PSNR %.4f dB, NRMSE %.6g, pearson %.9f\n",
+                        cmp->abs_err_max, info.error_bound_abs, cmp->psnr, cmp->nrmse, cmp->pearson);
     }
     return 0;
 }
@@ -647,11 +688,6 @@ struct AssessArgs {
     bool json = false;
 };
 
-json finite_or_string(double v) {
-    if (std::isfinite(v)) return v;
-    return std::isnan(v) ? json("nan") : json(v > 0 ? "inf" : "-inf");
-}
-
 json derived_json(const gsz::assess::DerivedComparison& d) {
     if (!d.computed) return nullptr;
     return {{"points", d.points}, {"max_abs_error", d.max_abs_error}, {"psnr", finite_or_string(d.psnr)}};
@@ -821,6 +857,7 @@ int main(int argc, char** argv) {
     d->add_option("--device", da.device, "Backend: auto, cpu or cuda")->capture_default_str();
     d->add_option("--threads", da.threads, "CPU threads (0 = all)")->capture_default_str();
     d->add_flag("--json", da.json, "Print one JSON object instead of text");
+    d->add_option("--compare", da.compare, "Original raw array: also print max error, PSNR, NRMSE, Pearson");
     d->add_flag("-f,--force", da.force, "Overwrite the output if it exists");
 
     std::string info_input;

@@ -80,6 +80,9 @@ assert len(j["error_autocorr"]) == 10 and len(j["error_pdf"]["mass"]) == 2000
 assert abs(j["psnr"] - v["psnr"]) < 1e-9 and abs(j["max_abs_error"] - v["max_abs_error"]) < 1e-12
 assert abs(j["compression_ratio"] - v["ratio"]) < 1e-9 and 0.9 < j["ssim"] <= 1
 PY
+expect_exit 0 "decompress --compare" "$GSZ" decompress -i "$T/s.gsz" -o "$T/s2.out" --compare "$SAMPLE" --json
+python3 -c "import json; j=json.load(open('$T/out')); c=j['compare']; assert abs(c['psnr']-json.load(open('$T/verify.json'))['psnr'])<1e-9 and c['max_abs_error']<=j['error_bound_abs'], c" \
+    && ok || bad "decompress --compare: $(head -c 300 "$T/out")"
 expect_exit 0 "assess text" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.out" -t f32 -l 91x91x91 --metrics basic
 grep -q "PSNR" "$T/out" && ok || bad "assess text lacks PSNR"
 expect_exit 1 "assess size mismatch" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.gsz" -t f32 -l 91x91x91
