@@ -4,6 +4,7 @@
 // pass over the interior points; SSIM uses separable box sums and sliding
 // min/max of the original, one axis at a time.
 #include "assess/assess.hpp"
+#include "assess/assess_math.hpp"
 
 #include "runtime/parallel.hpp"
 #include "runtime/status.hpp"
@@ -18,38 +19,12 @@ namespace gsz::assess {
 
 namespace {
 
-constexpr uint64_t kChunk = 65536;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kPwrClip = 1000.0;  // Z-checker's PWR_DIS_RNG_BOUND
 
 double psnr_of(double range, double mse) {
     if (mse == 0) return kInf;
     return 20 * std::log10(range) - 10 * std::log10(mse);
 }
-
-struct Sums {  // first pass, one per chunk
-    uint64_t finite = 0, nonfinite = 0, mismatches = 0, pwr = 0;
-    double sx = 0, sy = 0, se = 0, sae = 0, see = 0, syy = 0, spwr = 0;
-    double xmin = kInf, xmax = -kInf, ymin = kInf, ymax = -kInf, emin = kInf, emax = -kInf;
-    double aemin = kInf, aemax = -1, pwrmin = kInf, pwrmax = -kInf, spwr_lo = kInf, spwr_hi = -kInf;
-    uint64_t aemax_index = 0;
-
-    void add(const Sums& o) {
-        finite += o.finite, nonfinite += o.nonfinite, mismatches += o.mismatches, pwr += o.pwr;
-        sx += o.sx, sy += o.sy, se += o.se, sae += o.sae, see += o.see, syy += o.syy, spwr += o.spwr;
-        xmin = std::min(xmin, o.xmin), xmax = std::max(xmax, o.xmax);
-        ymin = std::min(ymin, o.ymin), ymax = std::max(ymax, o.ymax);
-        emin = std::min(emin, o.emin), emax = std::max(emax, o.emax);
-        aemin = std::min(aemin, o.aemin);
-        if (o.aemax > aemax) aemax = o.aemax, aemax_index = o.aemax_index;  // chunks in order: first index wins
-        pwrmin = std::min(pwrmin, o.pwrmin), pwrmax = std::max(pwrmax, o.pwrmax);
-        spwr_lo = std::min(spwr_lo, o.spwr_lo), spwr_hi = std::max(spwr_hi, o.spwr_hi);
-    }
-};
-
-struct Centered {  // second pass, one per chunk
-    double cxx = 0, cyy = 0, cxy = 0, vmid = 0;
-};
 
 template <class T>
 void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r) {
@@ -66,21 +41,7 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
                 s.mismatches += std::memcmp(&x[i], &y[i], sizeof(T)) != 0;
                 continue;
             }
-            const double xv = x[i], yv = y[i], e = yv - xv, ae = std::fabs(e);
-            ++s.finite;
-            s.sx += xv, s.sy += yv, s.se += e, s.sae += ae, s.see += e * e, s.syy += yv * yv;
-            s.xmin = std::min(s.xmin, xv), s.xmax = std::max(s.xmax, xv);
-            s.ymin = std::min(s.ymin, yv), s.ymax = std::max(s.ymax, yv);
-            s.emin = std::min(s.emin, e), s.emax = std::max(s.emax, e);
-            s.aemin = std::min(s.aemin, ae);
-            if (ae > s.aemax) s.aemax = ae, s.aemax_index = i;
-            if (xv != 0) {
-                const double rel = ae / std::fabs(xv), signed_rel = std::clamp(e / xv, -kPwrClip, kPwrClip);
-                ++s.pwr;
-                s.spwr += rel;
-                s.pwrmin = std::min(s.pwrmin, rel), s.pwrmax = std::max(s.pwrmax, rel);
-                s.spwr_lo = std::min(s.spwr_lo, signed_rel), s.spwr_hi = std::max(s.spwr_hi, signed_rel);
-            }
+            s.add_value(x[i], y[i], i);
         }
         part[c] = s;
     }
@@ -111,11 +72,6 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
     const double e_width = (r.err_max - r.err_min) / bins;
     r.pwr_pdf_min = t.pwr ? t.spwr_lo : 0, r.pwr_pdf_max = t.pwr ? t.spwr_hi : 0;
     const double p_width = (r.pwr_pdf_max - r.pwr_pdf_min) / bins;
-    auto bin_of = [bins](double v, double lo, double width) {
-        if (!(width > 0)) return uint32_t{0};
-        const double b = (v - lo) / width;
-        return b >= bins ? bins - 1 : static_cast<uint32_t>(b > 0 ? b : 0);
-    };
     std::vector<Centered> cpart(chunks);
     std::vector<std::vector<uint64_t>> ehist(threads, std::vector<uint64_t>(bins, 0)), phist = ehist;
     const double mx = r.orig_mean, my = r.dec_mean;
@@ -129,16 +85,16 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
             const uint64_t end = std::min(n, (c + 1) * kChunk);
             for (uint64_t i = c * kChunk; i < end; ++i) {
                 if (!std::isfinite(x[i])) continue;
-                const double xv = x[i], yv = y[i], dx = xv - mx, dy = yv - my, e = yv - xv;
-                s.cxx += dx * dx, s.cyy += dy * dy, s.cxy += dx * dy, s.vmid += (xv - mid) * (xv - mid);
-                ++eh[bin_of(e, r.err_min, e_width)];
-                if (xv != 0) ++ph[bin_of(std::clamp(e / xv, -kPwrClip, kPwrClip), r.pwr_pdf_min, p_width)];
+                const double xv = x[i], yv = y[i], e = yv - xv;
+                s.add_value(xv, yv, mx, my, mid);
+                ++eh[bin_of(e, r.err_min, e_width, bins)];
+                if (xv != 0) ++ph[bin_of(clamp_pwr(e / xv), r.pwr_pdf_min, p_width, bins)];
             }
             cpart[c] = s;
         }
     }
     Centered ct;
-    for (const Centered& s : cpart) ct.cxx += s.cxx, ct.cyy += s.cyy, ct.cxy += s.cxy, ct.vmid += s.vmid;
+    for (const Centered& s : cpart) ct.add(s);
     r.pearson = ct.cxx > 0 && ct.cyy > 0 ? ct.cxy / std::sqrt(ct.cxx * ct.cyy) : (ct.cxx == ct.cyy ? 1.0 : 0.0);
     r.snr = r.mse > 0 ? 10 * std::log10((ct.vmid / m) / r.mse) : kInf;
     const uint32_t used_bins = e_width > 0 ? bins : 1;
@@ -156,75 +112,33 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
     r.pwr_error_pdf = t.pwr ? pp : std::vector<double>{};
 }
 
-// Strides of the (up to) 4 axes, fastest first.
-struct Grid {
-    uint32_t rank;
-    uint64_t n[4], stride[4];
-    explicit Grid(const Shape& s) : rank(s.rank) {
-        uint64_t st = 1;
-        for (int a = 0; a < 4; ++a) {
-            n[a] = a < static_cast<int>(rank) ? s.dims[a] : 1;
-            stride[a] = st;
-            st *= n[a];
-        }
-    }
-};
-
-struct DerivedAccum {
-    uint64_t points = 0;
-    double omin = kInf, omax = -kInf, maxerr = 0, sse = 0;
-    void add(double orig, double dec) {
-        if (!std::isfinite(orig) || !std::isfinite(dec)) return;
-        ++points;
-        omin = std::min(omin, orig), omax = std::max(omax, orig);
-        const double d = std::fabs(dec - orig);
-        maxerr = std::max(maxerr, d);
-        sse += d * d;
-    }
-    void add(const DerivedAccum& o) {
-        points += o.points, omin = std::min(omin, o.omin), omax = std::max(omax, o.omax);
-        maxerr = std::max(maxerr, o.maxerr), sse += o.sse;
-    }
-    DerivedComparison finish() const {
-        DerivedComparison c;
-        c.computed = points > 0;
-        c.points = points;
-        c.max_abs_error = maxerr;
-        c.psnr = points ? psnr_of(omax - omin, sse / static_cast<double>(points)) : 0;
-        return c;
-    }
-};
-
-// Derived values at one interior point of one array: gradient magnitude,
-// Hessian Frobenius norm, Laplacian, divergence (sum of first derivatives).
-template <class T>
-void derived_at(const T* f, const Grid& g, const bool* used, uint64_t i, double out[4]) {
-    double grad2 = 0, hess2 = 0, lap = 0, div = 0;
-    const double c = f[i];
+Grid make_grid(const Shape& s) {
+    Grid g;
+    g.rank = s.rank;
+    uint64_t st = 1;
     for (int a = 0; a < 4; ++a) {
-        if (!used[a]) continue;
-        const uint64_t sa = g.stride[a];
-        const double p = f[i + sa], m = f[i - sa];
-        const double d1 = (p - m) / 2, d2 = p - 2 * c + m;
-        grad2 += d1 * d1, hess2 += d2 * d2, lap += d2, div += d1;
-        for (int b = a + 1; b < 4; ++b) {
-            if (!used[b]) continue;
-            const uint64_t sb = g.stride[b];
-            const double mixed = (static_cast<double>(f[i + sa + sb]) - f[i + sa - sb] - f[i - sa + sb] + f[i - sa - sb]) / 4;
-            hess2 += 2 * mixed * mixed;
-        }
+        g.n[a] = a < static_cast<int>(s.rank) ? s.dims[a] : 1;
+        g.stride[a] = st;
+        st *= g.n[a];
+        g.used[a] = g.n[a] >= 3;
     }
-    out[0] = std::sqrt(grad2), out[1] = std::sqrt(hess2), out[2] = lap, out[3] = div;
+    return g;
+}
+
+DerivedComparison finish(const DerivedAccum& d) {
+    DerivedComparison c;
+    c.computed = d.points > 0;
+    c.points = d.points;
+    c.max_abs_error = d.maxerr;
+    c.psnr = d.points ? psnr_of(d.omax - d.omin, d.sse / static_cast<double>(d.points)) : 0;
+    return c;
 }
 
 template <class T>
 void stencils(const T* x, const T* y, const Grid& g, const Options& o, Result& r) {
-    bool used[4];
-    bool any = false;
-    for (int a = 0; a < 4; ++a) any |= used[a] = g.n[a] >= 3;
-    if (!any) return;
-    auto lo = [&](int a) { return used[a] ? uint64_t{1} : uint64_t{0}; };
-    auto hi = [&](int a) { return used[a] ? g.n[a] - 1 : g.n[a]; };  // exclusive
+    if (!(g.used[0] || g.used[1] || g.used[2] || g.used[3])) return;
+    auto lo = [&](int a) { return g.used[a] ? uint64_t{1} : uint64_t{0}; };
+    auto hi = [&](int a) { return g.used[a] ? g.n[a] - 1 : g.n[a]; };  // exclusive
     const uint64_t outer = (hi(3) - lo(3)) * (hi(2) - lo(2)) * (hi(1) - lo(1));
     const int threads = resolve_threads(o.num_threads);
     std::vector<std::array<DerivedAccum, 4>> part(threads);
@@ -241,19 +155,19 @@ void stencils(const T* x, const T* y, const Grid& g, const Options& o, Result& r
             const uint64_t base = i1 * g.stride[1] + i2 * g.stride[2] + i3 * g.stride[3];
             for (uint64_t i0 = lo(0); i0 < hi(0); ++i0) {
                 double dx[4], dy[4];
-                derived_at(x, g, used, base + i0, dx);
-                derived_at(y, g, used, base + i0, dy);
-                for (int m = 0; m < 4; ++m) acc[m].add(dx[m], dy[m]);
+                derived_at(x, g, base + i0, dx);
+                derived_at(y, g, base + i0, dy);
+                for (int m = 0; m < 4; ++m) acc[m].add_value(dx[m], dy[m]);
             }
         }
     }
     std::array<DerivedAccum, 4> total;
     for (const auto& p : part)
         for (int m = 0; m < 4; ++m) total[m].add(p[m]);
-    r.derivative1 = total[0].finish();
-    r.derivative2 = total[1].finish();
-    r.laplacian = total[2].finish();
-    r.divergence = total[3].finish();
+    r.derivative1 = finish(total[0]);
+    r.derivative2 = finish(total[1]);
+    r.laplacian = finish(total[2]);
+    r.divergence = finish(total[3]);
 }
 
 // ac(d) = [sum_{pairs} (e_i - m)(e_j - m) / pairs] / [sum (e_i - m)^2 / N]
@@ -415,7 +329,7 @@ Result assess_cpu(const T* original, const T* decompressed, const Shape& shape, 
               "assess: SSIM step %u is not 1..64", options.ssim_step);
     Shape s = shape;
     for (uint32_t a = shape.rank; a < 4; ++a) s.dims[a] = 1;
-    const Grid g(s);
+    const Grid g = make_grid(s);
     Result r;
     r.num_elements = s.count();
     if (options.reductions) reductions(original, decompressed, r.num_elements, options, r);
