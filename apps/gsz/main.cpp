@@ -683,8 +683,8 @@ int run_bench(const BenchArgs& a) {
 struct AssessArgs {
     std::string original, decompressed, dtype = "f32", dims, metrics = "all", archive;
     uint32_t pdf_bins = 2000, lags = 100, ssim_window = 7, ssim_step = 1;
-    std::string ssim_variant = "box";
-    int threads = 0;
+    std::string ssim_variant = "box", device = "cpu", tile;
+    int threads = 0, repeat = 1;
     bool json = false;
 };
 
@@ -699,12 +699,29 @@ int run_assess(const AssessArgs& a) {
     const size_t esize = a.dtype == "f64" ? 8 : 4;
     uint64_t n = 1;
     for (uint64_t d : dims) n *= d;
-    const Bytes x = read_file(a.original), y = read_file(a.decompressed);
+    Bytes x = read_file(a.original), y = read_file(a.decompressed);
     for (const auto* f : {&x, &y}) {
         const std::string& name = f == &x ? a.original : a.decompressed;
         if (f->size() != n * esize)
             die(name + ": has " + std::to_string(f->size()) + " bytes, but -t " + a.dtype + " -l " + a.dims + " needs " +
                 std::to_string(n * esize));
+    }
+    std::vector<uint64_t> tiled_dims = dims;
+    if (!a.tile.empty()) {  // both arrays mirror-tiled alike, as gsz bench --tile does
+        const std::vector<uint64_t> factors = parse_dims(a.tile, "--tile");
+        if (factors.size() != dims.size()) die("--tile " + a.tile + ": one factor per dim of -l " + a.dims);
+        for (size_t d = 0; d < dims.size(); ++d) tiled_dims[d] = dims[d] * factors[d];
+        uint64_t tn = 1;
+        for (uint64_t d : tiled_dims) tn *= d;
+        Bytes tx(tn * esize), ty(tn * esize);
+        if (esize == 8) {
+            gsz::cli::mirror_tile(reinterpret_cast<const double*>(x.data()), dims, factors, reinterpret_cast<double*>(tx.data()));
+            gsz::cli::mirror_tile(reinterpret_cast<const double*>(y.data()), dims, factors, reinterpret_cast<double*>(ty.data()));
+        } else {
+            gsz::cli::mirror_tile(reinterpret_cast<const float*>(x.data()), dims, factors, reinterpret_cast<float*>(tx.data()));
+            gsz::cli::mirror_tile(reinterpret_cast<const float*>(y.data()), dims, factors, reinterpret_cast<float*>(ty.data()));
+        }
+        x = std::move(tx), y = std::move(ty), n = tn;
     }
     gsz::assess::Options o;
     o.pdf_bins = a.pdf_bins;
@@ -728,15 +745,35 @@ int run_assess(const AssessArgs& a) {
         }
     }
     gsz::assess::Shape shape;
-    shape.rank = static_cast<uint32_t>(dims.size());
-    for (size_t d = 0; d < dims.size(); ++d) shape.dims[d] = dims[d];
+    shape.rank = static_cast<uint32_t>(tiled_dims.size());
+    for (size_t d = 0; d < tiled_dims.size(); ++d) shape.dims[d] = tiled_dims[d];
+    auto run = [&](auto tag, bool on_gpu, const gsz::assess::Options& opts, double* kernel_s) {
+        using T = decltype(tag);
+        const T* xp = reinterpret_cast<const T*>(x.data());
+        const T* yp = reinterpret_cast<const T*>(y.data());
+        return on_gpu ? gsz::assess::assess_cuda_host(xp, yp, shape, opts, a.repeat, kernel_s)
+                      : gsz::assess::assess_cpu(xp, yp, shape, opts);
+    };
+    if (a.device != "cpu" && a.device != "cuda") die("--device " + a.device + ": expected cpu or cuda");
+    const bool gpu = a.device == "cuda";
     const auto t0 = Clock::now();
-    const gsz::assess::Result r =
-        a.dtype == "f64"
-            ? gsz::assess::assess_cpu(reinterpret_cast<const double*>(x.data()),
-                                      reinterpret_cast<const double*>(y.data()), shape, o)
-            : gsz::assess::assess_cpu(reinterpret_cast<const float*>(x.data()),
-                                      reinterpret_cast<const float*>(y.data()), shape, o);
+    double kernel_s = 0;
+    gsz::assess::Result r;
+    if (gpu) {
+        // Reductions and stencils on the GPU; autocorrelation and SSIM on the CPU.
+        gsz::assess::Options g = o, c = o;
+        g.autocorr = g.ssim = false;
+        c.reductions = c.stencils = false;
+        r = a.dtype == "f64" ? run(double{}, true, g, &kernel_s) : run(float{}, true, g, &kernel_s);
+        if (c.autocorr || c.ssim) {
+            const gsz::assess::Result rc = a.dtype == "f64" ? run(double{}, false, c, nullptr) : run(float{}, false, c, nullptr);
+            r.error_autocorr = rc.error_autocorr, r.error_autocorr_axis = rc.error_autocorr_axis;
+            r.ssim_computed = rc.ssim_computed, r.ssim = rc.ssim, r.ssim_windows = rc.ssim_windows;
+            std::copy(rc.ssim_window_used, rc.ssim_window_used + 4, r.ssim_window_used);
+        }
+    } else {
+        r = a.dtype == "f64" ? run(double{}, false, o, nullptr) : run(float{}, false, o, nullptr);
+    }
     const double seconds = seconds_since(t0);
     double ratio = 0, bit_rate = 0;
     if (!a.archive.empty()) {
@@ -750,7 +787,12 @@ int run_assess(const AssessArgs& a) {
     json j{{"command", "assess"}, {"original", a.original}, {"decompressed", a.decompressed},
            {"dtype", a.dtype}, {"dims", dims}, {"num_elements", r.num_elements},
            {"error_sign", "decompressed - original"}, {"num_nonfinite", r.num_nonfinite},
-           {"nonfinite_mismatches", r.nonfinite_mismatches}, {"seconds", seconds}};
+           {"nonfinite_mismatches", r.nonfinite_mismatches}, {"seconds", seconds}, {"device", a.device}};
+    if (!a.tile.empty()) j["tile"] = a.tile, j["dims"] = tiled_dims;
+    if (gpu) {
+        j["gpu_kernel_seconds"] = kernel_s;  // reductions + stencils selected, device-resident, median of --repeat
+        j["gpu_gbps"] = static_cast<double>(n * esize) / kernel_s / 1e9;
+    }
     if (!a.archive.empty()) j["compression_ratio"] = ratio, j["bit_rate"] = bit_rate;
     if (o.reductions) {
         j["value_min"] = r.orig_min, j["value_max"] = r.orig_max, j["value_range"] = r.value_range;
@@ -790,7 +832,8 @@ int run_assess(const AssessArgs& a) {
         return 0;
     }
     std::printf("%s vs %s: %s %s, %llu values (%llu non-finite originals, %llu not restored exactly)\n",
-                a.decompressed.c_str(), a.original.c_str(), a.dtype.c_str(), a.dims.c_str(),
+                a.decompressed.c_str(), a.original.c_str(), a.dtype.c_str(),
+                dims_string(tiled_dims.data(), static_cast<uint32_t>(tiled_dims.size())).c_str(),
                 static_cast<unsigned long long>(r.num_elements), static_cast<unsigned long long>(r.num_nonfinite),
                 static_cast<unsigned long long>(r.nonfinite_mismatches));
     if (!a.archive.empty()) std::printf("ratio           %.3f (%.4f bits/value)\n", ratio, bit_rate);
@@ -894,6 +937,12 @@ int main(int argc, char** argv) {
     as->add_option("--ssim-variant", aa.ssim_variant, "box (Z-checker, step as given) or qcat (step 2)")
         ->capture_default_str();
     as->add_option("--threads", aa.threads, "CPU threads (0 = all)")->capture_default_str();
+    as->add_option("--device", aa.device,
+                   "cpu, or cuda: reductions and stencils on the GPU (autocorrelation and SSIM stay on the CPU)")
+        ->capture_default_str();
+    as->add_option("--repeat", aa.repeat, "With --device cuda: time the GPU metrics this many times (median)")
+        ->capture_default_str();
+    as->add_option("--tile", aa.tile, "Mirror-tile both arrays first (as gsz bench --tile), e.g. 5x5x5");
     as->add_flag("--json", aa.json, "Print one JSON object instead of text");
 
     try {

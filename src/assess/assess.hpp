@@ -70,9 +70,20 @@ struct Result {
     uint32_t ssim_window_used[4] = {0, 0, 0, 0};
 };
 
-// Validates the options (a clear gsz::Error otherwise) and computes the
-// selected metrics on the CPU with OpenMP.
+// Throws gsz::Error(GSZ_STATUS_INVALID_ARGUMENT) naming a bad shape or option.
+void validate(const Shape& shape, const Options& options);
+
+// Validates the options and computes the selected metrics on the CPU with OpenMP.
 template <class T>
 Result assess_cpu(const T* original, const T* decompressed, const Shape& shape, const Options& options);
+
+// The CUDA backend for the reductions and the stencils (autocorrelation and
+// SSIM are CPU-only so far; options.autocorr and options.ssim are ignored):
+// host arrays are copied to the device, and *kernel_seconds (if not null)
+// receives the time of the metric kernels alone (CUDA events), median of
+// `repeat` runs.  Throws GSZ_STATUS_NO_DEVICE without a usable GPU.
+template <class T>
+Result assess_cuda_host(const T* original, const T* decompressed, const Shape& shape, const Options& options,
+                        int repeat = 1, double* kernel_seconds = nullptr);
 
 }  // namespace gsz::assess

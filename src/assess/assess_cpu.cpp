@@ -315,8 +315,7 @@ void ssim(const T* x, const T* y, const Grid& g, const Options& o, Result& r) {
 
 }  // namespace
 
-template <class T>
-Result assess_cpu(const T* original, const T* decompressed, const Shape& shape, const Options& options) {
+void validate(const Shape& shape, const Options& options) {
     GSZ_CHECK(shape.rank >= 1 && shape.rank <= 4, GSZ_STATUS_INVALID_ARGUMENT, "assess: rank %u is not 1..4",
               shape.rank);
     for (uint32_t a = 0; a < shape.rank; ++a)
@@ -327,6 +326,11 @@ Result assess_cpu(const T* original, const T* decompressed, const Shape& shape, 
               "assess: SSIM window %u is not 1..64", options.ssim_window);
     GSZ_CHECK(options.ssim_step >= 1 && options.ssim_step <= 64, GSZ_STATUS_INVALID_ARGUMENT,
               "assess: SSIM step %u is not 1..64", options.ssim_step);
+}
+
+template <class T>
+Result assess_cpu(const T* original, const T* decompressed, const Shape& shape, const Options& options) {
+    validate(shape, options);
     Shape s = shape;
     for (uint32_t a = shape.rank; a < 4; ++a) s.dims[a] = 1;
     const Grid g = make_grid(s);

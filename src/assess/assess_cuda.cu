@@ -1,0 +1,314 @@
+// CUDA backend of the assessment reductions and stencils (docs/METRICS.md),
+// fused by access pattern as cuZ-Checker designs them: one pass over both
+// arrays for every sum and extreme, one pass for the centered sums and both
+// PDFs, one pass over the interior for all four derived fields.  Each CTA
+// writes a partial (the same structs as the CPU backend, assess_math.hpp);
+// the host combines them in CTA order.
+#include "assess/assess.hpp"
+#include "assess/assess_math.hpp"
+#include "assess/assess_cuda.hpp"
+
+#include "runtime/cuda/device_buffer.hpp"
+
+#include <cub/block/block_reduce.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace gsz::assess {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+struct AddSums {
+    __device__ Sums operator()(Sums a, const Sums& b) const {
+        a.add(b);
+        return a;
+    }
+};
+struct AddCentered {
+    __device__ Centered operator()(Centered a, const Centered& b) const {
+        a.add(b);
+        return a;
+    }
+};
+
+__device__ __forceinline__ bool same_bits(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }
+__device__ __forceinline__ bool same_bits(double a, double b) {
+    return __double_as_longlong(a) == __double_as_longlong(b);
+}
+
+// Pass 1: CTA c reduces chunk c (kChunk elements) into partials[c].
+template <class T>
+__global__ void __launch_bounds__(kThreads) sums_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n,
+                                                        Sums* __restrict__ partials) {
+    const uint64_t begin = blockIdx.x * kChunk;
+    const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
+    Sums s;
+    for (uint64_t i = begin + threadIdx.x; i < end; i += kThreads) {
+        const T xv = __ldcs(x + i), yv = __ldcs(y + i);
+        if (!finite_value(xv)) {
+            ++s.nonfinite;
+            s.mismatches += !same_bits(xv, yv);
+            continue;
+        }
+        s.add_value(xv, yv, i);
+    }
+    using Reduce = cub::BlockReduce<Sums, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
+    __shared__ typename Reduce::TempStorage storage;
+    const Sums total = Reduce(storage).Reduce(s, AddSums{});
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+struct PassTwo {
+    double mx, my, mid;
+    double e_lo, e_width, p_lo, p_width;
+    uint32_t bins;
+};
+
+// Pass 2: centered sums per chunk, and both PDFs (shared-memory histograms
+// when they fit, integer atomics either way: counts do not depend on order).
+template <class T, bool kShared>
+__global__ void __launch_bounds__(kThreads)
+    centered_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, PassTwo q,
+                    Centered* __restrict__ partials, unsigned long long* __restrict__ e_hist,
+                    unsigned long long* __restrict__ p_hist) {
+    extern __shared__ uint32_t shared_hist[];
+    if constexpr (kShared) {
+        for (uint32_t b = threadIdx.x; b < 2 * q.bins; b += kThreads) shared_hist[b] = 0;
+        __syncthreads();
+    }
+    const uint64_t begin = blockIdx.x * kChunk;
+    const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
+    Centered s;
+    for (uint64_t i = begin + threadIdx.x; i < end; i += kThreads) {
+        const double xv = __ldcs(x + i), yv = __ldcs(y + i);
+        if (!finite_value(xv)) continue;
+        s.add_value(xv, yv, q.mx, q.my, q.mid);
+        const double e = yv - xv;
+        const uint32_t eb = bin_of(e, q.e_lo, q.e_width, q.bins);
+        if constexpr (kShared) atomicAdd(&shared_hist[eb], 1u);
+        else atomicAdd(&e_hist[eb], 1ull);
+        if (xv != 0) {
+            const uint32_t pb = bin_of(clamp_pwr(e / xv), q.p_lo, q.p_width, q.bins);
+            if constexpr (kShared) atomicAdd(&shared_hist[q.bins + pb], 1u);
+            else atomicAdd(&p_hist[pb], 1ull);
+        }
+    }
+    using Reduce = cub::BlockReduce<Centered, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
+    __shared__ typename Reduce::TempStorage storage;
+    const Centered total = Reduce(storage).Reduce(s, AddCentered{});
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+    if constexpr (kShared) {
+        __syncthreads();
+        for (uint32_t b = threadIdx.x; b < q.bins; b += kThreads) {
+            if (shared_hist[b]) atomicAdd(&e_hist[b], static_cast<unsigned long long>(shared_hist[b]));
+            if (shared_hist[q.bins + b])
+                atomicAdd(&p_hist[b], static_cast<unsigned long long>(shared_hist[q.bins + b]));
+        }
+    }
+}
+
+struct DerivedPartial {
+    DerivedAccum d[4];
+};
+struct AddDerivedPartial {
+    __device__ DerivedPartial operator()(DerivedPartial a, const DerivedPartial& b) const {
+        for (int k = 0; k < 4; ++k) a.d[k].add(b.d[k]);
+        return a;
+    }
+};
+
+// One pass over the interior rows (all axes but the fastest), CTAs striding
+// over rows, threads over the points of a row.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    stencil_kernel(const T* __restrict__ x, const T* __restrict__ y, Grid g, uint64_t rows, uint64_t extent1,
+                   uint64_t extent2, DerivedPartial* __restrict__ partials) {
+    DerivedPartial acc;
+    const uint64_t lo0 = g.used[0] ? 1 : 0, hi0 = g.used[0] ? g.n[0] - 1 : g.n[0];
+    const uint64_t lo1 = g.used[1] ? 1 : 0, lo2 = g.used[2] ? 1 : 0, lo3 = g.used[3] ? 1 : 0;
+    for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const uint64_t i1 = lo1 + row % extent1, i2 = lo2 + (row / extent1) % extent2, i3 = lo3 + row / (extent1 * extent2);
+        const uint64_t base = i1 * g.stride[1] + i2 * g.stride[2] + i3 * g.stride[3];
+        for (uint64_t i0 = lo0 + threadIdx.x; i0 < hi0; i0 += kThreads) {
+            double dx[4], dy[4];
+            derived_at(x, g, base + i0, dx);
+            derived_at(y, g, base + i0, dy);
+            for (int m = 0; m < 4; ++m) acc.d[m].add_value(dx[m], dy[m]);
+        }
+    }
+    using Reduce = cub::BlockReduce<DerivedPartial, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
+    __shared__ typename Reduce::TempStorage storage;
+    const DerivedPartial total = Reduce(storage).Reduce(acc, AddDerivedPartial{});
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+double psnr_of(double range, double mse) {
+    if (mse == 0) return std::numeric_limits<double>::infinity();
+    return 20 * std::log10(range) - 10 * std::log10(mse);
+}
+
+DerivedComparison finish(const DerivedAccum& d) {
+    DerivedComparison c;
+    c.computed = d.points > 0;
+    c.points = d.points;
+    c.max_abs_error = d.maxerr;
+    c.psnr = d.points ? psnr_of(d.omax - d.omin, d.sse / static_cast<double>(d.points)) : 0;
+    return c;
+}
+
+template <class T>
+void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Result& r, cudaStream_t s) {
+    const uint64_t chunks = (n + kChunk - 1) / kChunk;
+    GSZ_CHECK(chunks < (1u << 31), GSZ_STATUS_INVALID_ARGUMENT, "assess: array too large for one launch");
+    cuda::DeviceBuffer<Sums> d_sums(chunks, s);
+    sums_kernel<T><<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(x, y, n, d_sums.data());
+    GSZ_CUDA_LAUNCHED("sums_kernel");
+    std::vector<Sums> part;
+    cuda::copy_to_host(part, d_sums.data(), chunks, s);
+    Sums t;
+    for (const Sums& p : part) t.add(p);
+    r.num_nonfinite = t.nonfinite;
+    r.nonfinite_mismatches = t.mismatches;
+    if (t.finite == 0) return;
+    const double m = static_cast<double>(t.finite);
+    r.orig_min = t.xmin, r.orig_max = t.xmax, r.value_range = t.xmax - t.xmin, r.orig_mean = t.sx / m;
+    r.dec_min = t.ymin, r.dec_max = t.ymax, r.dec_mean = t.sy / m;
+    r.err_min = t.emin, r.err_max = t.emax, r.err_mean = t.se / m;
+    r.abs_err_min = t.aemin, r.abs_err_max = t.aemax > 0 ? t.aemax : 0, r.abs_err_mean = t.sae / m;
+    r.max_abs_err_index = t.aemax_index;
+    r.max_rel_error = r.value_range > 0 ? r.abs_err_max / r.value_range : 0;
+    r.pwr_count = t.pwr;
+    if (t.pwr) r.pwr_err_min = t.pwrmin, r.pwr_err_max = t.pwrmax, r.pwr_err_mean = t.spwr / static_cast<double>(t.pwr);
+    r.mse = t.see / m;
+    r.rmse = std::sqrt(r.mse);
+    r.nrmse = r.value_range > 0 ? r.rmse / r.value_range : 0;
+    r.psnr = psnr_of(r.value_range, r.mse);
+    r.l2_error = std::sqrt(t.see);
+    r.l2_error_normalized = t.syy > 0 ? r.l2_error / std::sqrt(t.syy) : 0;
+
+    PassTwo q;
+    q.mx = r.orig_mean, q.my = r.dec_mean, q.mid = t.xmin + r.value_range / 2;
+    q.bins = o.pdf_bins;
+    q.e_lo = r.err_min, q.e_width = (r.err_max - r.err_min) / q.bins;
+    r.pwr_pdf_min = t.pwr ? t.spwr_lo : 0, r.pwr_pdf_max = t.pwr ? t.spwr_hi : 0;
+    q.p_lo = r.pwr_pdf_min, q.p_width = (r.pwr_pdf_max - r.pwr_pdf_min) / q.bins;
+    cuda::DeviceBuffer<Centered> d_cent(chunks, s);
+    cuda::DeviceBuffer<unsigned long long> d_hist(2 * size_t{q.bins}, s);
+    d_hist.zero(s);
+    const size_t shared_bytes = 2 * size_t{q.bins} * sizeof(uint32_t);
+    if (shared_bytes <= 32 * 1024) {
+        centered_kernel<T, true><<<static_cast<unsigned>(chunks), kThreads, shared_bytes, s>>>(
+            x, y, n, q, d_cent.data(), d_hist.data(), d_hist.data() + q.bins);
+    } else {
+        centered_kernel<T, false><<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(
+            x, y, n, q, d_cent.data(), d_hist.data(), d_hist.data() + q.bins);
+    }
+    GSZ_CUDA_LAUNCHED("centered_kernel");
+    std::vector<Centered> cpart;
+    std::vector<unsigned long long> hist;
+    cuda::copy_to_host(cpart, d_cent.data(), chunks, s);
+    cuda::copy_to_host(hist, d_hist.data(), 2 * size_t{q.bins}, s);
+    Centered ct;
+    for (const Centered& p : cpart) ct.add(p);
+    r.pearson = ct.cxx > 0 && ct.cyy > 0 ? ct.cxy / std::sqrt(ct.cxx * ct.cyy) : (ct.cxx == ct.cyy ? 1.0 : 0.0);
+    r.snr = r.mse > 0 ? 10 * std::log10((ct.vmid / m) / r.mse) : std::numeric_limits<double>::infinity();
+    const uint32_t e_bins = q.e_width > 0 ? q.bins : 1, p_bins = q.p_width > 0 ? q.bins : 1;
+    r.error_pdf.assign(e_bins, 0.0);
+    std::vector<double> pp(p_bins, 0.0);
+    for (uint32_t b = 0; b < q.bins; ++b) {
+        r.error_pdf[b < e_bins ? b : e_bins - 1] += static_cast<double>(hist[b]);
+        pp[b < p_bins ? b : p_bins - 1] += static_cast<double>(hist[q.bins + b]);
+    }
+    for (double& v : r.error_pdf) v /= m;
+    if (t.pwr)
+        for (double& v : pp) v /= static_cast<double>(t.pwr);
+    r.pwr_error_pdf = t.pwr ? pp : std::vector<double>{};
+}
+
+template <class T>
+void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_t s) {
+    if (!(g.used[0] || g.used[1] || g.used[2] || g.used[3])) return;
+    auto interior = [&](int a) { return g.used[a] ? g.n[a] - 2 : g.n[a]; };
+    const uint64_t e1 = interior(1), e2 = interior(2), rows = e1 * e2 * interior(3);
+    const unsigned ctas = static_cast<unsigned>(rows < 4096 ? rows : 4096);
+    cuda::DeviceBuffer<DerivedPartial> d_part(ctas, s);
+    stencil_kernel<T><<<ctas, kThreads, 0, s>>>(x, y, g, rows, e1, e2, d_part.data());
+    GSZ_CUDA_LAUNCHED("stencil_kernel");
+    std::vector<DerivedPartial> part;
+    cuda::copy_to_host(part, d_part.data(), ctas, s);
+    DerivedPartial t;
+    for (const DerivedPartial& p : part)
+        for (int k = 0; k < 4; ++k) t.d[k].add(p.d[k]);
+    r.derivative1 = finish(t.d[0]);
+    r.derivative2 = finish(t.d[1]);
+    r.laplacian = finish(t.d[2]);
+    r.divergence = finish(t.d[3]);
+}
+
+}  // namespace
+
+template <class T>
+Result assess_cuda(const T* d_original, const T* d_decompressed, const Shape& shape, const Options& options,
+                   cudaStream_t stream) {
+    validate(shape, options);
+    Shape sh = shape;
+    for (uint32_t a = shape.rank; a < 4; ++a) sh.dims[a] = 1;
+    Grid g;
+    g.rank = sh.rank;
+    uint64_t st = 1;
+    for (int a = 0; a < 4; ++a) g.n[a] = sh.dims[a], g.stride[a] = st, st *= g.n[a], g.used[a] = g.n[a] >= 3;
+    Result r;
+    r.num_elements = sh.count();
+    if (options.reductions) reductions_cuda(d_original, d_decompressed, r.num_elements, options, r, stream);
+    if (options.stencils) stencils_cuda(d_original, d_decompressed, g, r, stream);
+    return r;
+}
+
+template <class T>
+Result assess_cuda_host(const T* original, const T* decompressed, const Shape& shape, const Options& options,
+                        int repeat, double* kernel_seconds) {
+    validate(shape, options);
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        fail(GSZ_STATUS_NO_DEVICE, "assess: no usable CUDA device");
+    }
+    uint64_t n = 1;
+    for (uint32_t a = 0; a < shape.rank; ++a) n *= shape.dims[a];
+    cudaStream_t s = nullptr;
+    cuda::DeviceBuffer<T> dx(n, s), dy(n, s);
+    GSZ_CUDA(cudaMemcpyAsync(dx.data(), original, n * sizeof(T), cudaMemcpyHostToDevice, s));
+    GSZ_CUDA(cudaMemcpyAsync(dy.data(), decompressed, n * sizeof(T), cudaMemcpyHostToDevice, s));
+    cudaEvent_t start, stop;
+    GSZ_CUDA(cudaEventCreate(&start));
+    GSZ_CUDA(cudaEventCreate(&stop));
+    Result r;
+    std::vector<double> times;
+    for (int it = 0; it < (repeat > 0 ? repeat : 1); ++it) {
+        GSZ_CUDA(cudaEventRecord(start, s));
+        r = assess_cuda(dx.data(), dy.data(), shape, options, s);
+        GSZ_CUDA(cudaEventRecord(stop, s));
+        GSZ_CUDA(cudaEventSynchronize(stop));
+        float ms = 0;
+        GSZ_CUDA(cudaEventElapsedTime(&ms, start, stop));
+        times.push_back(ms / 1e3);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::sort(times.begin(), times.end());
+    if (kernel_seconds) *kernel_seconds = times[times.size() / 2];
+    return r;
+}
+
+template Result assess_cuda<float>(const float*, const float*, const Shape&, const Options&, cudaStream_t);
+template Result assess_cuda<double>(const double*, const double*, const Shape&, const Options&, cudaStream_t);
+template Result assess_cuda_host<float>(const float*, const float*, const Shape&, const Options&, int, double*);
+template Result assess_cuda_host<double>(const double*, const double*, const Shape&, const Options&, int, double*);
+
+}  // namespace gsz::assess

@@ -1,0 +1,118 @@
+// The CUDA assessment kernels (reductions, stencils) against the CPU backend
+// on real fields and synthetic 1-D to 4-D arrays, float32 and float64, with
+// non-finite originals.  Skipped, visibly, without a GPU.
+#include "test_util.hpp"
+
+#include "assess/assess.hpp"
+#include "pipeline/bench.hpp"
+
+#include <cmath>
+#include <random>
+
+using namespace gsz::test;
+
+namespace {
+
+#define REQUIRE_GPU()                                                                  \
+    do {                                                                               \
+        std::string why;                                                               \
+        if (!gsz::pipeline::cuda_backend_available(&why))                              \
+            GTEST_SKIP() << "no usable GPU (" << why << "): CUDA assess not tested";   \
+    } while (0)
+
+void close(double got, double want, const char* what) {
+    if (std::isinf(want)) {
+        EXPECT_EQ(got, want) << what;
+        return;
+    }
+    EXPECT_NEAR(got, want, 1e-9 * std::max(1.0, std::fabs(want))) << what;
+}
+
+template <class T>
+void same_as_cpu(const std::vector<T>& x, const std::vector<T>& y, const std::vector<uint64_t>& dims) {
+    gsz::assess::Shape shape;
+    shape.rank = static_cast<uint32_t>(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) shape.dims[d] = dims[d];
+    gsz::assess::Options o;
+    o.autocorr = o.ssim = false;
+    const auto c = gsz::assess::assess_cpu(x.data(), y.data(), shape, o);
+    const auto g = gsz::assess::assess_cuda_host(x.data(), y.data(), shape, o);
+    EXPECT_EQ(g.num_nonfinite, c.num_nonfinite);
+    EXPECT_EQ(g.nonfinite_mismatches, c.nonfinite_mismatches);
+    EXPECT_EQ(g.orig_min, c.orig_min);
+    EXPECT_EQ(g.orig_max, c.orig_max);
+    EXPECT_EQ(g.err_min, c.err_min);
+    EXPECT_EQ(g.err_max, c.err_max);
+    EXPECT_EQ(g.abs_err_max, c.abs_err_max);
+    EXPECT_EQ(g.max_abs_err_index, c.max_abs_err_index);
+    EXPECT_EQ(g.pwr_err_max, c.pwr_err_max);
+    EXPECT_EQ(g.pwr_count, c.pwr_count);
+    close(g.mse, c.mse, "mse");
+    close(g.psnr, c.psnr, "psnr");
+    close(g.snr, c.snr, "snr");
+    close(g.nrmse, c.nrmse, "nrmse");
+    close(g.pearson, c.pearson, "pearson");
+    close(g.orig_mean, c.orig_mean, "mean");
+    close(g.abs_err_mean, c.abs_err_mean, "mean abs error");
+    close(g.pwr_err_mean, c.pwr_err_mean, "mean pwr error");
+    close(g.l2_error_normalized, c.l2_error_normalized, "l2 normalized");
+    EXPECT_EQ(g.error_pdf, c.error_pdf);
+    EXPECT_EQ(g.pwr_error_pdf, c.pwr_error_pdf);
+    const gsz::assess::DerivedComparison* gd[4] = {&g.derivative1, &g.derivative2, &g.laplacian, &g.divergence};
+    const gsz::assess::DerivedComparison* cd[4] = {&c.derivative1, &c.derivative2, &c.laplacian, &c.divergence};
+    for (int k = 0; k < 4; ++k) {
+        EXPECT_EQ(gd[k]->computed, cd[k]->computed) << k;
+        EXPECT_EQ(gd[k]->points, cd[k]->points) << k;
+        EXPECT_EQ(gd[k]->max_abs_error, cd[k]->max_abs_error) << k;
+        close(gd[k]->psnr, cd[k]->psnr, "derived psnr");
+    }
+}
+
+template <class T>
+std::vector<T> perturbed(const std::vector<T>& x, double scale, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(-scale, scale);
+    std::vector<T> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = static_cast<T>(x[i] + u(rng));
+    return y;
+}
+
+TEST(CudaAssess, RealFieldsMatchCpu) {
+    REQUIRE_GPU();
+    auto fields = shared_fields();
+    if (fields.empty()) fields.push_back({"sperr_wmag_91x91x91", repo_dir() / "data" / "sperr_wmag_91x91x91.f32",
+                                          GSZ_DTYPE_F32, {91, 91, 91}});
+    for (const Field& f : fields) {
+        SCOPED_TRACE(f.name);
+        if (f.dtype == GSZ_DTYPE_F32) {
+            const auto x = read_raw<float>(f.path);
+            same_as_cpu(x, perturbed(x, 0.01, 1), f.dims);
+        } else {
+            const auto x = read_raw<double>(f.path);
+            same_as_cpu(x, perturbed(x, 1e-6, 2), f.dims);
+        }
+    }
+}
+
+TEST(CudaAssess, ShapesAndNonFiniteMatchCpu) {
+    REQUIRE_GPU();
+    for (const auto& dims : std::vector<std::vector<uint64_t>>{{1}, {2}, {100003}, {300, 7}, {2, 500}, {17, 9, 5}, {9, 8, 7, 3}}) {
+        uint64_t n = 1;
+        for (auto d : dims) n *= d;
+        std::vector<float> x(n);
+        std::vector<double> xd(n);
+        for (uint64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::sin(i * 0.01) * 50 + (i % 11)), xd[i] = x[i] * 1.5;
+        auto y = perturbed(x, 0.3, 5);
+        auto yd = perturbed(xd, 0.3, 6);
+        if (n > 50) {
+            x[7] = y[7] = std::numeric_limits<float>::quiet_NaN();
+            x[20] = std::numeric_limits<float>::infinity(), y[20] = 3.0f;
+            x[30] = 0;
+        }
+        same_as_cpu(x, y, dims);
+        same_as_cpu(xd, yd, dims);
+        same_as_cpu(x, x, dims);  // identical: zero-width PDF, infinite PSNR
+    }
+}
+
+}  // namespace
