@@ -49,14 +49,26 @@ __global__ void __launch_bounds__(kThreads) sums_kernel(const T* __restrict__ x,
     const uint64_t begin = blockIdx.x * kChunk;
     const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
     Sums s;
-    for (uint64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-        const T xv = __ldcs(x + i), yv = __ldcs(y + i);
-        if (!finite_value(xv)) {
-            ++s.nonfinite;
-            s.mismatches += !same_bits(xv, yv);
-            continue;
+    constexpr int kUnroll = 4;  // loads in flight per thread and array
+    for (uint64_t base = begin + threadIdx.x; base < end; base += kUnroll * kThreads) {
+        T xv[kUnroll], yv[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            const uint64_t i = base + u * kThreads;
+            xv[u] = i < end ? __ldcs(x + i) : T(0);
+            yv[u] = i < end ? __ldcs(y + i) : T(0);
         }
-        s.add_value(xv, yv, i);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            const uint64_t i = base + u * kThreads;
+            if (i >= end) break;
+            if (!finite_value(xv[u])) {
+                ++s.nonfinite;
+                s.mismatches += !same_bits(xv[u], yv[u]);
+            } else {
+                s.add_value(xv[u], yv[u], i);
+            }
+        }
     }
     using Reduce = cub::BlockReduce<Sums, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
@@ -85,8 +97,19 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t begin = blockIdx.x * kChunk;
     const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
     Centered s;
-    for (uint64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-        const double xv = __ldcs(x + i), yv = __ldcs(y + i);
+    constexpr int kUnroll = 4;
+    for (uint64_t base = begin + threadIdx.x; base < end; base += kUnroll * kThreads) {
+        T xl[kUnroll], yl[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            const uint64_t i = base + u * kThreads;
+            xl[u] = i < end ? __ldcs(x + i) : T(0);
+            yl[u] = i < end ? __ldcs(y + i) : T(0);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+        if (base + u * kThreads >= end) break;
+        const double xv = xl[u], yv = yl[u];
         if (!finite_value(xv)) continue;
         s.add_value(xv, yv, q.mx, q.my, q.mid);
         const double e = yv - xv;
@@ -97,6 +120,7 @@ __global__ void __launch_bounds__(kThreads)
             const uint32_t pb = bin_of(clamp_pwr(e / xv), q.p_lo, q.p_width, q.bins);
             if constexpr (kShared) atomicAdd(&shared_hist[q.bins + pb], 1u);
             else atomicAdd(&p_hist[pb], 1ull);
+        }
         }
     }
     using Reduce = cub::BlockReduce<Centered, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
@@ -123,29 +147,29 @@ struct AddDerivedPartial {
     }
 };
 
-// One pass over the interior rows (all axes but the fastest), CTAs striding
-// over rows, threads over the points of a row.
+// One pass over the interior points: threads stride over (row, x) pairs of
+// the interior, so short rows do not leave threads idle.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     stencil_kernel(const T* __restrict__ x, const T* __restrict__ y, Grid g, uint64_t rows, uint64_t extent1,
                    uint64_t extent2, DerivedPartial* __restrict__ partials) {
     DerivedPartial acc;
-    const uint64_t lo0 = g.used[0] ? 1 : 0, hi0 = g.used[0] ? g.n[0] - 1 : g.n[0];
+    const uint64_t lo0 = g.used[0] ? 1 : 0, width = g.used[0] ? g.n[0] - 2 : g.n[0];
     const uint64_t lo1 = g.used[1] ? 1 : 0, lo2 = g.used[2] ? 1 : 0, lo3 = g.used[3] ? 1 : 0;
-    for (uint64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const uint64_t total = rows * width;
+    for (uint64_t k = blockIdx.x * uint64_t{kThreads} + threadIdx.x; k < total; k += uint64_t{gridDim.x} * kThreads) {
+        const uint64_t row = k / width, i0 = lo0 + (k - row * width);
         const uint64_t i1 = lo1 + row % extent1, i2 = lo2 + (row / extent1) % extent2, i3 = lo3 + row / (extent1 * extent2);
-        const uint64_t base = i1 * g.stride[1] + i2 * g.stride[2] + i3 * g.stride[3];
-        for (uint64_t i0 = lo0 + threadIdx.x; i0 < hi0; i0 += kThreads) {
-            double dx[4], dy[4];
-            derived_at(x, g, base + i0, dx);
-            derived_at(y, g, base + i0, dy);
-            for (int m = 0; m < 4; ++m) acc.d[m].add_value(dx[m], dy[m]);
-        }
+        const uint64_t i = i0 + i1 * g.stride[1] + i2 * g.stride[2] + i3 * g.stride[3];
+        double dx[4], dy[4];
+        derived_at(x, g, i, dx);
+        derived_at(y, g, i, dy);
+        for (int m = 0; m < 4; ++m) acc.d[m].add_value(dx[m], dy[m]);
     }
     using Reduce = cub::BlockReduce<DerivedPartial, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
-    const DerivedPartial total = Reduce(storage).Reduce(acc, AddDerivedPartial{});
-    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+    const DerivedPartial sum = Reduce(storage).Reduce(acc, AddDerivedPartial{});
+    if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
 double psnr_of(double range, double mse) {
@@ -236,7 +260,9 @@ void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_
     if (!(g.used[0] || g.used[1] || g.used[2] || g.used[3])) return;
     auto interior = [&](int a) { return g.used[a] ? g.n[a] - 2 : g.n[a]; };
     const uint64_t e1 = interior(1), e2 = interior(2), rows = e1 * e2 * interior(3);
-    const unsigned ctas = static_cast<unsigned>(rows < 4096 ? rows : 4096);
+    const uint64_t points = rows * (g.used[0] ? g.n[0] - 2 : g.n[0]);
+    const uint64_t want = (points + kThreads - 1) / kThreads;
+    const unsigned ctas = static_cast<unsigned>(want < 8192 ? (want ? want : 1) : 8192);
     cuda::DeviceBuffer<DerivedPartial> d_part(ctas, s);
     stencil_kernel<T><<<ctas, kThreads, 0, s>>>(x, y, g, rows, e1, e2, d_part.data());
     GSZ_CUDA_LAUNCHED("stencil_kernel");
