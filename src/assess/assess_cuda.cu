@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t begin = blockIdx.x * kChunk;
     const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
     Centered s;
-    constexpr int kUnroll = 4;
+    constexpr int kUnroll = 4;  // loads in flight per thread and array
     for (uint64_t base = begin + threadIdx.x; base < end; base += kUnroll * kThreads) {
         T xl[kUnroll], yl[kUnroll];
 #pragma unroll
@@ -108,19 +108,19 @@ __global__ void __launch_bounds__(kThreads)
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-        if (base + u * kThreads >= end) break;
-        const double xv = xl[u], yv = yl[u];
-        if (!finite_value(xv)) continue;
-        s.add_value(xv, yv, q.mx, q.my, q.mid);
-        const double e = yv - xv;
-        const uint32_t eb = bin_of(e, q.e_lo, q.e_width, q.bins);
-        if constexpr (kShared) atomicAdd(&shared_hist[eb], 1u);
-        else atomicAdd(&e_hist[eb], 1ull);
-        if (xv != 0) {
-            const uint32_t pb = bin_of(clamp_pwr(e / xv), q.p_lo, q.p_width, q.bins);
-            if constexpr (kShared) atomicAdd(&shared_hist[q.bins + pb], 1u);
-            else atomicAdd(&p_hist[pb], 1ull);
-        }
+            if (base + u * kThreads >= end) break;
+            const double xv = xl[u], yv = yl[u];
+            if (!finite_value(xv)) continue;
+            s.add_value(xv, yv, q.mx, q.my, q.mid);
+            const double e = yv - xv;
+            const uint32_t eb = bin_of(e, q.e_lo, q.e_width, q.bins);
+            if constexpr (kShared) atomicAdd(&shared_hist[eb], 1u);
+            else atomicAdd(&e_hist[eb], 1ull);
+            if (xv != 0) {
+                const uint32_t pb = bin_of(clamp_pwr(e / xv), q.p_lo, q.p_width, q.bins);
+                if constexpr (kShared) atomicAdd(&shared_hist[q.bins + pb], 1u);
+                else atomicAdd(&p_hist[pb], 1ull);
+            }
         }
     }
     using Reduce = cub::BlockReduce<Centered, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
