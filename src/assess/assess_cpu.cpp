@@ -4,6 +4,7 @@
 // pass over the interior points; SSIM uses separable box sums and sliding
 // min/max of the original, one axis at a time.
 #include "assess/assess.hpp"
+#include "assess/assess_finish.hpp"
 #include "assess/assess_math.hpp"
 
 #include "runtime/parallel.hpp"
@@ -20,11 +21,6 @@ namespace gsz::assess {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-double psnr_of(double range, double mse) {
-    if (mse == 0) return kInf;
-    return 20 * std::log10(range) - 10 * std::log10(mse);
-}
 
 template <class T>
 void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r) {
@@ -47,34 +43,13 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
     }
     Sums t;
     for (const Sums& s : part) t.add(s);
-    r.num_nonfinite = t.nonfinite;
-    r.nonfinite_mismatches = t.mismatches;
-    if (t.finite == 0) return;
-    const double m = static_cast<double>(t.finite);
-    r.orig_min = t.xmin, r.orig_max = t.xmax, r.value_range = t.xmax - t.xmin, r.orig_mean = t.sx / m;
-    r.dec_min = t.ymin, r.dec_max = t.ymax, r.dec_mean = t.sy / m;
-    r.err_min = t.emin, r.err_max = t.emax, r.err_mean = t.se / m;
-    r.abs_err_min = t.aemin, r.abs_err_max = std::max(0.0, t.aemax), r.abs_err_mean = t.sae / m;
-    r.max_abs_err_index = t.aemax_index;
-    r.max_rel_error = r.value_range > 0 ? r.abs_err_max / r.value_range : 0;
-    r.pwr_count = t.pwr;
-    if (t.pwr) r.pwr_err_min = t.pwrmin, r.pwr_err_max = t.pwrmax, r.pwr_err_mean = t.spwr / static_cast<double>(t.pwr);
-    r.mse = t.see / m;
-    r.rmse = std::sqrt(r.mse);
-    r.nrmse = r.value_range > 0 ? r.rmse / r.value_range : 0;
-    r.psnr = psnr_of(r.value_range, r.mse);
-    r.l2_error = std::sqrt(t.see);
-    r.l2_error_normalized = t.syy > 0 ? r.l2_error / std::sqrt(t.syy) : 0;
+    if (!finish_sums(t, r)) return;
 
     // Second pass: centered sums (Pearson, SNR's variance about mid-range) and the PDFs.
-    const double mid = t.xmin + r.value_range / 2;
-    const uint32_t bins = o.pdf_bins;
-    const double e_width = (r.err_max - r.err_min) / bins;
-    r.pwr_pdf_min = t.pwr ? t.spwr_lo : 0, r.pwr_pdf_max = t.pwr ? t.spwr_hi : 0;
-    const double p_width = (r.pwr_pdf_max - r.pwr_pdf_min) / bins;
+    const PassTwo q = pass_two_of(t, r, o.pdf_bins);
+    const uint32_t bins = q.bins;
     std::vector<Centered> cpart(chunks);
     std::vector<std::vector<uint64_t>> ehist(threads, std::vector<uint64_t>(bins, 0)), phist = ehist;
-    const double mx = r.orig_mean, my = r.dec_mean;
 #pragma omp parallel num_threads(threads)
     {
         auto& eh = ehist[thread_index()];
@@ -86,30 +61,23 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
             for (uint64_t i = c * kChunk; i < end; ++i) {
                 if (!std::isfinite(x[i])) continue;
                 const double xv = x[i], yv = y[i], e = yv - xv;
-                s.add_value(xv, yv, mx, my, mid);
-                ++eh[bin_of(e, r.err_min, e_width, bins)];
-                if (xv != 0) ++ph[bin_of(clamp_pwr(e / xv), r.pwr_pdf_min, p_width, bins)];
+                s.add_value(xv, yv, q.mx, q.my, q.mid);
+                ++eh[bin_of(e, q.e_lo, q.e_width, bins)];
+                if (xv != 0) ++ph[bin_of(clamp_pwr(e / xv), q.p_lo, q.p_width, bins)];
             }
             cpart[c] = s;
         }
     }
     Centered ct;
     for (const Centered& s : cpart) ct.add(s);
-    r.pearson = ct.cxx > 0 && ct.cyy > 0 ? ct.cxy / std::sqrt(ct.cxx * ct.cyy) : (ct.cxx == ct.cyy ? 1.0 : 0.0);
-    r.snr = r.mse > 0 ? 10 * std::log10((ct.vmid / m) / r.mse) : kInf;
-    const uint32_t used_bins = e_width > 0 ? bins : 1;
-    r.error_pdf.assign(used_bins, 0.0);
-    std::vector<double> pp(p_width > 0 ? bins : 1, 0.0);
+    std::vector<double> e_counts(bins, 0.0), p_counts(bins, 0.0);
     for (int t2 = 0; t2 < threads; ++t2) {
         for (uint32_t b = 0; b < bins; ++b) {
-            r.error_pdf[std::min(b, used_bins - 1)] += static_cast<double>(ehist[t2][b]);
-            pp[std::min<size_t>(b, pp.size() - 1)] += static_cast<double>(phist[t2][b]);
+            e_counts[b] += static_cast<double>(ehist[t2][b]);
+            p_counts[b] += static_cast<double>(phist[t2][b]);
         }
     }
-    for (double& v : r.error_pdf) v /= m;
-    if (t.pwr)
-        for (double& v : pp) v /= static_cast<double>(t.pwr);
-    r.pwr_error_pdf = t.pwr ? pp : std::vector<double>{};
+    finish_centered(ct, t, q, e_counts, p_counts, r);
 }
 
 Grid make_grid(const Shape& s) {
@@ -123,15 +91,6 @@ Grid make_grid(const Shape& s) {
         g.used[a] = g.n[a] >= 3;
     }
     return g;
-}
-
-DerivedComparison finish(const DerivedAccum& d) {
-    DerivedComparison c;
-    c.computed = d.points > 0;
-    c.points = d.points;
-    c.max_abs_error = d.maxerr;
-    c.psnr = d.points ? psnr_of(d.omax - d.omin, d.sse / static_cast<double>(d.points)) : 0;
-    return c;
 }
 
 template <class T>
@@ -164,10 +123,10 @@ void stencils(const T* x, const T* y, const Grid& g, const Options& o, Result& r
     std::array<DerivedAccum, 4> total;
     for (const auto& p : part)
         for (int m = 0; m < 4; ++m) total[m].add(p[m]);
-    r.derivative1 = finish(total[0]);
-    r.derivative2 = finish(total[1]);
-    r.laplacian = finish(total[2]);
-    r.divergence = finish(total[3]);
+    r.derivative1 = finish_derived(total[0]);
+    r.derivative2 = finish_derived(total[1]);
+    r.laplacian = finish_derived(total[2]);
+    r.divergence = finish_derived(total[3]);
 }
 
 // ac(d) = [sum_{pairs} (e_i - m)(e_j - m) / pairs] / [sum (e_i - m)^2 / N]

@@ -5,6 +5,7 @@
 // writes a partial (the same structs as the CPU backend, assess_math.hpp);
 // the host combines them in CTA order.
 #include "assess/assess.hpp"
+#include "assess/assess_finish.hpp"
 #include "assess/assess_math.hpp"
 #include "assess/assess_cuda.hpp"
 
@@ -75,12 +76,6 @@ __global__ void __launch_bounds__(kThreads) sums_kernel(const T* __restrict__ x,
     const Sums total = Reduce(storage).Reduce(s, AddSums{});
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
-
-struct PassTwo {
-    double mx, my, mid;
-    double e_lo, e_width, p_lo, p_width;
-    uint32_t bins;
-};
 
 // Pass 2: centered sums per chunk, and both PDFs (shared-memory histograms
 // when they fit, integer atomics either way: counts do not depend on order).
@@ -172,20 +167,6 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
-double psnr_of(double range, double mse) {
-    if (mse == 0) return std::numeric_limits<double>::infinity();
-    return 20 * std::log10(range) - 10 * std::log10(mse);
-}
-
-DerivedComparison finish(const DerivedAccum& d) {
-    DerivedComparison c;
-    c.computed = d.points > 0;
-    c.points = d.points;
-    c.max_abs_error = d.maxerr;
-    c.psnr = d.points ? psnr_of(d.omax - d.omin, d.sse / static_cast<double>(d.points)) : 0;
-    return c;
-}
-
 template <class T>
 void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Result& r, cudaStream_t s) {
     const uint64_t chunks = (n + kChunk - 1) / kChunk;
@@ -197,31 +178,8 @@ void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Resul
     cuda::copy_to_host(part, d_sums.data(), chunks, s);
     Sums t;
     for (const Sums& p : part) t.add(p);
-    r.num_nonfinite = t.nonfinite;
-    r.nonfinite_mismatches = t.mismatches;
-    if (t.finite == 0) return;
-    const double m = static_cast<double>(t.finite);
-    r.orig_min = t.xmin, r.orig_max = t.xmax, r.value_range = t.xmax - t.xmin, r.orig_mean = t.sx / m;
-    r.dec_min = t.ymin, r.dec_max = t.ymax, r.dec_mean = t.sy / m;
-    r.err_min = t.emin, r.err_max = t.emax, r.err_mean = t.se / m;
-    r.abs_err_min = t.aemin, r.abs_err_max = t.aemax > 0 ? t.aemax : 0, r.abs_err_mean = t.sae / m;
-    r.max_abs_err_index = t.aemax_index;
-    r.max_rel_error = r.value_range > 0 ? r.abs_err_max / r.value_range : 0;
-    r.pwr_count = t.pwr;
-    if (t.pwr) r.pwr_err_min = t.pwrmin, r.pwr_err_max = t.pwrmax, r.pwr_err_mean = t.spwr / static_cast<double>(t.pwr);
-    r.mse = t.see / m;
-    r.rmse = std::sqrt(r.mse);
-    r.nrmse = r.value_range > 0 ? r.rmse / r.value_range : 0;
-    r.psnr = psnr_of(r.value_range, r.mse);
-    r.l2_error = std::sqrt(t.see);
-    r.l2_error_normalized = t.syy > 0 ? r.l2_error / std::sqrt(t.syy) : 0;
-
-    PassTwo q;
-    q.mx = r.orig_mean, q.my = r.dec_mean, q.mid = t.xmin + r.value_range / 2;
-    q.bins = o.pdf_bins;
-    q.e_lo = r.err_min, q.e_width = (r.err_max - r.err_min) / q.bins;
-    r.pwr_pdf_min = t.pwr ? t.spwr_lo : 0, r.pwr_pdf_max = t.pwr ? t.spwr_hi : 0;
-    q.p_lo = r.pwr_pdf_min, q.p_width = (r.pwr_pdf_max - r.pwr_pdf_min) / q.bins;
+    if (!finish_sums(t, r)) return;
+    const PassTwo q = pass_two_of(t, r, o.pdf_bins);
     cuda::DeviceBuffer<Centered> d_cent(chunks, s);
     cuda::DeviceBuffer<unsigned long long> d_hist(2 * size_t{q.bins}, s);
     d_hist.zero(s);
@@ -240,19 +198,8 @@ void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Resul
     cuda::copy_to_host(hist, d_hist.data(), 2 * size_t{q.bins}, s);
     Centered ct;
     for (const Centered& p : cpart) ct.add(p);
-    r.pearson = ct.cxx > 0 && ct.cyy > 0 ? ct.cxy / std::sqrt(ct.cxx * ct.cyy) : (ct.cxx == ct.cyy ? 1.0 : 0.0);
-    r.snr = r.mse > 0 ? 10 * std::log10((ct.vmid / m) / r.mse) : std::numeric_limits<double>::infinity();
-    const uint32_t e_bins = q.e_width > 0 ? q.bins : 1, p_bins = q.p_width > 0 ? q.bins : 1;
-    r.error_pdf.assign(e_bins, 0.0);
-    std::vector<double> pp(p_bins, 0.0);
-    for (uint32_t b = 0; b < q.bins; ++b) {
-        r.error_pdf[b < e_bins ? b : e_bins - 1] += static_cast<double>(hist[b]);
-        pp[b < p_bins ? b : p_bins - 1] += static_cast<double>(hist[q.bins + b]);
-    }
-    for (double& v : r.error_pdf) v /= m;
-    if (t.pwr)
-        for (double& v : pp) v /= static_cast<double>(t.pwr);
-    r.pwr_error_pdf = t.pwr ? pp : std::vector<double>{};
+    const std::vector<double> e_counts(hist.begin(), hist.begin() + q.bins), p_counts(hist.begin() + q.bins, hist.end());
+    finish_centered(ct, t, q, e_counts, p_counts, r);
 }
 
 template <class T>
@@ -271,10 +218,10 @@ void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_
     DerivedPartial t;
     for (const DerivedPartial& p : part)
         for (int k = 0; k < 4; ++k) t.d[k].add(p.d[k]);
-    r.derivative1 = finish(t.d[0]);
-    r.derivative2 = finish(t.d[1]);
-    r.laplacian = finish(t.d[2]);
-    r.divergence = finish(t.d[3]);
+    r.derivative1 = finish_derived(t.d[0]);
+    r.derivative2 = finish_derived(t.d[1]);
+    r.laplacian = finish_derived(t.d[2]);
+    r.divergence = finish_derived(t.d[3]);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+// Turning combined partials into results: host code shared by the CPU and
+// CUDA backends so both finish the metrics with the same formulas.
+#pragma once
+
+#include "assess/assess.hpp"
+#include "assess/assess_math.hpp"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace gsz::assess {
+
+inline double psnr_of(double range, double mse) {
+    if (mse == 0) return std::numeric_limits<double>::infinity();
+    return 20 * std::log10(range) - 10 * std::log10(mse);
+}
+
+inline DerivedComparison finish_derived(const DerivedAccum& d) {
+    DerivedComparison c;
+    c.computed = d.points > 0;
+    c.points = d.points;
+    c.max_abs_error = d.maxerr;
+    c.psnr = d.points ? psnr_of(d.omax - d.omin, d.sse / static_cast<double>(d.points)) : 0;
+    return c;
+}
+
+// The first pass's results; false when no original is finite (nothing more to do).
+inline bool finish_sums(const Sums& t, Result& r) {
+    r.num_nonfinite = t.nonfinite;
+    r.nonfinite_mismatches = t.mismatches;
+    if (t.finite == 0) return false;
+    const double m = static_cast<double>(t.finite);
+    r.orig_min = t.xmin, r.orig_max = t.xmax, r.value_range = t.xmax - t.xmin, r.orig_mean = t.sx / m;
+    r.dec_min = t.ymin, r.dec_max = t.ymax, r.dec_mean = t.sy / m;
+    r.err_min = t.emin, r.err_max = t.emax, r.err_mean = t.se / m;
+    r.abs_err_min = t.aemin, r.abs_err_max = t.aemax > 0 ? t.aemax : 0, r.abs_err_mean = t.sae / m;
+    r.max_abs_err_index = t.aemax_index;
+    r.max_rel_error = r.value_range > 0 ? r.abs_err_max / r.value_range : 0;
+    r.pwr_count = t.pwr;
+    if (t.pwr) r.pwr_err_min = t.pwrmin, r.pwr_err_max = t.pwrmax, r.pwr_err_mean = t.spwr / static_cast<double>(t.pwr);
+    r.mse = t.see / m;
+    r.rmse = std::sqrt(r.mse);
+    r.nrmse = r.value_range > 0 ? r.rmse / r.value_range : 0;
+    r.psnr = psnr_of(r.value_range, r.mse);
+    r.l2_error = std::sqrt(t.see);
+    r.l2_error_normalized = t.syy > 0 ? r.l2_error / std::sqrt(t.syy) : 0;
+    r.pwr_pdf_min = t.pwr ? t.spwr_lo : 0, r.pwr_pdf_max = t.pwr ? t.spwr_hi : 0;
+    return true;
+}
+
+// What the second pass needs from the first.
+struct PassTwo {
+    double mx, my, mid;
+    double e_lo, e_width, p_lo, p_width;
+    uint32_t bins;
+};
+
+inline PassTwo pass_two_of(const Sums& t, const Result& r, uint32_t bins) {
+    PassTwo q;
+    q.mx = r.orig_mean, q.my = r.dec_mean, q.mid = t.xmin + r.value_range / 2;
+    q.bins = bins;
+    q.e_lo = r.err_min, q.e_width = (r.err_max - r.err_min) / bins;
+    q.p_lo = r.pwr_pdf_min, q.p_width = (r.pwr_pdf_max - r.pwr_pdf_min) / bins;
+    return q;
+}
+
+// The second pass's results: Pearson, SNR and the PDFs from the bin counts
+// (error bins then point-wise relative bins, `bins` each).
+inline void finish_centered(const Centered& ct, const Sums& t, const PassTwo& q,
+                            const std::vector<double>& e_counts, const std::vector<double>& p_counts, Result& r) {
+    const double m = static_cast<double>(t.finite);
+    r.pearson = ct.cxx > 0 && ct.cyy > 0 ? ct.cxy / std::sqrt(ct.cxx * ct.cyy) : (ct.cxx == ct.cyy ? 1.0 : 0.0);
+    r.snr = r.mse > 0 ? 10 * std::log10((ct.vmid / m) / r.mse) : std::numeric_limits<double>::infinity();
+    const uint32_t e_bins = q.e_width > 0 ? q.bins : 1, p_bins = q.p_width > 0 ? q.bins : 1;
+    r.error_pdf.assign(e_bins, 0.0);
+    std::vector<double> pp(p_bins, 0.0);
+    for (uint32_t b = 0; b < q.bins; ++b) {
+        r.error_pdf[b < e_bins ? b : e_bins - 1] += e_counts[b];
+        pp[b < p_bins ? b : p_bins - 1] += p_counts[b];
+    }
+    for (double& v : r.error_pdf) v /= m;
+    if (t.pwr)
+        for (double& v : pp) v /= static_cast<double>(t.pwr);
+    r.pwr_error_pdf = t.pwr ? pp : std::vector<double>{};
+}
+
+}  // namespace gsz::assess
