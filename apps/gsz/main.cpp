@@ -760,16 +760,14 @@ int run_assess(const AssessArgs& a) {
     double kernel_s = 0;
     gsz::assess::Result r;
     if (gpu) {
-        // Reductions and stencils on the GPU; autocorrelation and SSIM on the CPU.
+        // Reductions, stencils and SSIM on the GPU; the autocorrelation on the CPU.
         gsz::assess::Options g = o, c = o;
-        g.autocorr = g.ssim = false;
-        c.reductions = c.stencils = false;
+        g.autocorr = false;
+        c.reductions = c.stencils = c.ssim = false;
         r = a.dtype == "f64" ? run(double{}, true, g, &kernel_s) : run(float{}, true, g, &kernel_s);
-        if (c.autocorr || c.ssim) {
+        if (c.autocorr) {
             const gsz::assess::Result rc = a.dtype == "f64" ? run(double{}, false, c, nullptr) : run(float{}, false, c, nullptr);
             r.error_autocorr = rc.error_autocorr, r.error_autocorr_axis = rc.error_autocorr_axis;
-            r.ssim_computed = rc.ssim_computed, r.ssim = rc.ssim, r.ssim_windows = rc.ssim_windows;
-            std::copy(rc.ssim_window_used, rc.ssim_window_used + 4, r.ssim_window_used);
         }
     } else {
         r = a.dtype == "f64" ? run(double{}, false, o, nullptr) : run(float{}, false, o, nullptr);
@@ -938,7 +936,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     as->add_option("--threads", aa.threads, "CPU threads (0 = all)")->capture_default_str();
     as->add_option("--device", aa.device,
-                   "cpu, or cuda: reductions and stencils on the GPU (autocorrelation and SSIM stay on the CPU)")
+                   "cpu, or cuda: reductions, stencils and SSIM on the GPU (the autocorrelation stays on the CPU)")
         ->capture_default_str();
     as->add_option("--repeat", aa.repeat, "With --device cuda: time the GPU metrics this many times (median)")
         ->capture_default_str();

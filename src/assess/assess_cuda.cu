@@ -224,6 +224,134 @@ void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_
     r.divergence = finish_derived(t.d[3]);
 }
 
+// ---- SSIM: separable box statistics, one axis per pass (as the CPU does) ------
+
+// The seven per-window statistics, one array each: sums of x, y, x², y², xy,
+// and the min and max of x.
+struct Stats {
+    double* v[7];
+};
+constexpr int kSumStats = 5;
+
+// First pass (axis 0) straight from the arrays: thread = one output position.
+template <class T>
+__global__ void ssim_first_axis_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n0, uint64_t rest,
+                                       uint64_t w, uint64_t step, uint64_t m0, Stats out) {
+    const uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (k >= m0 * rest) return;
+    const uint64_t o = k / m0, p = k - o * m0;
+    const uint64_t src = o * n0 + p * step;
+    double acc[7] = {0, 0, 0, 0, 0, HUGE_VAL, -HUGE_VAL};
+    for (uint64_t j = 0; j < w; ++j) {
+        const double xv = x[src + j], yv = y[src + j];
+        const bool ok = finite_value(xv) && finite_value(yv);
+        const double a = ok ? xv : 0.0, b = ok ? yv : 0.0;
+        acc[0] += a, acc[1] += b, acc[2] += a * a, acc[3] += b * b, acc[4] += a * b;
+        acc[5] = min_of(acc[5], a), acc[6] = max_of(acc[6], a);
+    }
+    for (int s = 0; s < 7; ++s) out.v[s][k] = acc[s];
+}
+
+// Later passes: along an axis with `inner` elements below it.
+__global__ void ssim_axis_kernel(Stats in, uint64_t n_axis, uint64_t inner, uint64_t outer, uint64_t w, uint64_t step,
+                                 uint64_t m_axis, Stats out) {
+    const uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (k >= inner * m_axis * outer) return;
+    const uint64_t j = k % inner, p = (k / inner) % m_axis, o = k / (inner * m_axis);
+    const uint64_t src = (o * n_axis + p * step) * inner + j;
+    for (int s = 0; s < 7; ++s) {
+        double acc = s < kSumStats ? 0.0 : (s == 5 ? HUGE_VAL : -HUGE_VAL);
+        for (uint64_t t = 0; t < w; ++t) {
+            const double v = in.v[s][src + t * inner];
+            acc = s < kSumStats ? acc + v : (s == 5 ? min_of(acc, v) : max_of(acc, v));
+        }
+        out.v[s][k] = acc;
+    }
+}
+
+__device__ __forceinline__ double ssim_of_window(const Stats& st, uint64_t i, double count) {
+    constexpr double k1 = 0.01, k2 = 0.03;
+    const double mx = st.v[0][i] / count, my = st.v[1][i] / count;
+    const double vx0 = st.v[2][i] / count - mx * mx, vy0 = st.v[3][i] / count - my * my;
+    const double vx = vx0 > 0 ? vx0 : 0.0, vy = vy0 > 0 ? vy0 : 0.0;
+    const double cxy = st.v[4][i] / count - mx * my;
+    const double range = st.v[6][i] - st.v[5][i];
+    const double c1 = range > 0 ? (k1 * range) * (k1 * range) : k1 * k1;
+    const double c2 = range > 0 ? (k2 * range) * (k2 * range) : k2 * k2;
+    const double c3 = c2 / 2;
+    const double sx = sqrt(vx), sy = sqrt(vy);
+    return (2 * mx * my + c1) / (mx * mx + my * my + c1) * ((2 * sx * sy + c2) / (vx + vy + c2)) *
+           ((cxy + c3) / (sx * sy + c3));
+}
+
+__global__ void __launch_bounds__(kThreads) ssim_mean_kernel(Stats st, uint64_t windows, double count,
+                                                             double* __restrict__ partials) {
+    double sum = 0;
+    for (uint64_t i = blockIdx.x * uint64_t{kThreads} + threadIdx.x; i < windows; i += uint64_t{gridDim.x} * kThreads)
+        sum += ssim_of_window(st, i, count);
+    using Reduce = cub::BlockReduce<double, kThreads>;
+    __shared__ typename Reduce::TempStorage storage;
+    const double total = Reduce(storage).Sum(sum);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+unsigned blocks_for(uint64_t items) {
+    const uint64_t b = (items + kThreads - 1) / kThreads;
+    GSZ_CHECK(b < (1ull << 31), GSZ_STATUS_INVALID_ARGUMENT, "assess: SSIM grid too large");
+    return static_cast<unsigned>(b ? b : 1);
+}
+
+template <class T>
+void ssim_cuda(const T* x, const T* y, const Grid& g, const Options& o, Result& r, cudaStream_t s) {
+    uint64_t ext[4] = {g.n[0], g.n[1], g.n[2], g.n[3]}, w[4];
+    for (int a = 0; a < 4; ++a) {
+        w[a] = o.ssim_window < g.n[a] ? o.ssim_window : g.n[a];
+        r.ssim_window_used[a] = a < static_cast<int>(g.rank) ? static_cast<uint32_t>(w[a]) : 0;
+    }
+    auto step_of = [&](int a) { return g.n[a] > 1 ? uint64_t{o.ssim_step} : uint64_t{1}; };
+    cuda::DeviceBuffer<double> bufs[2][7];
+    auto stats_of = [&](int which) {
+        Stats st;
+        for (int k = 0; k < 7; ++k) st.v[k] = bufs[which][k].data();
+        return st;
+    };
+    // axis 0
+    uint64_t m = (ext[0] - w[0]) / step_of(0) + 1, rest = ext[1] * ext[2] * ext[3];
+    for (int k = 0; k < 7; ++k) bufs[0][k].allocate(m * rest, s);
+    ssim_first_axis_kernel<T><<<blocks_for(m * rest), kThreads, 0, s>>>(x, y, ext[0], rest, w[0], step_of(0), m,
+                                                                        stats_of(0));
+    GSZ_CUDA_LAUNCHED("ssim_first_axis_kernel");
+    ext[0] = m;
+    int cur = 0;
+    for (int a = 1; a < 4; ++a) {
+        if (g.n[a] == 1) continue;
+        const uint64_t ma = (ext[a] - w[a]) / step_of(a) + 1;
+        uint64_t inner = 1, outer = 1;
+        for (int b = 0; b < a; ++b) inner *= ext[b];
+        for (int b = a + 1; b < 4; ++b) outer *= ext[b];
+        for (int k = 0; k < 7; ++k) bufs[1 - cur][k].allocate(inner * ma * outer, s);
+        ssim_axis_kernel<<<blocks_for(inner * ma * outer), kThreads, 0, s>>>(stats_of(cur), ext[a], inner, outer, w[a],
+                                                                             step_of(a), ma, stats_of(1 - cur));
+        GSZ_CUDA_LAUNCHED("ssim_axis_kernel");
+        for (int k = 0; k < 7; ++k) bufs[cur][k].release();
+        ext[a] = ma;
+        cur = 1 - cur;
+    }
+    const uint64_t windows = ext[0] * ext[1] * ext[2] * ext[3];
+    const unsigned ctas = blocks_for(windows) < 4096 ? blocks_for(windows) : 4096;
+    cuda::DeviceBuffer<double> d_part(ctas, s);
+    ssim_mean_kernel<<<ctas, kThreads, 0, s>>>(stats_of(cur), windows, static_cast<double>(w[0] * w[1] * w[2] * w[3]),
+                                               d_part.data());
+    GSZ_CUDA_LAUNCHED("ssim_mean_kernel");
+    std::vector<double> part;
+    cuda::copy_to_host(part, d_part.data(), ctas, s);
+    double total = 0;
+    for (double v : part) total += v;
+    r.ssim_computed = windows > 0;
+    r.ssim_windows = windows;
+    r.ssim = windows ? total / static_cast<double>(windows) : 0;
+}
+
 }  // namespace
 
 template <class T>
@@ -240,6 +368,7 @@ Result assess_cuda(const T* d_original, const T* d_decompressed, const Shape& sh
     r.num_elements = sh.count();
     if (options.reductions) reductions_cuda(d_original, d_decompressed, r.num_elements, options, r, stream);
     if (options.stencils) stencils_cuda(d_original, d_decompressed, g, r, stream);
+    if (options.ssim) ssim_cuda(d_original, d_decompressed, g, options, r, stream);
     return r;
 }
 

@@ -34,7 +34,7 @@ void same_as_cpu(const std::vector<T>& x, const std::vector<T>& y, const std::ve
     shape.rank = static_cast<uint32_t>(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) shape.dims[d] = dims[d];
     gsz::assess::Options o;
-    o.autocorr = o.ssim = false;
+    o.autocorr = false;
     const auto c = gsz::assess::assess_cpu(x.data(), y.data(), shape, o);
     const auto g = gsz::assess::assess_cuda_host(x.data(), y.data(), shape, o);
     EXPECT_EQ(g.num_nonfinite, c.num_nonfinite);
@@ -66,6 +66,9 @@ void same_as_cpu(const std::vector<T>& x, const std::vector<T>& y, const std::ve
         EXPECT_EQ(gd[k]->max_abs_error, cd[k]->max_abs_error) << k;
         close(gd[k]->psnr, cd[k]->psnr, "derived psnr");
     }
+    EXPECT_EQ(g.ssim_computed, c.ssim_computed);
+    EXPECT_EQ(g.ssim_windows, c.ssim_windows);
+    close(g.ssim, c.ssim, "ssim");
 }
 
 template <class T>
