@@ -760,15 +760,7 @@ int run_assess(const AssessArgs& a) {
     double kernel_s = 0;
     gsz::assess::Result r;
     if (gpu) {
-        // Reductions, stencils and SSIM on the GPU; the autocorrelation on the CPU.
-        gsz::assess::Options g = o, c = o;
-        g.autocorr = false;
-        c.reductions = c.stencils = c.ssim = false;
-        r = a.dtype == "f64" ? run(double{}, true, g, &kernel_s) : run(float{}, true, g, &kernel_s);
-        if (c.autocorr) {
-            const gsz::assess::Result rc = a.dtype == "f64" ? run(double{}, false, c, nullptr) : run(float{}, false, c, nullptr);
-            r.error_autocorr = rc.error_autocorr, r.error_autocorr_axis = rc.error_autocorr_axis;
-        }
+        r = a.dtype == "f64" ? run(double{}, true, o, &kernel_s) : run(float{}, true, o, &kernel_s);
     } else {
         r = a.dtype == "f64" ? run(double{}, false, o, nullptr) : run(float{}, false, o, nullptr);
     }
@@ -788,7 +780,7 @@ int run_assess(const AssessArgs& a) {
            {"nonfinite_mismatches", r.nonfinite_mismatches}, {"seconds", seconds}, {"device", a.device}};
     if (!a.tile.empty()) j["tile"] = a.tile, j["dims"] = tiled_dims;
     if (gpu) {
-        j["gpu_kernel_seconds"] = kernel_s;  // reductions + stencils selected, device-resident, median of --repeat
+        j["gpu_kernel_seconds"] = kernel_s;  // the selected metrics, device-resident, median of --repeat
         j["gpu_gbps"] = static_cast<double>(n * esize) / kernel_s / 1e9;
     }
     if (!a.archive.empty()) j["compression_ratio"] = ratio, j["bit_rate"] = bit_rate;
@@ -936,7 +928,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     as->add_option("--threads", aa.threads, "CPU threads (0 = all)")->capture_default_str();
     as->add_option("--device", aa.device,
-                   "cpu, or cuda: reductions, stencils and SSIM on the GPU (the autocorrelation stays on the CPU)")
+                   "cpu, or cuda (every metric on the GPU)")
         ->capture_default_str();
     as->add_option("--repeat", aa.repeat, "With --device cuda: time the GPU metrics this many times (median)")
         ->capture_default_str();

@@ -77,9 +77,7 @@ void validate(const Shape& shape, const Options& options);
 template <class T>
 Result assess_cpu(const T* original, const T* decompressed, const Shape& shape, const Options& options);
 
-// The CUDA backend for the reductions, the stencils and SSIM (the
-// autocorrelation is CPU-only so far; options.autocorr is ignored):
-// host arrays are copied to the device, and *kernel_seconds (if not null)
+// The CUDA backend (every metric): host arrays are copied to the device, and *kernel_seconds (if not null)
 // receives the time of the metric kernels alone (CUDA events), median of
 // `repeat` runs.  Throws GSZ_STATUS_NO_DEVICE without a usable GPU.
 template <class T>

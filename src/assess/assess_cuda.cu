@@ -352,6 +352,101 @@ void ssim_cuda(const T* x, const T* y, const Grid& g, const Options& o, Result& 
     r.ssim = windows ? total / static_cast<double>(windows) : 0;
 }
 
+// ---- error autocorrelation --------------------------------------------------
+
+// e_i = y_i - x_i in double (0 where the original is not finite), as the CPU forms it.
+template <class T>
+__global__ void error_field_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, double* __restrict__ e) {
+    for (uint64_t i = blockIdx.x * uint64_t{kThreads} + threadIdx.x; i < n; i += uint64_t{gridDim.x} * kThreads) {
+        const double xv = x[i];
+        e[i] = finite_value(xv) ? static_cast<double>(y[i]) - xv : 0.0;
+    }
+}
+
+// Per CTA: sum of (e_i - shift)^power for power 1 or 2.
+__global__ void __launch_bounds__(kThreads) moment_kernel(const double* __restrict__ e, uint64_t n, double shift,
+                                                          int power, double* __restrict__ partials) {
+    double sum = 0;
+    for (uint64_t i = blockIdx.x * uint64_t{kThreads} + threadIdx.x; i < n; i += uint64_t{gridDim.x} * kThreads) {
+        const double d = e[i] - shift;
+        sum += power == 1 ? d : d * d;
+    }
+    using Reduce = cub::BlockReduce<double, kThreads>;
+    __shared__ typename Reduce::TempStorage storage;
+    const double total = Reduce(storage).Sum(sum);
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+constexpr int kLagBatch = 8;
+
+// Per CTA and lag of a batch: sum over the pairs (i, i + d*stride) that stay
+// inside the axis (extent along it) of (e_i - mean)(e_j - mean).
+__global__ void __launch_bounds__(kThreads)
+    autocorr_kernel(const double* __restrict__ e, uint64_t n, double mean, uint64_t stride, uint64_t extent,
+                    uint32_t first_lag, uint32_t lags, double* __restrict__ partials) {
+    double acc[kLagBatch] = {};
+    for (uint64_t i = blockIdx.x * uint64_t{kThreads} + threadIdx.x; i < n; i += uint64_t{gridDim.x} * kThreads) {
+        const uint64_t coord = (i / stride) % extent;
+        const double a = e[i] - mean;
+#pragma unroll
+        for (int l = 0; l < kLagBatch; ++l) {
+            const uint64_t d = first_lag + l;
+            if (static_cast<uint32_t>(l) < lags && coord + d < extent) acc[l] += a * (e[i + d * stride] - mean);
+        }
+    }
+    using Reduce = cub::BlockReduce<double, kThreads>;
+    __shared__ typename Reduce::TempStorage storage;
+#pragma unroll
+    for (int l = 0; l < kLagBatch; ++l) {
+        const double total = Reduce(storage).Sum(acc[l]);
+        if (threadIdx.x == 0) partials[blockIdx.x * kLagBatch + l] = total;
+        __syncthreads();
+    }
+}
+
+template <class T>
+void autocorr_cuda(const T* x, const T* y, const Grid& g, const Options& o, Result& r, cudaStream_t s) {
+    const uint64_t n = g.n[0] * g.n[1] * g.n[2] * g.n[3];
+    const unsigned ctas = blocks_for(n) < 2048 ? blocks_for(n) : 2048;
+    cuda::DeviceBuffer<double> e(n, s), part(size_t{ctas} * kLagBatch, s);
+    error_field_kernel<T><<<ctas, kThreads, 0, s>>>(x, y, n, e.data());
+    GSZ_CUDA_LAUNCHED("error_field_kernel");
+    auto moment = [&](double shift, int power) {
+        moment_kernel<<<ctas, kThreads, 0, s>>>(e.data(), n, shift, power, part.data());
+        GSZ_CUDA_LAUNCHED("moment_kernel");
+        std::vector<double> p;
+        cuda::copy_to_host(p, part.data(), ctas, s);
+        double sum = 0;
+        for (double v : p) sum += v;
+        return sum;
+    };
+    const double mean = moment(0.0, 1) / static_cast<double>(n);
+    const double var = moment(mean, 2) / static_cast<double>(n);
+    auto along = [&](int axis) {
+        const uint64_t extent = axis < 0 ? n : g.n[axis], stride = axis < 0 ? 1 : g.stride[axis];
+        const uint32_t max_lag = static_cast<uint32_t>(o.autocorr_lags < extent - 1 ? o.autocorr_lags : extent - 1);
+        std::vector<double> ac(max_lag, 0.0);
+        if (var <= 0) return ac;
+        for (uint32_t first = 1; first <= max_lag; first += kLagBatch) {
+            const uint32_t lags = max_lag - first + 1 < kLagBatch ? max_lag - first + 1 : kLagBatch;
+            autocorr_kernel<<<ctas, kThreads, 0, s>>>(e.data(), n, mean, stride, extent, first, lags, part.data());
+            GSZ_CUDA_LAUNCHED("autocorr_kernel");
+            std::vector<double> p;
+            cuda::copy_to_host(p, part.data(), size_t{ctas} * kLagBatch, s);
+            for (uint32_t l = 0; l < lags; ++l) {
+                double sum = 0;
+                for (unsigned c = 0; c < ctas; ++c) sum += p[size_t{c} * kLagBatch + l];
+                const uint64_t d = first + l, pairs = (extent - d) * (n / extent);
+                ac[d - 1] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+            }
+        }
+        return ac;
+    };
+    r.error_autocorr = along(-1);
+    r.error_autocorr_axis.clear();
+    for (uint32_t a = 0; a < g.rank; ++a) r.error_autocorr_axis.push_back(along(static_cast<int>(a)));
+}
+
 }  // namespace
 
 template <class T>
@@ -369,6 +464,7 @@ Result assess_cuda(const T* d_original, const T* d_decompressed, const Shape& sh
     if (options.reductions) reductions_cuda(d_original, d_decompressed, r.num_elements, options, r, stream);
     if (options.stencils) stencils_cuda(d_original, d_decompressed, g, r, stream);
     if (options.ssim) ssim_cuda(d_original, d_decompressed, g, options, r, stream);
+    if (options.autocorr && options.autocorr_lags > 0) autocorr_cuda(d_original, d_decompressed, g, options, r, stream);
     return r;
 }
 

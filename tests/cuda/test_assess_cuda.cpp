@@ -34,7 +34,7 @@ void same_as_cpu(const std::vector<T>& x, const std::vector<T>& y, const std::ve
     shape.rank = static_cast<uint32_t>(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) shape.dims[d] = dims[d];
     gsz::assess::Options o;
-    o.autocorr = false;
+    o.autocorr_lags = 20;
     const auto c = gsz::assess::assess_cpu(x.data(), y.data(), shape, o);
     const auto g = gsz::assess::assess_cuda_host(x.data(), y.data(), shape, o);
     EXPECT_EQ(g.num_nonfinite, c.num_nonfinite);
@@ -69,6 +69,15 @@ void same_as_cpu(const std::vector<T>& x, const std::vector<T>& y, const std::ve
     EXPECT_EQ(g.ssim_computed, c.ssim_computed);
     EXPECT_EQ(g.ssim_windows, c.ssim_windows);
     close(g.ssim, c.ssim, "ssim");
+    ASSERT_EQ(g.error_autocorr.size(), c.error_autocorr.size());
+    for (size_t k = 0; k < c.error_autocorr.size(); ++k)
+        EXPECT_NEAR(g.error_autocorr[k], c.error_autocorr[k], 1e-9) << "lag " << k + 1;
+    ASSERT_EQ(g.error_autocorr_axis.size(), c.error_autocorr_axis.size());
+    for (size_t a = 0; a < c.error_autocorr_axis.size(); ++a) {
+        ASSERT_EQ(g.error_autocorr_axis[a].size(), c.error_autocorr_axis[a].size());
+        for (size_t k = 0; k < c.error_autocorr_axis[a].size(); ++k)
+            EXPECT_NEAR(g.error_autocorr_axis[a][k], c.error_autocorr_axis[a][k], 1e-9) << "axis " << a << " lag " << k + 1;
+    }
 }
 
 template <class T>
