@@ -3,6 +3,8 @@
 // non-finite originals.  Skipped, visibly, without a GPU.
 #include "test_util.hpp"
 
+#include "cuda/require_gpu.hpp"
+
 #include "assess/assess.hpp"
 #include "pipeline/bench.hpp"
 
@@ -12,13 +14,6 @@
 using namespace gsz::test;
 
 namespace {
-
-#define REQUIRE_GPU()                                                                  \
-    do {                                                                               \
-        std::string why;                                                               \
-        if (!gsz::pipeline::cuda_backend_available(&why))                              \
-            GTEST_SKIP() << "no usable GPU (" << why << "): CUDA assess not tested";   \
-    } while (0)
 
 void close(double got, double want, const char* what) {
     if (std::isinf(want)) {

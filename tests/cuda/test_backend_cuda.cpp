@@ -4,6 +4,8 @@
 // C API.  Without a GPU every test reports itself skipped, with the reason.
 #include "test_util.hpp"
 
+#include "cuda/require_gpu.hpp"
+
 #include "pipeline/bench.hpp"
 #include "predict/lorenzo/lorenzo.hpp"
 #include "predict/fast/fast_cuda.hpp"
@@ -16,13 +18,6 @@
 using namespace gsz::test;
 
 namespace {
-
-#define REQUIRE_GPU()                                                                  \
-    do {                                                                               \
-        std::string why;                                                               \
-        if (!gsz::pipeline::cuda_backend_available(&why))                              \
-            GTEST_SKIP() << "no usable GPU (" << why << "): CUDA backend not tested";  \
-    } while (0)
 
 template <class T>
 std::vector<uint8_t> compress_on(gsz_device device, const std::vector<T>& data, const std::vector<uint64_t>& dims,
