@@ -186,6 +186,59 @@ gsz_status gsz_decompress_device(gsz_ctx* ctx, const void* archive, size_t archi
                                  int archive_on_device, void* d_out, size_t out_capacity,
                                  void* cuda_stream);
 
+
+/* ---- Assessment (docs/METRICS.md) ------------------------------------------
+ * How a decompressed array differs from its original, with e = decompressed -
+ * original.  Arrays are host memory, or device memory when on_device != 0
+ * (then every metric runs on the GPU, on `cuda_stream`, without copying the
+ * arrays; GSZ_STATUS_NO_DEVICE without a usable GPU). */
+
+#define GSZ_ASSESS_REDUCTIONS 1u   /* error statistics, MSE family, SNR, Pearson, PDFs */
+#define GSZ_ASSESS_STENCILS 2u     /* derivative, Laplacian and divergence comparisons */
+#define GSZ_ASSESS_AUTOCORR 4u     /* error autocorrelation along the flattened array */
+#define GSZ_ASSESS_SSIM 8u         /* windowed SSIM */
+#define GSZ_ASSESS_ALL 15u
+
+typedef struct gsz_assess_options {
+    uint32_t metrics;        /* GSZ_ASSESS_* flags; default ALL */
+    uint32_t pdf_bins;       /* default 2000 */
+    uint32_t autocorr_lags;  /* default 100 */
+    uint32_t ssim_window;    /* default 7 */
+    uint32_t ssim_step;      /* default 1 (2 = qcat/libpressio) */
+    int32_t num_threads;     /* CPU threads, 0 = all */
+} gsz_assess_options;
+
+typedef struct gsz_assess_result {
+    uint64_t num_elements;
+    uint64_t num_nonfinite;          /* non-finite originals (left out of every metric) */
+    uint64_t nonfinite_mismatches;   /* of those, not restored bit-exactly */
+    double value_min, value_max, value_range;
+    double min_error, max_error, mean_error;
+    double max_abs_error, mean_abs_error;
+    uint64_t max_abs_error_index;
+    double max_rel_error;            /* max |e| / range */
+    double max_pwr_error;            /* max |e| / |x| over x != 0 */
+    double mse, rmse, nrmse, psnr, snr, pearson, l2_error;
+    double derivative1_psnr, derivative2_psnr, laplacian_psnr, divergence_psnr;
+    double ssim;
+    /* Optional outputs, set by the caller (NULL = not wanted): pdf_bins and
+     * autocorr_lags doubles.  The PDF is probability mass per bin over
+     * [min_error, max_error]; the autocorrelation holds lags 1..autocorr_lags
+     * (fewer for short arrays: the rest is set to 0). */
+    double* error_pdf;
+    double* error_autocorr;
+} gsz_assess_result;
+
+/* Defaults as listed above. */
+void gsz_assess_options_init(gsz_assess_options* options);
+
+/* Compute the selected metrics of `decompressed` against `original`
+ * (num = product of dims values of dtype each, dims fastest first).  Fields of
+ * metrics not selected are 0; an infinite PSNR (identical arrays) is +inf. */
+gsz_status gsz_assess(gsz_ctx* ctx, gsz_dtype dtype, uint32_t rank, const uint64_t* dims, const void* original,
+                      const void* decompressed, int on_device, void* cuda_stream,
+                      const gsz_assess_options* options, gsz_assess_result* result);
+
 #ifdef __cplusplus
 }
 #endif

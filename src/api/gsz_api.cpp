@@ -2,6 +2,7 @@
 // boundary.  No C++ exception crosses gsz.h.
 #include <gsz/gsz.h>
 
+#include "assess/assess.hpp"
 #include "format/archive.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/pipeline_cuda.hpp"
@@ -206,3 +207,77 @@ gsz_status gsz_decompress_device(gsz_ctx* ctx, const void* archive, size_t archi
 }
 
 }  // extern "C"
+
+void gsz_assess_options_init(gsz_assess_options* options) {
+    if (!options) return;
+    options->metrics = GSZ_ASSESS_ALL;
+    options->pdf_bins = 2000;
+    options->autocorr_lags = 100;
+    options->ssim_window = 7;
+    options->ssim_step = 1;
+    options->num_threads = 0;
+}
+
+gsz_status gsz_assess(gsz_ctx* ctx, gsz_dtype dtype, uint32_t rank, const uint64_t* dims, const void* original,
+                      const void* decompressed, int on_device, void* cuda_stream,
+                      const gsz_assess_options* options, gsz_assess_result* result) {
+    return guarded(ctx, [&] {
+        GSZ_CHECK(dims && original && decompressed && result, GSZ_STATUS_INVALID_ARGUMENT,
+                  "gsz_assess: a required pointer is NULL");
+        GSZ_CHECK(dtype == GSZ_DTYPE_F32 || dtype == GSZ_DTYPE_F64, GSZ_STATUS_INVALID_ARGUMENT,
+                  "gsz_assess: dtype %d is not f32 or f64", dtype);
+        GSZ_CHECK(rank >= 1 && rank <= 4, GSZ_STATUS_INVALID_ARGUMENT, "gsz_assess: rank %u is not 1..4", rank);
+        gsz_assess_options defaults;
+        gsz_assess_options_init(&defaults);
+        const gsz_assess_options& o = options ? *options : defaults;
+        gsz::assess::Options opt;
+        opt.reductions = o.metrics & GSZ_ASSESS_REDUCTIONS;
+        opt.stencils = o.metrics & GSZ_ASSESS_STENCILS;
+        opt.autocorr = o.metrics & GSZ_ASSESS_AUTOCORR;
+        opt.ssim = o.metrics & GSZ_ASSESS_SSIM;
+        opt.pdf_bins = o.pdf_bins;
+        opt.autocorr_lags = o.autocorr_lags;
+        opt.ssim_window = o.ssim_window;
+        opt.ssim_step = o.ssim_step;
+        opt.num_threads = o.num_threads;
+        gsz::assess::Shape shape;
+        shape.rank = rank;
+        for (uint32_t d = 0; d < rank; ++d) shape.dims[d] = dims[d];
+        gsz::assess::Result r;
+        if (dtype == GSZ_DTYPE_F32) {
+            const auto* x = static_cast<const float*>(original);
+            const auto* y = static_cast<const float*>(decompressed);
+            r = on_device ? gsz::assess::assess_cuda_device(x, y, shape, opt, cuda_stream)
+                          : gsz::assess::assess_cpu(x, y, shape, opt);
+        } else {
+            const auto* x = static_cast<const double*>(original);
+            const auto* y = static_cast<const double*>(decompressed);
+            r = on_device ? gsz::assess::assess_cuda_device(x, y, shape, opt, cuda_stream)
+                          : gsz::assess::assess_cpu(x, y, shape, opt);
+        }
+        gsz_assess_result& out = *result;
+        double* const pdf = out.error_pdf;
+        double* const autocorr = out.error_autocorr;
+        out = gsz_assess_result{};
+        out.error_pdf = pdf, out.error_autocorr = autocorr;
+        out.num_elements = r.num_elements, out.num_nonfinite = r.num_nonfinite;
+        out.nonfinite_mismatches = r.nonfinite_mismatches;
+        out.value_min = r.orig_min, out.value_max = r.orig_max, out.value_range = r.value_range;
+        out.min_error = r.err_min, out.max_error = r.err_max, out.mean_error = r.err_mean;
+        out.max_abs_error = r.abs_err_max, out.mean_abs_error = r.abs_err_mean;
+        out.max_abs_error_index = r.max_abs_err_index;
+        out.max_rel_error = r.max_rel_error, out.max_pwr_error = r.pwr_err_max;
+        out.mse = r.mse, out.rmse = r.rmse, out.nrmse = r.nrmse, out.psnr = r.psnr, out.snr = r.snr;
+        out.pearson = r.pearson, out.l2_error = r.l2_error;
+        out.derivative1_psnr = r.derivative1.psnr, out.derivative2_psnr = r.derivative2.psnr;
+        out.laplacian_psnr = r.laplacian.psnr, out.divergence_psnr = r.divergence.psnr;
+        out.ssim = r.ssim;
+        if (pdf && opt.reductions) {
+            for (uint32_t b = 0; b < opt.pdf_bins; ++b) pdf[b] = b < r.error_pdf.size() ? r.error_pdf[b] : 0.0;
+        }
+        if (autocorr && opt.autocorr) {
+            for (uint32_t k = 0; k < opt.autocorr_lags; ++k)
+                autocorr[k] = k < r.error_autocorr.size() ? r.error_autocorr[k] : 0.0;
+        }
+    });
+}

@@ -84,4 +84,10 @@ template <class T>
 Result assess_cuda_host(const T* original, const T* decompressed, const Shape& shape, const Options& options,
                         int repeat = 1, double* kernel_seconds = nullptr);
 
+// The CUDA backend on device arrays (`stream` is a cudaStream_t): every
+// metric, nothing copied.  Throws GSZ_STATUS_NO_DEVICE without a usable GPU.
+template <class T>
+Result assess_cuda_device(const T* d_original, const T* d_decompressed, const Shape& shape, const Options& options,
+                          void* stream);
+
 }  // namespace gsz::assess

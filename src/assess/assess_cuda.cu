@@ -504,6 +504,23 @@ Result assess_cuda_host(const T* original, const T* decompressed, const Shape& s
     return r;
 }
 
+template <class T>
+Result assess_cuda_device(const T* d_original, const T* d_decompressed, const Shape& shape, const Options& options,
+                          void* stream) {
+    validate(shape, options);
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        fail(GSZ_STATUS_NO_DEVICE, "assess: no usable CUDA device");
+    }
+    const cudaStream_t s = static_cast<cudaStream_t>(stream);
+    Result r = assess_cuda(d_original, d_decompressed, shape, options, s);
+    GSZ_CUDA(cudaStreamSynchronize(s));
+    return r;
+}
+
+template Result assess_cuda_device<float>(const float*, const float*, const Shape&, const Options&, void*);
+template Result assess_cuda_device<double>(const double*, const double*, const Shape&, const Options&, void*);
 template Result assess_cuda<float>(const float*, const float*, const Shape&, const Options&, cudaStream_t);
 template Result assess_cuda<double>(const double*, const double*, const Shape&, const Options&, cudaStream_t);
 template Result assess_cuda_host<float>(const float*, const float*, const Shape&, const Options&, int, double*);

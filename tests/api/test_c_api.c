@@ -50,6 +50,27 @@ int main(void) {
     for (int i = 0; i < N; ++i) max_err = fmax(max_err, fabs((double)back[i] - (double)data[i]));
     EXPECT(max_err <= 0.01);
 
+    /* assessment from C: the same max error and MSE as computed here */
+    gsz_assess_options ao;
+    gsz_assess_options_init(&ao);
+    EXPECT(ao.metrics == GSZ_ASSESS_ALL && ao.pdf_bins == 2000 && ao.autocorr_lags == 100 && ao.ssim_window == 7);
+    ao.pdf_bins = 64;
+    ao.autocorr_lags = 5;
+    double pdf[64], autocorr[5];
+    gsz_assess_result ar;
+    ar.error_pdf = pdf;
+    ar.error_autocorr = autocorr;
+    const uint64_t adims[3] = {NX, NY, NZ};
+    EXPECT(gsz_assess(ctx, GSZ_DTYPE_F32, 3, adims, data, back, 0, NULL, &ao, &ar) == GSZ_STATUS_OK);
+    double mse = 0, mass = 0;
+    for (int i = 0; i < N; ++i) mse += ((double)back[i] - data[i]) * ((double)back[i] - data[i]);
+    mse /= N;
+    for (int b = 0; b < 64; ++b) mass += pdf[b];
+    EXPECT(ar.num_elements == N && ar.max_abs_error == max_err && fabs(ar.mse - mse) <= 1e-12 * mse);
+    EXPECT(fabs(mass - 1.0) < 1e-12 && ar.ssim > 0.9 && ar.ssim <= 1.0 && fabs(autocorr[0]) <= 1.0);
+    EXPECT(ar.psnr > 60 && ar.pearson > 0.999 && ar.derivative1_psnr > 0);
+    EXPECT(gsz_assess(ctx, GSZ_DTYPE_F32, 0, adims, data, back, 0, NULL, &ao, &ar) == GSZ_STATUS_INVALID_ARGUMENT);
+
     /* failures carry a status and a message */
     arc[size / 2] ^= 0x40;
     EXPECT(gsz_decompress(ctx, arc, size, back, N * sizeof(float), GSZ_DEVICE_CPU, 0) == GSZ_STATUS_CORRUPT);

@@ -8,6 +8,8 @@
 #include "assess/assess.hpp"
 #include "pipeline/bench.hpp"
 
+#include <cuda_runtime.h>
+
 #include <cmath>
 #include <random>
 
@@ -120,6 +122,37 @@ TEST(CudaAssess, ShapesAndNonFiniteMatchCpu) {
         same_as_cpu(xd, yd, dims);
         same_as_cpu(x, x, dims);  // identical: zero-width PDF, infinite PSNR
     }
+}
+
+TEST(CudaAssess, CApiOnDevicePointers) {
+    REQUIRE_GPU();
+    const auto x = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    const auto y = perturbed(x, 0.05, 9);
+    float *dx = nullptr, *dy = nullptr;
+    ASSERT_EQ(cudaMalloc(&dx, x.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dy, y.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dy, y.data(), y.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    gsz_assess_options o;
+    gsz_assess_options_init(&o);
+    o.autocorr_lags = 10;
+    std::vector<double> pdf_h(2000), pdf_d(2000), ac_h(10), ac_d(10);
+    gsz_assess_result h{}, d{};
+    h.error_pdf = pdf_h.data(), h.error_autocorr = ac_h.data();
+    d.error_pdf = pdf_d.data(), d.error_autocorr = ac_d.data();
+    const uint64_t dims[3] = {91, 91, 91};
+    gsz::Context ctx;
+    ASSERT_EQ(gsz_assess(ctx.get(), GSZ_DTYPE_F32, 3, dims, x.data(), y.data(), 0, nullptr, &o, &h), GSZ_STATUS_OK);
+    ASSERT_EQ(gsz_assess(ctx.get(), GSZ_DTYPE_F32, 3, dims, dx, dy, 1, nullptr, &o, &d), GSZ_STATUS_OK)
+        << gsz_ctx_last_error(ctx.get());
+    EXPECT_EQ(d.max_abs_error, h.max_abs_error);
+    close(d.psnr, h.psnr, "psnr");
+    close(d.ssim, h.ssim, "ssim");
+    close(d.derivative1_psnr, h.derivative1_psnr, "derivative psnr");
+    EXPECT_EQ(pdf_d, pdf_h);
+    for (int k = 0; k < 10; ++k) EXPECT_NEAR(ac_d[k], ac_h[k], 1e-9);
+    cudaFree(dx);
+    cudaFree(dy);
 }
 
 }  // namespace
