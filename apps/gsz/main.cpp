@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -683,7 +684,7 @@ int run_bench(const BenchArgs& a) {
 struct AssessArgs {
     std::string original, decompressed, dtype = "f32", dims, metrics = "all", archive;
     uint32_t pdf_bins = 2000, lags = 100, ssim_window = 7, ssim_step = 1;
-    std::string ssim_variant = "box", device = "cpu", tile;
+    std::string ssim_variant = "box", device = "cpu", tile, report;
     int threads = 0, repeat = 1;
     bool json = false;
 };
@@ -691,6 +692,70 @@ struct AssessArgs {
 json derived_json(const gsz::assess::DerivedComparison& d) {
     if (!d.computed) return nullptr;
     return {{"points", d.points}, {"max_abs_error", d.max_abs_error}, {"psnr", finite_or_string(d.psnr)}};
+}
+
+// --report DIR: the data for scripts/gsz_report.py (metrics, the middle slice
+// of both arrays and of the error as float64, rate-distortion points), then
+// the script renders DIR/index.html with matplotlib.
+template <class T>
+void write_report(const std::string& dir, json j, const T* x, const T* y, const std::vector<uint64_t>& dims,
+                  const std::string& archive) {
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) die("--report " + dir + ": exists and is not a directory");
+    fs::create_directories(dir, ec);
+    if (ec) die("--report " + dir + ": cannot create it: " + ec.message());
+    const uint64_t n0 = dims[0], n1 = dims.size() > 1 ? dims[1] : 1;
+    uint64_t plane = 0;  // the middle of the slower axes
+    std::string where = "all values";
+    if (dims.size() > 2) {
+        uint64_t stride = n0 * n1;
+        where.clear();
+        for (size_t d = 2; d < dims.size(); ++d) {
+            plane += (dims[d] / 2) * stride;
+            stride *= dims[d];
+            where += (where.empty() ? "" : ", ") + std::string("axis ") + std::to_string(d) + " = " +
+                     std::to_string(dims[d] / 2);
+        }
+    }
+    const uint64_t limit = dims.size() == 1 ? 100000 : 1024;  // at most this many points per side
+    const uint64_t step = std::max<uint64_t>(1, (std::max(n0, n1) + limit - 1) / limit);
+    const uint64_t w = (n0 + step - 1) / step, h = dims.size() == 1 ? 1 : (n1 + step - 1) / step;
+    std::vector<double> so, sd, se;
+    for (uint64_t r = 0; r < h; ++r)
+        for (uint64_t c = 0; c < w; ++c) {
+            const uint64_t i = plane + r * step * n0 + c * step;
+            const double xv = x[i], yv = y[i];
+            so.push_back(xv), sd.push_back(yv), se.push_back(std::isfinite(xv) ? yv - xv : NAN);
+        }
+    auto dump = [&](const char* name, const std::vector<double>& v) {
+        write_file_atomic((fs::path(dir) / name).string(), v.data(), v.size() * sizeof(double));
+    };
+    dump("original.f64", so);
+    dump("decompressed.f64", sd);
+    dump("error.f64", se);
+    if (step > 1) where += ", every " + std::to_string(step) + "th point";
+    j["slice"] = {{"dims", dims.size() == 1 ? std::vector<uint64_t>{w} : std::vector<uint64_t>{w, h}},
+                  {"where", where},
+                  {"original", "original.f64"},
+                  {"decompressed", "decompressed.f64"},
+                  {"error", "error.f64"}};
+    const std::string text = j.dump(2);
+    write_file_atomic((fs::path(dir) / "report.json").string(), text.data(), text.size());
+    if (!archive.empty() && j.contains("bit_rate")) {
+        std::ofstream rd(fs::path(dir) / "rd.jsonl", std::ios::app);
+        rd << json{{"label", fs::path(archive).filename().string()}, {"bit_rate", j["bit_rate"]},
+                   {"ratio", j["compression_ratio"]}, {"psnr", j.value("psnr", json(nullptr))}}
+                  .dump()
+           << "\n";
+    }
+    const char* env = std::getenv("GSZ_REPORT_SCRIPT");
+    const std::string script = env ? env : GSZ_REPORT_SCRIPT_DEFAULT;
+    for (const std::string& part : {script, dir})
+        if (part.find('\'') != std::string::npos) die("--report: paths with a single quote are not supported");
+    const std::string cmd = "python3 '" + script + "' '" + dir + "' >/dev/null";
+    if (std::system(cmd.c_str()) != 0)
+        die("--report: rendering failed (it runs " + script +
+            " and needs python3 with numpy and matplotlib: pip install matplotlib); the data is in " + dir);
 }
 
 int run_assess(const AssessArgs& a) {
@@ -817,10 +882,20 @@ int run_assess(const AssessArgs& a) {
         j["ssim_window"] = std::vector<uint32_t>(r.ssim_window_used, r.ssim_window_used + shape.rank);
         j["ssim_step"] = o.ssim_step;
     }
+    if (!a.report.empty()) {
+        if (a.dtype == "f64")
+            write_report(a.report, j, reinterpret_cast<const double*>(x.data()), reinterpret_cast<const double*>(y.data()),
+                         tiled_dims, a.archive);
+        else
+            write_report(a.report, j, reinterpret_cast<const float*>(x.data()), reinterpret_cast<const float*>(y.data()),
+                         tiled_dims, a.archive);
+        j["report"] = (fs::path(a.report) / "index.html").string();
+    }
     if (a.json) {
         std::cout << j.dump(2) << "\n";
         return 0;
     }
+    if (!a.report.empty()) std::printf("report          %s\n", (fs::path(a.report) / "index.html").c_str());
     std::printf("%s vs %s: %s %s, %llu values (%llu non-finite originals, %llu not restored exactly)\n",
                 a.decompressed.c_str(), a.original.c_str(), a.dtype.c_str(),
                 dims_string(tiled_dims.data(), static_cast<uint32_t>(tiled_dims.size())).c_str(),
@@ -933,6 +1008,10 @@ int main(int argc, char** argv) {
     as->add_option("--repeat", aa.repeat, "With --device cuda: time the GPU metrics this many times (median)")
         ->capture_default_str();
     as->add_option("--tile", aa.tile, "Mirror-tile both arrays first (as gsz bench --tile), e.g. 5x5x5");
+    as->add_option("--report", aa.report,
+                   "Write DIR/index.html: the numbers, middle slices of original, decompressed and error, the error "
+                   "PDF, the autocorrelation and (over several runs with --archive into the same DIR) a "
+                   "rate-distortion plot; needs python3 with matplotlib");
     as->add_flag("--json", aa.json, "Print one JSON object instead of text");
 
     try {

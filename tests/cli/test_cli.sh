@@ -89,6 +89,21 @@ expect_exit 1 "assess size mismatch" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.
 grep -q "bytes" "$T/err" && ok || bad "assess size mismatch message: $(cat "$T/err")"
 expect_exit 1 "assess bad metrics" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.out" -t f32 -l 91x91x91 --metrics nope
 
+# assess --report: an HTML page with the pictures (needs matplotlib; skipped, visibly, without it)
+if python3 -c "import matplotlib, numpy" 2>/dev/null; then
+    expect_exit 0 "assess --report" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.out" -t f32 -l 91x91x91 \
+        --archive "$T/s.gsz" --autocorr-lags 10 --report "$T/report"
+    for f in index.html original.png decompressed.png error.png error_pdf.png autocorr.png rate_distortion.png; do
+        [ -s "$T/report/$f" ] && ok || bad "--report did not write $f"
+    done
+    grep -q "psnr" "$T/report/index.html" && ok || bad "report page lacks the numbers"
+    touch "$T/notadir"
+    expect_exit 1 "assess --report onto a file" "$GSZ" assess --orig "$SAMPLE" --dec "$T/s.out" -t f32 -l 91x91x91 \
+        --metrics basic --report "$T/notadir"
+else
+    echo "SKIP: assess --report (python3 has no matplotlib/numpy)"
+fi
+
 # refusals: no overwrite without --force, output untouched
 cp "$T/a.gsz" "$T/keep.gsz"
 expect_exit 1 "overwrite refused" "$GSZ" compress -i "$SAMPLE" -o "$T/a.gsz" -t f32 -l 91x91x91 -m abs -e 0.5
