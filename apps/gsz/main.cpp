@@ -160,6 +160,7 @@ const char* pipeline_name(gsz_pipeline p) {
     switch (p) {
         case GSZ_PIPELINE_LORENZO: return "lorenzo";
         case GSZ_PIPELINE_FAST: return "fast";
+        case GSZ_PIPELINE_INTERP: return "interp";
         case GSZ_PIPELINE_STORE: break;
     }
     return "store";
@@ -242,6 +243,19 @@ json info_json(const gsz_archive_info& a) {
         j["radius"] = a.radius;
         j["num_outliers"] = a.num_outliers;
     }
+    if (a.pipeline == GSZ_PIPELINE_INTERP) {
+        j["radius"] = a.radius;
+        j["num_outliers"] = a.num_outliers;
+        j["interp_anchor_stride"] = a.interp_anchor_stride;
+        j["interp_num_anchors"] = a.interp_num_anchors;
+        j["interp_alpha"] = a.interp_alpha;
+        j["interp_beta"] = a.interp_beta;
+        j["interp_order"] = std::string(a.interp_order, strnlen(a.interp_order, sizeof a.interp_order));
+        json splines = json::array();
+        for (uint32_t d = 0; d < a.interp_rank; ++d)
+            splines.push_back(a.interp_spline[d] == 'n' ? "natural" : "not-a-knot");
+        j["interp_spline"] = splines;
+    }
     if (a.pipeline == GSZ_PIPELINE_FAST) {
         j["block_size"] = a.block_size;
         j["num_blocks"] = a.num_blocks;
@@ -261,6 +275,8 @@ struct ArrayArgs {
     double eb = -1;
     uint32_t radius = 512;
     uint32_t block = 128;
+    double interp_alpha = 0, interp_beta = 0;
+    std::string interp_spline = "auto", interp_order = "auto";
     int threads = 0;
     bool json = false;
 };
@@ -273,10 +289,24 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
         ->capture_default_str();
     c->add_option("-e,--error-bound", a.eb, "Error bound (0 = lossless)")->required();
     c->add_option("-p,--pipeline", a.pipeline,
-                  "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman: high ratio) or fast (SZx-style constant "
+                  "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman: high ratio, fast), interp (cuSZ-i-style "
+                  "anchored spline interpolation + Huffman: highest ratio and PSNR) or fast (SZx-style constant "
                   "blocks and leading-byte coding: highest speed, lower ratio)")
         ->capture_default_str();
     c->add_option("--block", a.block, "fast pipeline: values per block, 64, 128 or 256")->capture_default_str();
+    c->add_option("--interp-alpha", a.interp_alpha,
+                  "interp: level-wise bound factor alpha >= 1, e_l = eb / min(alpha^(l-1), beta) (0 = auto: "
+                  "cuSZ-i's Eq. 1 of the range-relative bound)")
+        ->capture_default_str();
+    c->add_option("--interp-beta", a.interp_beta, "interp: cap beta >= 1 of the level factor (0 = auto: 4)")
+        ->capture_default_str();
+    c->add_option("--interp-spline", a.interp_spline,
+                  "interp: cubic spline, auto (tuned per dimension), not-a-knot or natural")
+        ->capture_default_str();
+    c->add_option("--interp-order", a.interp_order,
+                  "interp: dims in processing order, letters x (fastest), y, z of the dims of size > 1, e.g. zyx "
+                  "(auto: least smooth first)")
+        ->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
                                         "others are stored exactly (1..32768)")
         ->capture_default_str();
@@ -300,7 +330,18 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     p.error_bound = a.eb;
     if (a.pipeline == "lorenzo") p.pipeline = GSZ_PIPELINE_LORENZO;
     else if (a.pipeline == "fast") p.pipeline = GSZ_PIPELINE_FAST;
-    else die("-p " + a.pipeline + ": this gsz has the pipelines: lorenzo, fast");
+    else if (a.pipeline == "interp") p.pipeline = GSZ_PIPELINE_INTERP;
+    else die("-p " + a.pipeline + ": this gsz has the pipelines: lorenzo, interp, fast");
+    p.interp_alpha = a.interp_alpha;
+    p.interp_beta = a.interp_beta;
+    if (a.interp_spline == "auto") p.interp_spline = GSZ_INTERP_SPLINE_AUTO;
+    else if (a.interp_spline == "not-a-knot") p.interp_spline = GSZ_INTERP_SPLINE_NOT_A_KNOT;
+    else if (a.interp_spline == "natural") p.interp_spline = GSZ_INTERP_SPLINE_NATURAL;
+    else die("--interp-spline " + a.interp_spline + ": expected auto, not-a-knot or natural");
+    if (a.interp_order != "auto") {
+        if (a.interp_order.empty() || a.interp_order.size() > 3) die("--interp-order " + a.interp_order + ": expected auto or up to 3 letters x, y, z");
+        std::snprintf(p.interp_order, sizeof p.interp_order, "%s", a.interp_order.c_str());
+    }
     if (a.block != 64 && a.block != 128 && a.block != 256) die("--block " + std::to_string(a.block) + ": expected 64, 128 or 256");
     p.block_size = a.block;
     p.radius = a.radius;
@@ -508,6 +549,16 @@ int run_info(const std::string& input, bool as_json) {
     if (info.pipeline == GSZ_PIPELINE_LORENZO)
         std::printf("lorenzo         radius %u, %llu outliers stored exactly\n", info.radius,
                     static_cast<unsigned long long>(info.num_outliers));
+    if (info.pipeline == GSZ_PIPELINE_INTERP) {
+        std::printf("interp          radius %u, %llu outliers stored exactly, %llu anchors (every %u points)\n",
+                    info.radius, static_cast<unsigned long long>(info.num_outliers),
+                    static_cast<unsigned long long>(info.interp_num_anchors), info.interp_anchor_stride);
+        std::printf("interp tuning   alpha %g, beta %g, order %s (first to last), cubic", info.interp_alpha,
+                    info.interp_beta, std::string(info.interp_order, strnlen(info.interp_order, 4)).c_str());
+        for (uint32_t d = 0; d < info.interp_rank; ++d)
+            std::printf(" %c:%s", 'x' + d, info.interp_spline[d] == 'n' ? "natural" : "not-a-knot");
+        std::printf("\n");
+    }
     if (info.pipeline == GSZ_PIPELINE_FAST)
         std::printf("fast            blocks of %u: %llu blocks, %llu constant, %llu raw\n", info.block_size,
                     static_cast<unsigned long long>(info.num_blocks),

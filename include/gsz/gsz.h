@@ -73,8 +73,16 @@ typedef enum gsz_error_mode {
 typedef enum gsz_pipeline {
     GSZ_PIPELINE_STORE = 0,    /* lossless: values kept verbatim, zstd-compressed */
     GSZ_PIPELINE_LORENZO = 1,  /* Lorenzo + dual quantization + Huffman (cuSZ) */
-    GSZ_PIPELINE_FAST = 2      /* constant blocks + truncated leading-byte coding (SZx/cuSZx) */
+    GSZ_PIPELINE_FAST = 2,     /* constant blocks + truncated leading-byte coding (SZx/cuSZx) */
+    GSZ_PIPELINE_INTERP = 3    /* anchored spline interpolation + Huffman (cuSZ-i G-Interp) */
 } gsz_pipeline;
+
+/* Cubic spline of the interp pipeline. */
+typedef enum gsz_interp_spline {
+    GSZ_INTERP_SPLINE_AUTO = 0,        /* tuned per dimension on a sample */
+    GSZ_INTERP_SPLINE_NOT_A_KNOT = 1,  /* (-1, 9, 9, -1) / 16 */
+    GSZ_INTERP_SPLINE_NATURAL = 2      /* (-3, 23, 23, -3) / 40 */
+} gsz_interp_spline;
 
 typedef enum gsz_device {
     GSZ_DEVICE_AUTO = 0,   /* CUDA when built in and a GPU is present, else CPU */
@@ -93,6 +101,12 @@ typedef struct gsz_params {
     gsz_device device;              /* default GSZ_DEVICE_AUTO */
     int32_t num_threads;            /* CPU threads; 0 = OpenMP default.  Never changes output. */
     uint32_t block_size;            /* fast pipeline: values per block, 64, 128 or 256; 0 = 128 */
+    /* interp pipeline; 0 / "" = auto-tuned */
+    double interp_alpha;            /* level-wise bound e_l = eb / min(alpha^(l-1), beta): alpha >= 1 */
+    double interp_beta;             /* beta >= 1 */
+    gsz_interp_spline interp_spline;
+    char interp_order[4];           /* dims in processing order, letters x (fastest), y, z of the
+                                       array with size-1 dims dropped, e.g. "zyx"; "" = auto */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */
@@ -108,12 +122,18 @@ typedef struct gsz_archive_info {
     double value_min;               /* finite range of the input (NaN if none) */
     double value_max;
     gsz_pipeline pipeline;
-    uint32_t radius;                /* lorenzo only, else 0 */
-    uint64_t num_outliers;          /* values stored exactly (lorenzo only) */
+    uint32_t radius;                /* lorenzo and interp, else 0 */
+    uint64_t num_outliers;          /* values stored exactly (lorenzo and interp) */
     uint32_t block_size;            /* fast only, else 0 */
     uint64_t num_blocks;            /* fast only: blocks, of which */
     uint64_t num_constant_blocks;   /*   stored as one value */
     uint64_t num_raw_blocks;        /*   stored verbatim (NaN/Inf, or no truncation holds) */
+    uint32_t interp_rank;           /* interp only: rank after dropping size-1 dims */
+    uint32_t interp_anchor_stride;  /*   anchors every this many points */
+    uint64_t interp_num_anchors;
+    double interp_alpha, interp_beta;
+    char interp_order[4];           /*   processing order, e.g. "zyx" */
+    char interp_spline[4];          /*   cubic per dim x, y, z: 'k' not-a-knot, 'n' natural */
     uint64_t archive_bytes;
     uint64_t original_bytes;
 } gsz_archive_info;

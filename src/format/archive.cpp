@@ -52,7 +52,7 @@ void store(uint8_t* p, T value) {
 
 bool kind_known(uint32_t kind) {
     return kind >= static_cast<uint32_t>(SectionKind::pipeline_params) &&
-           kind <= static_cast<uint32_t>(SectionKind::fast_mid_bytes);
+           kind <= static_cast<uint32_t>(SectionKind::outlier_indices);
 }
 
 // Header bytes 0..119 followed by the section table.  Copied into a fixed
@@ -81,6 +81,8 @@ const char* section_kind_name(SectionKind kind) {
         case SectionKind::fast_block_mids: return "fast_block_mids";
         case SectionKind::fast_lead_codes: return "fast_lead_codes";
         case SectionKind::fast_mid_bytes: return "fast_mid_bytes";
+        case SectionKind::interp_anchors: return "interp_anchors";
+        case SectionKind::outlier_indices: return "outlier_indices";
     }
     return "unknown";
 }
@@ -149,7 +151,8 @@ std::vector<uint8_t> archive_write(const Header& h, std::span<const SectionData>
     // The pipeline builds the header from validated parameters: a bad one is a bug.
     GSZ_CHECK(h.format_version == kFormatVersion, GSZ_STATUS_INTERNAL,
               "archive_write: format_version %u, this gsz writes version %u", h.format_version, kFormatVersion);
-    GSZ_CHECK(h.pipeline == GSZ_PIPELINE_STORE || h.pipeline == GSZ_PIPELINE_LORENZO || h.pipeline == GSZ_PIPELINE_FAST, GSZ_STATUS_INTERNAL,
+    GSZ_CHECK(h.pipeline == GSZ_PIPELINE_STORE || h.pipeline == GSZ_PIPELINE_LORENZO || h.pipeline == GSZ_PIPELINE_FAST ||
+                  h.pipeline == GSZ_PIPELINE_INTERP, GSZ_STATUS_INTERNAL,
               "archive_write: unknown pipeline %d", static_cast<int>(h.pipeline));
     header_validate(h, GSZ_STATUS_INTERNAL);
     GSZ_CHECK(!sections.empty() && sections.size() <= kMaxSections, GSZ_STATUS_INTERNAL,
@@ -243,9 +246,10 @@ Archive archive_parse(std::span<const uint8_t> bytes) {
     GSZ_CHECK(mode == GSZ_ERROR_ABS || mode == GSZ_ERROR_REL, GSZ_STATUS_CORRUPT,
               "archive: error_mode %u is not abs (1) or rel (2)", mode);
     const uint8_t pipeline = p[kOffPipeline];
-    GSZ_CHECK(pipeline == GSZ_PIPELINE_STORE || pipeline == GSZ_PIPELINE_LORENZO || pipeline == GSZ_PIPELINE_FAST,
+    GSZ_CHECK(pipeline == GSZ_PIPELINE_STORE || pipeline == GSZ_PIPELINE_LORENZO || pipeline == GSZ_PIPELINE_FAST ||
+                  pipeline == GSZ_PIPELINE_INTERP,
               GSZ_STATUS_UNSUPPORTED,
-              "archive: pipeline %u is not supported (this gsz knows store (0), lorenzo (1) and fast (2))", pipeline);
+              "archive: pipeline %u is not supported (this gsz knows store (0), lorenzo (1), fast (2) and interp (3))", pipeline);
 
     Archive a;
     Header& h = a.header;

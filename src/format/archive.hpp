@@ -29,6 +29,8 @@ enum class SectionKind : uint32_t {
     fast_block_mids = 8,    // fast: each block's mid value
     fast_lead_codes = 9,    // fast: 2-bit lead codes of the non-constant blocks
     fast_mid_bytes = 10,    // fast: explicit bytes of the non-constant blocks
+    interp_anchors = 11,    // interp: exact values of the anchor grid
+    outlier_indices = 12,   // interp: raster indices of the outliers (u64, increasing)
 };
 
 const char* section_kind_name(SectionKind kind);

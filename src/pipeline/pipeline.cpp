@@ -28,7 +28,7 @@ void params_validate(const gsz_params& p) {
     GSZ_CHECK(std::isfinite(p.error_bound) && p.error_bound >= 0, bad,
               "error bound %g must be finite and >= 0", p.error_bound);
     GSZ_CHECK(p.pipeline == GSZ_PIPELINE_LORENZO || p.pipeline == GSZ_PIPELINE_FAST ||
-                  p.pipeline == GSZ_PIPELINE_STORE,
+                  p.pipeline == GSZ_PIPELINE_INTERP || p.pipeline == GSZ_PIPELINE_STORE,
               bad, "pipeline %d is not available", p.pipeline);
     GSZ_CHECK(p.block_size == 0 || p.block_size == 64 || p.block_size == 128 || p.block_size == 256, bad,
               "block size %u is not 64, 128 or 256", p.block_size);
@@ -59,7 +59,7 @@ uint64_t compress_workspace_bytes(const gsz_params& p) {
 }
 
 uint64_t decompress_workspace_bytes(const format::Header& h) {
-    // lorenzo: quant-codes (outliers are bounded by the archive);
+    // lorenzo, interp: quant-codes (outliers and anchors are bounded by the archive);
     // fast: two offsets per block of at least 64 values
     return h.num_elements() * 2 + (1u << 20);
 }
@@ -116,6 +116,7 @@ std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
     const format::Header h = plan_header(p, range);
     if (h.pipeline == GSZ_PIPELINE_STORE) return store_compress(h, data);
     if (h.pipeline == GSZ_PIPELINE_FAST) return smaller_of_lossy_and_store(fast_compress(p, h, data), h, data);
+    if (h.pipeline == GSZ_PIPELINE_INTERP) return smaller_of_lossy_and_store(interp_compress(p, h, data), h, data);
     return smaller_of_lossy_and_store(lorenzo_compress(p, h, data), h, data);
 }
 
@@ -129,6 +130,9 @@ void decompress(const format::Archive& archive, void* out, gsz_device device, in
         case GSZ_PIPELINE_FAST:
             if (backend == Backend::cuda) return decompress_cuda(archive, out);
             return fast_decompress(archive, out, num_threads);
+        case GSZ_PIPELINE_INTERP:
+            if (backend == Backend::cuda) return decompress_cuda(archive, out);
+            return interp_decompress(archive, out, num_threads);
     }
     fail(GSZ_STATUS_UNSUPPORTED, format_message("pipeline %d is not supported", archive.header.pipeline));
 }
@@ -140,6 +144,7 @@ void describe(const format::Archive& archive, gsz_archive_info& info) {
     info.num_blocks = info.num_constant_blocks = info.num_raw_blocks = 0;
     if (archive.header.pipeline == GSZ_PIPELINE_LORENZO) lorenzo_describe(archive, info);
     if (archive.header.pipeline == GSZ_PIPELINE_FAST) fast_describe(archive, info);
+    if (archive.header.pipeline == GSZ_PIPELINE_INTERP) interp_describe(archive, info);
 }
 
 }  // namespace gsz::pipeline

@@ -1,6 +1,8 @@
 // The pipelines: the only place that knows the order of the stages.
 //   lorenzo: finite range -> lattice + Lorenzo + quant-codes/outliers ->
 //            histogram -> canonical Huffman -> chunked bitstream -> archive
+//   interp:  finite range -> tuning sample -> anchors + spline levels ->
+//            quant-codes/outliers -> histogram -> canonical Huffman -> archive
 //   fast:    finite range -> per block: constant / truncated differences with
 //            leading-byte codes / raw -> four byte streams -> archive
 //   store:   zstd of the raw values (lossless; also the fallback when a lossy
@@ -68,6 +70,10 @@ void lorenzo_describe(const format::Archive& archive, gsz_archive_info& info);
 std::vector<uint8_t> fast_compress(const gsz_params& params, const format::Header& header, const void* data);
 void fast_decompress(const format::Archive& archive, void* out, int num_threads);
 void fast_describe(const format::Archive& archive, gsz_archive_info& info);
+
+std::vector<uint8_t> interp_compress(const gsz_params& params, const format::Header& header, const void* data);
+void interp_decompress(const format::Archive& archive, void* out, int num_threads);
+void interp_describe(const format::Archive& archive, gsz_archive_info& info);
 
 std::vector<uint8_t> store_compress(const format::Header& header, const void* data);
 void store_decompress(const format::Archive& archive, void* out);

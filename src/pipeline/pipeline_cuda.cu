@@ -4,12 +4,14 @@
 // assembled by the same code as on the CPU, so the bytes are identical.
 #include "pipeline/bench.hpp"
 #include "pipeline/fast_sections.hpp"
+#include "pipeline/interp_sections.hpp"
 #include "pipeline/lorenzo_sections.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/pipeline_cuda.hpp"
 
 #include "encode/huffman_cuda.hpp"
 #include "predict/fast/fast_cuda.hpp"
+#include "predict/interp/interp_cuda.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 #include "runtime/cuda/device_buffer.hpp"
 
@@ -245,8 +247,128 @@ void fast_decode_on_device(FastDeviceArchive<T>& da, T* d_out, cudaStream_t stre
                                  da.bytes.size(), da.plan.layout, d_out, da.scratch, stream);
 }
 
+// The interp pipeline's counterparts: the tuner's sample is gathered on the
+// device and tuned on the host by the CPU's code, so both backends choose alike.
+template <class T>
+struct InterpDeviceCompressed {
+    format::Header header;
+    InterpParams params;
+    encode::HuffmanCodebook book;
+    encode::HuffmanDeviceStream stream;
+    predict::InterpDeviceEncoded<T> enc;
+};
+
+// Histogram on the device, codebook on the host, Huffman encode on the device
+// (the lorenzo steps, shared).
+inline void huffman_on_device(const uint16_t* d_codes, uint64_t n, uint32_t radius, encode::HuffmanCodebook& book,
+                              encode::HuffmanDeviceStream& out, cudaStream_t stream) {
+    const uint32_t alphabet = 2 * radius;
+    cuda::DeviceBuffer<uint64_t> d_hist(alphabet + 1, stream);  // the last entry flags a bad symbol
+    uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
+    GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
+    encode::histogram_cuda(d_codes, n, alphabet, d_hist.data(), d_bad, stream);
+    std::vector<uint64_t> histogram;
+    cuda::copy_to_host(histogram, d_hist.data(), alphabet + 1, stream);
+    GSZ_CHECK(histogram[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
+    histogram.pop_back();
+    book = encode::huffman_build(histogram);
+    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(book, stream);
+    encode::huffman_encode_cuda(d_book, d_codes, n, kHuffmanChunkSymbols, out, stream);
+}
+
+template <class T>
+void interp_compress_on_device(const gsz_params& params, const T* d_data, InterpDeviceCompressed<T>& dc,
+                               cudaStream_t stream) {
+    const uint64_t n = params_num_elements(params);
+    dc.header = plan_header(params, finite_range_cuda(d_data, n, stream));
+    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
+    InterpParams& p = dc.params;
+    p.radius = params.radius;
+    p.layout = predict::interp_layout(dc.header.rank, dc.header.dims);
+    const std::vector<double> samples =
+        predict::interp_gather_cuda(d_data, predict::interp_tune_indices(p.layout), stream);
+    p.config = predict::interp_configure(p.layout, samples, dc.header.error_bound_abs,
+                                         dc.header.value_max - dc.header.value_min,
+                                         interp_overrides(params, p.layout.rank));
+    predict::interp_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc, stream);
+    huffman_on_device(dc.enc.codes.data(), n, p.radius, dc.book, dc.stream, stream);
+}
+
+template <class T>
+std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T* d_data, const T* h_data,
+                                          uint64_t n, cudaStream_t stream) {
+    std::vector<T> host_copy;
+    if (dc.header.pipeline == GSZ_PIPELINE_STORE)
+        return store_compress(dc.header, host_view(h_data, d_data, n, host_copy, stream));
+    encode::HuffmanStream stream_host;
+    stream_host.num_symbols = n;
+    stream_host.chunk_symbols = kHuffmanChunkSymbols;
+    cuda::copy_to_host(stream_host.chunk_bits, dc.stream.chunk_bits.data(), dc.stream.num_chunks, stream);
+    cuda::copy_to_host(stream_host.words, dc.stream.words.data(), dc.stream.num_words, stream);
+    std::vector<T> anchors, outlier_value;
+    std::vector<uint64_t> outlier_index;
+    cuda::copy_to_host(anchors, dc.enc.anchors.data(), dc.params.layout.num_anchors, stream);
+    cuda::copy_to_host(outlier_index, dc.enc.outlier_index.data(), dc.enc.num_outliers, stream);
+    cuda::copy_to_host(outlier_value, dc.enc.outlier_value.data(), dc.enc.num_outliers, stream);
+    std::vector<uint8_t> archive = interp_assemble<T>(dc.header, dc.params, dc.book, stream_host, anchors,
+                                                      outlier_index, outlier_value);
+    if (archive.size() <= n * sizeof(T)) return archive;
+    return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
+}
+
+template <class T>
+struct InterpDeviceArchive {
+    InterpDecodePlan<T> plan;
+    cuda::DeviceBuffer<uint32_t> words, chunk_bits;
+    cuda::DeviceBuffer<uint64_t> chunk_offset, outlier_index;
+    cuda::DeviceBuffer<T> anchors, outlier_value;
+};
+
+template <class T>
+void upload(cuda::DeviceBuffer<T>& dst, const T* src, size_t count, cudaStream_t stream) {
+    dst.allocate(count, stream);
+    if (count) GSZ_CUDA(cudaMemcpyAsync(dst.data(), src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
+}
+
+template <class T>
+void interp_upload_archive(const format::Archive& archive, InterpDeviceArchive<T>& da, cudaStream_t stream) {
+    da.plan = interp_plan_decode<T>(archive);
+    const auto& sv = da.plan.stream;
+    upload(da.words, reinterpret_cast<const uint32_t*>(sv.words.data()), sv.words.size() / 4, stream);
+    upload(da.chunk_bits, sv.chunk_bits.data(), sv.chunk_bits.size(), stream);
+    upload(da.chunk_offset, sv.chunk_word_offset.data(), sv.chunk_word_offset.size(), stream);
+    upload(da.anchors, da.plan.anchors.data(), da.plan.anchors.size(), stream);
+    upload(da.outlier_index, da.plan.outlier_index.data(), da.plan.outlier_index.size(), stream);
+    upload(da.outlier_value, da.plan.outlier_value.data(), da.plan.outlier_value.size(), stream);
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+}
+
+template <class T>
+void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_out, cudaStream_t stream) {
+    const auto& plan = da.plan;
+    cuda::DeviceBuffer<uint16_t> d_codes(n, stream);
+    cuda::DeviceBuffer<uint32_t> d_corrupt(2, stream);
+    d_corrupt.zero(stream);
+    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(plan.book, stream);
+    encode::huffman_decode_cuda(d_book, da.words.data(), da.words.size(), da.chunk_bits.data(),
+                                da.chunk_offset.data(), n, plan.stream.chunk_symbols, d_codes.data(),
+                                d_corrupt.data(), stream);
+    predict::interp_decode_cuda<T>(d_codes.data(), da.anchors.data(), da.outlier_index.data(),
+                                   da.outlier_value.data(), plan.outlier_index.size(), plan.params.layout,
+                                   plan.params.config, plan.params.radius, d_out, d_corrupt.data() + 1, stream);
+    std::vector<uint32_t> corrupt;
+    cuda::copy_to_host(corrupt, d_corrupt.data(), 2, stream);
+    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT, "huffman_bitstream: a chunk does not decode");
+    GSZ_CHECK(corrupt[1] == 0, GSZ_STATUS_CORRUPT, "interp: an element has code 0 but no outlier value");
+}
+
 template <class T>
 std::vector<uint8_t> compress_typed(const gsz_params& params, const T* d_data, const T* h_data, cudaStream_t stream) {
+    if (params.pipeline == GSZ_PIPELINE_INTERP) {
+        InterpDeviceCompressed<T> dc;
+        interp_compress_on_device(params, d_data, dc, stream);
+        return interp_fetch_archive(dc, d_data, h_data, params_num_elements(params), stream);
+    }
     if (params.pipeline == GSZ_PIPELINE_FAST) {
         FastDeviceCompressed<T> dc;
         fast_compress_on_device(params, d_data, dc, stream);
@@ -306,6 +428,12 @@ void decode_on_device(const DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStre
 
 template <class T>
 void decompress_typed(const format::Archive& archive, T* d_out, cudaStream_t stream) {
+    if (archive.header.pipeline == GSZ_PIPELINE_INTERP) {
+        InterpDeviceArchive<T> ia;
+        interp_upload_archive(archive, ia, stream);
+        interp_decode_on_device(ia, archive.header.num_elements(), d_out, stream);
+        return;
+    }
     if (archive.header.pipeline == GSZ_PIPELINE_FAST) {
         FastDeviceArchive<T> fa;
         fast_upload_archive(archive, fa, stream);
@@ -380,7 +508,8 @@ void decompress_cuda_device(const format::Archive& archive, void* d_out, void* s
         GSZ_CUDA(cudaStreamSynchronize(s));
         return;
     }
-    GSZ_CHECK(archive.header.pipeline == GSZ_PIPELINE_LORENZO || archive.header.pipeline == GSZ_PIPELINE_FAST,
+    GSZ_CHECK(archive.header.pipeline == GSZ_PIPELINE_LORENZO || archive.header.pipeline == GSZ_PIPELINE_FAST ||
+                  archive.header.pipeline == GSZ_PIPELINE_INTERP,
               GSZ_STATUS_UNSUPPORTED, "pipeline %d on CUDA", archive.header.pipeline);
     if (archive.header.dtype == GSZ_DTYPE_F32)
         decompress_typed(archive, static_cast<float*>(d_out), s);
@@ -417,6 +546,12 @@ template <class T, class Timer>
 double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStream_t s, Timer& timed,
                             std::vector<uint8_t>& archive) {
     const T* d_data = static_cast<const T*>(d_in);
+    if (params.pipeline == GSZ_PIPELINE_INTERP) {
+        InterpDeviceCompressed<T> ic;
+        const double t = timed([&] { interp_compress_on_device(params, d_data, ic, s); });
+        archive = interp_fetch_archive(ic, d_data, static_cast<const T*>(nullptr), params_num_elements(params), s);
+        return t;
+    }
     if (params.pipeline == GSZ_PIPELINE_FAST) {
         FastDeviceCompressed<T> fc;
         const double t = timed([&] { fast_compress_on_device(params, d_data, fc, s); });
@@ -438,6 +573,11 @@ double bench_typed_decompress(const std::vector<uint8_t>& archive, void* d_out, 
         FastDeviceArchive<T> fa;
         fast_upload_archive(parsed, fa, s);
         return timed([&] { fast_decode_on_device(fa, static_cast<T*>(d_out), s); });
+    }
+    if (parsed.header.pipeline == GSZ_PIPELINE_INTERP) {
+        InterpDeviceArchive<T> ia;
+        interp_upload_archive(parsed, ia, s);
+        return timed([&] { interp_decode_on_device(ia, parsed.header.num_elements(), static_cast<T*>(d_out), s); });
     }
     if (parsed.header.pipeline != GSZ_PIPELINE_LORENZO)
         return timed([&] { decompress_cuda_device(parsed, d_out, s); });

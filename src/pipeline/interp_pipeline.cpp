@@ -1,0 +1,267 @@
+// The interp pipeline (cuSZ-i G-Interp): anchored spline interpolation with
+// level-wise bounds -> quant-codes, anchors, exact outliers -> histogram ->
+// canonical Huffman -> chunked bitstream.  Predictor: predict/interp/.
+#include "pipeline/interp_sections.hpp"
+#include "pipeline/lorenzo_sections.hpp"   // kHuffmanChunkSymbols
+#include "pipeline/pipeline.hpp"
+
+#include "runtime/status.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace gsz::pipeline {
+
+void InterpParams::write(ByteWriter& out) const {
+    out.put(radius);
+    out.put(layout.rank);
+    out.put(layout.anchor_stride);
+    out.put(layout.num_levels);
+    for (uint32_t t : layout.tile) out.put(t);
+    for (uint8_t o : config.order) out.put(o);
+    for (uint8_t s : config.spline) out.put(s);
+    out.put(uint16_t{0});   // reserved
+    out.put(config.alpha);
+    out.put(config.beta);
+    for (uint32_t l = 0; l < layout.num_levels; ++l) out.put(config.level_eb[l]);
+    out.put(huffman_chunk_symbols);
+    out.put(uint32_t{0});   // reserved
+    out.put(num_outliers);
+}
+
+InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::Header& h) {
+    constexpr gsz_status bad = GSZ_STATUS_CORRUPT;
+    ByteReader in(bytes, "pipeline_params");
+    InterpParams p;
+    p.layout = predict::interp_layout(h.rank, h.dims);   // the only geometry this format version has
+    const predict::InterpLayout& L = p.layout;
+    p.radius = in.get<uint32_t>("radius");
+    const uint32_t rank = in.get<uint32_t>("rank");
+    const uint32_t stride = in.get<uint32_t>("anchor stride");
+    const uint32_t levels = in.get<uint32_t>("level count");
+    uint32_t tile[3];
+    for (uint32_t& t : tile) t = in.get<uint32_t>("tile extent");
+    for (uint8_t& o : p.config.order) o = in.get<uint8_t>("order");
+    for (uint8_t& s : p.config.spline) s = in.get<uint8_t>("spline");
+    const uint16_t reserved = in.get<uint16_t>("reserved");
+    p.config.alpha = in.get<double>("alpha");
+    p.config.beta = in.get<double>("beta");
+    GSZ_CHECK(levels == L.num_levels, bad, "pipeline_params: %u levels, the dims give %u", levels, L.num_levels);
+    for (uint32_t l = 0; l < levels; ++l) p.config.level_eb[l] = in.get<double>("level bound");
+    p.huffman_chunk_symbols = in.get<uint32_t>("huffman chunk symbols");
+    const uint32_t reserved2 = in.get<uint32_t>("reserved");
+    p.num_outliers = in.get<uint64_t>("outlier count");
+    in.expect_end();
+
+    GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, bad, "pipeline_params: radius %u out of range", p.radius);
+    GSZ_CHECK(reserved == 0 && reserved2 == 0, bad, "pipeline_params: reserved fields are not 0");
+    GSZ_CHECK(rank == L.rank && stride == L.anchor_stride, bad,
+              "pipeline_params: rank %u, anchor stride %u; the dims give %u, %u", rank, stride, L.rank,
+              L.anchor_stride);
+    for (int d = 0; d < 3; ++d)
+        GSZ_CHECK(tile[d] == L.tile[d], bad, "pipeline_params: tile extent %u along dim %d, expected %u", tile[d], d,
+                  L.tile[d]);
+    uint32_t seen = 0;
+    for (uint32_t k = 0; k < 3; ++k) {
+        const uint32_t o = p.config.order[k];
+        GSZ_CHECK(k < rank ? (o < rank && !(seen & (1u << o))) : o == k, bad,
+                  "pipeline_params: order %u %u %u is not a permutation of the %u dims", p.config.order[0],
+                  p.config.order[1], p.config.order[2], rank);
+        seen |= 1u << o;
+        GSZ_CHECK(p.config.spline[k] <= predict::kSplineNatural && (k < rank || p.config.spline[k] == 0), bad,
+                  "pipeline_params: spline %u of dim %u", p.config.spline[k], k);
+    }
+    GSZ_CHECK(std::isfinite(p.config.alpha) && p.config.alpha >= 1 && std::isfinite(p.config.beta) &&
+                  p.config.beta >= 1,
+              bad, "pipeline_params: alpha %g, beta %g", p.config.alpha, p.config.beta);
+    for (uint32_t l = 0; l < levels; ++l) {
+        const double e = p.config.level_eb[l];
+        GSZ_CHECK(e > 0 && e <= h.error_bound_abs && std::isfinite(1.0 / (2.0 * e)), bad,
+                  "pipeline_params: level %u bound %g (archive bound %g)", l, e, h.error_bound_abs);
+    }
+    GSZ_CHECK(p.num_outliers <= h.num_elements(), bad, "pipeline_params: %llu outliers",
+              static_cast<unsigned long long>(p.num_outliers));
+    return p;
+}
+
+predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t rank) {
+    constexpr gsz_status bad = GSZ_STATUS_INVALID_ARGUMENT;
+    predict::InterpOverrides ov;
+    GSZ_CHECK(params.interp_alpha == 0 || (params.interp_alpha >= 1 && params.interp_alpha <= 64), bad,
+              "interp alpha %g is not in [1, 64] (0 = auto)", params.interp_alpha);
+    GSZ_CHECK(params.interp_beta == 0 || (params.interp_beta >= 1 && params.interp_beta <= 1e6), bad,
+              "interp beta %g is not in [1, 1e6] (0 = auto)", params.interp_beta);
+    ov.alpha = params.interp_alpha;
+    ov.beta = params.interp_beta;
+    switch (params.interp_spline) {
+        case GSZ_INTERP_SPLINE_AUTO: ov.spline = -1; break;
+        case GSZ_INTERP_SPLINE_NOT_A_KNOT: ov.spline = predict::kSplineNotAKnot; break;
+        case GSZ_INTERP_SPLINE_NATURAL: ov.spline = predict::kSplineNatural; break;
+        default: fail(bad, format_message("interp spline %d is not auto, not-a-knot or natural", params.interp_spline));
+    }
+    const size_t len = strnlen(params.interp_order, sizeof params.interp_order);
+    if (len > 0) {
+        GSZ_CHECK(len == rank, bad,
+                  "interp order \"%.*s\" must name each of the %u dims of size > 1 once (letters x, y, z)",
+                  static_cast<int>(len), params.interp_order, rank);
+        uint32_t seen = 0;
+        for (uint32_t k = 0; k < rank; ++k) {
+            const int d = params.interp_order[k] - 'x';
+            GSZ_CHECK(d >= 0 && d < static_cast<int>(rank) && !(seen & (1u << d)), bad,
+                      "interp order \"%.*s\" must name each of the %u dims of size > 1 once (letters x, y, z)",
+                      static_cast<int>(len), params.interp_order, rank);
+            seen |= 1u << d;
+            ov.order[k] = d;
+        }
+    }
+    return ov;
+}
+
+template <class T>
+std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
+                                     const encode::HuffmanCodebook& book, const encode::HuffmanStream& stream,
+                                     std::span<const T> anchors, std::span<const uint64_t> outlier_index,
+                                     std::span<const T> outlier_value) {
+    ByteWriter params_bytes, book_bytes, chunk_bytes, bit_bytes, anchor_bytes, index_bytes, value_bytes;
+    InterpParams p = params;
+    p.huffman_chunk_symbols = stream.chunk_symbols;
+    p.num_outliers = outlier_index.size();
+    p.write(params_bytes);
+    encode::huffman_codebook_write(book, book_bytes);
+    encode::huffman_chunks_write(stream, chunk_bytes);
+    encode::huffman_bitstream_write(stream, bit_bytes);
+    anchor_bytes.put_array(anchors);
+    index_bytes.put_array(outlier_index);
+    value_bytes.put_array(outlier_value);
+    const format::SectionData sections[] = {
+        {format::SectionKind::pipeline_params, params_bytes.bytes()},
+        {format::SectionKind::huffman_codebook, book_bytes.bytes()},
+        {format::SectionKind::huffman_chunks, chunk_bytes.bytes()},
+        {format::SectionKind::huffman_bitstream, bit_bytes.bytes()},
+        {format::SectionKind::interp_anchors, anchor_bytes.bytes()},
+        {format::SectionKind::outlier_indices, index_bytes.bytes()},
+        {format::SectionKind::outlier_values, value_bytes.bytes()},
+    };
+    return format::archive_write(header, sections);
+}
+
+template <class T>
+InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
+    constexpr gsz_status bad = GSZ_STATUS_CORRUPT;
+    const format::Header& h = archive.header;
+    GSZ_CHECK(h.error_bound_abs > 0 && std::isfinite(1.0 / (2.0 * h.error_bound_abs)), bad,
+              "interp archive with unusable bound %g", h.error_bound_abs);
+    InterpDecodePlan<T> plan;
+    plan.params = InterpParams::read(archive.section(format::SectionKind::pipeline_params), h);
+    const InterpParams& p = plan.params;
+    const uint64_t n = h.num_elements();
+
+    const auto anchors = archive.section(format::SectionKind::interp_anchors);
+    GSZ_CHECK(anchors.size() == p.layout.num_anchors * sizeof(T), bad, "interp_anchors: %zu bytes for %llu anchors",
+              anchors.size(), static_cast<unsigned long long>(p.layout.num_anchors));
+    const auto index = archive.section(format::SectionKind::outlier_indices);
+    const auto value = archive.section(format::SectionKind::outlier_values);
+    GSZ_CHECK(index.size() == p.num_outliers * sizeof(uint64_t) && value.size() == p.num_outliers * sizeof(T), bad,
+              "outlier sections: %zu index and %zu value bytes for %llu outliers", index.size(), value.size(),
+              static_cast<unsigned long long>(p.num_outliers));
+
+    ByteReader book_in(archive.section(format::SectionKind::huffman_codebook), "huffman_codebook");
+    plan.book = encode::huffman_codebook_read(book_in, 2 * p.radius);
+    book_in.expect_end();
+    plan.stream = encode::huffman_stream_read(archive.section(format::SectionKind::huffman_chunks),
+                                              archive.section(format::SectionKind::huffman_bitstream), n);
+    GSZ_CHECK(plan.stream.chunk_symbols == p.huffman_chunk_symbols, bad,
+              "huffman_chunks: chunk of %u symbols, pipeline_params says %u", plan.stream.chunk_symbols,
+              p.huffman_chunk_symbols);
+
+    plan.anchors.resize(p.layout.num_anchors);
+    if (!anchors.empty()) std::memcpy(plan.anchors.data(), anchors.data(), anchors.size());
+    plan.outlier_index.resize(p.num_outliers);
+    plan.outlier_value.resize(p.num_outliers);
+    if (p.num_outliers) {
+        std::memcpy(plan.outlier_index.data(), index.data(), index.size());
+        std::memcpy(plan.outlier_value.data(), value.data(), value.size());
+    }
+    for (uint64_t k = 0; k < p.num_outliers; ++k)
+        GSZ_CHECK(plan.outlier_index[k] < n && (k == 0 || plan.outlier_index[k] > plan.outlier_index[k - 1]), bad,
+                  "outlier_indices: entry %llu (%llu) is not increasing inside the array",
+                  static_cast<unsigned long long>(k), static_cast<unsigned long long>(plan.outlier_index[k]));
+    return plan;
+}
+
+template std::vector<uint8_t> interp_assemble<float>(const format::Header&, const InterpParams&,
+                                                     const encode::HuffmanCodebook&, const encode::HuffmanStream&,
+                                                     std::span<const float>, std::span<const uint64_t>,
+                                                     std::span<const float>);
+template std::vector<uint8_t> interp_assemble<double>(const format::Header&, const InterpParams&,
+                                                      const encode::HuffmanCodebook&, const encode::HuffmanStream&,
+                                                      std::span<const double>, std::span<const uint64_t>,
+                                                      std::span<const double>);
+template InterpDecodePlan<float> interp_plan_decode<float>(const format::Archive&);
+template InterpDecodePlan<double> interp_plan_decode<double>(const format::Archive&);
+
+namespace {
+
+template <class T>
+std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Header& header, const T* data) {
+    const int threads = params.num_threads;
+    InterpParams p;
+    p.radius = params.radius;
+    p.layout = predict::interp_layout(header.rank, header.dims);
+    const std::vector<uint64_t> idx = predict::interp_tune_indices(p.layout);
+    std::vector<double> samples(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i) samples[i] = static_cast<double>(data[idx[i]]);
+    p.config = predict::interp_configure(p.layout, samples, header.error_bound_abs,
+                                         header.value_max - header.value_min,
+                                         interp_overrides(params, p.layout.rank));
+
+    predict::InterpEncoded<T> enc;
+    predict::interp_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius, enc, threads);
+    const auto histogram = encode::histogram_cpu(enc.codes, 2 * p.radius, threads);
+    const auto book = encode::huffman_build(histogram);
+    const auto stream = encode::huffman_encode_cpu(book, enc.codes, kHuffmanChunkSymbols, threads);
+    enc.codes = {};
+    return interp_assemble<T>(header, p, book, stream, enc.anchors, enc.outlier_index, enc.outlier_value);
+}
+
+template <class T>
+void decompress_typed(const format::Archive& archive, T* out, int threads) {
+    const InterpDecodePlan<T> plan = interp_plan_decode<T>(archive);
+    std::vector<uint16_t> codes(archive.header.num_elements());
+    encode::huffman_decode_cpu(plan.book, plan.stream, codes, threads);
+    predict::interp_decode_cpu<T>(codes, plan.anchors, plan.outlier_index, plan.outlier_value, plan.params.layout,
+                                  plan.params.config, plan.params.radius, out, threads);
+}
+
+}  // namespace
+
+std::vector<uint8_t> interp_compress(const gsz_params& params, const format::Header& header, const void* data) {
+    if (header.dtype == GSZ_DTYPE_F32) return compress_typed(params, header, static_cast<const float*>(data));
+    return compress_typed(params, header, static_cast<const double*>(data));
+}
+
+void interp_decompress(const format::Archive& archive, void* out, int num_threads) {
+    if (archive.header.dtype == GSZ_DTYPE_F32)
+        decompress_typed(archive, static_cast<float*>(out), num_threads);
+    else
+        decompress_typed(archive, static_cast<double*>(out), num_threads);
+}
+
+void interp_describe(const format::Archive& archive, gsz_archive_info& info) {
+    const InterpParams p = InterpParams::read(archive.section(format::SectionKind::pipeline_params), archive.header);
+    info.radius = p.radius;
+    info.num_outliers = p.num_outliers;
+    info.interp_rank = p.layout.rank;
+    info.interp_anchor_stride = p.layout.anchor_stride;
+    info.interp_num_anchors = p.layout.num_anchors;
+    info.interp_alpha = p.config.alpha;
+    info.interp_beta = p.config.beta;
+    std::memset(info.interp_order, 0, sizeof info.interp_order);
+    std::memset(info.interp_spline, 0, sizeof info.interp_spline);
+    for (uint32_t k = 0; k < p.layout.rank; ++k) {
+        info.interp_order[k] = static_cast<char>('x' + p.config.order[k]);
+        info.interp_spline[k] = p.config.spline[k] == predict::kSplineNatural ? 'n' : 'k';
+    }
+}
+
+}  // namespace gsz::pipeline

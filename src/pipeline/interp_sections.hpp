@@ -1,0 +1,57 @@
+// The interp pipeline's archive sections, shared by the CPU and CUDA recipes
+// so both write and read exactly the same bytes.
+#pragma once
+
+#include "encode/huffman.hpp"
+#include "format/archive.hpp"
+#include "predict/interp/interp.hpp"
+#include "runtime/byte_io.hpp"
+
+#include <gsz/gsz.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gsz::pipeline {
+
+// pipeline_params of an interp archive: the geometry (checked against the one
+// the header implies) and every choice the tuner made.
+struct InterpParams {
+    uint32_t radius = 0;
+    predict::InterpLayout layout;
+    predict::InterpConfig config;
+    uint32_t huffman_chunk_symbols = 0;
+    uint64_t num_outliers = 0;
+
+    void write(ByteWriter& out) const;
+    // Throws GSZ_STATUS_CORRUPT; `header` gives the geometry and the bound.
+    static InterpParams read(std::span<const uint8_t> bytes, const format::Header& header);
+};
+
+// The tuner's overrides from the caller's parameters (validated here:
+// GSZ_STATUS_INVALID_ARGUMENT names a bad one).
+predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t predictor_rank);
+
+template <class T>
+std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
+                                     const encode::HuffmanCodebook& book, const encode::HuffmanStream& stream,
+                                     std::span<const T> anchors, std::span<const uint64_t> outlier_index,
+                                     std::span<const T> outlier_value);
+
+// Everything a decoder needs, validated: sizes against the header, outlier
+// indices strictly increasing and inside the array.
+template <class T>
+struct InterpDecodePlan {
+    InterpParams params;
+    encode::HuffmanCodebook book;
+    encode::HuffmanStreamView stream;
+    std::vector<T> anchors;
+    std::vector<uint64_t> outlier_index;
+    std::vector<T> outlier_value;
+};
+
+template <class T>
+InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive);
+
+}  // namespace gsz::pipeline

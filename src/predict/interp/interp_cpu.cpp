@@ -1,0 +1,296 @@
+// CPU backend of the G-Interp predictor: OpenMP over tiles, each tile walked
+// stage by stage in a private workspace, exactly as a GPU block walks it.
+#include "predict/interp/interp.hpp"
+
+#include "runtime/parallel.hpp"
+#include "runtime/status.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gsz::predict {
+
+namespace {
+
+struct Geometry {
+    uint32_t stride, tile[3];
+};
+constexpr Geometry kGeometry1d = {512, {2048, 1, 1}};
+constexpr Geometry kGeometry2d = {16, {64, 16, 1}};
+constexpr Geometry kGeometry3d = {8, {32, 8, 8}};
+
+// Copies the workspace values of a tile (tile plus far faces, clipped to the
+// array) or writes its owned points back: `f(ws_offset, global_index)` per point.
+template <class F>
+void for_each_ws_point(const InterpLayout& L, const InterpLayout::TileBox& box, bool owned_only, F&& f) {
+    const uint32_t e0 = owned_only ? std::min(box.last[0] + 1, L.tile[0]) : box.last[0] + 1;
+    const uint32_t e1 = owned_only ? std::min(box.last[1] + 1, L.tile[1]) : box.last[1] + 1;
+    const uint32_t e2 = owned_only ? std::min(box.last[2] + 1, L.tile[2]) : box.last[2] + 1;
+    for (uint32_t z = 0; z < e2; ++z)
+        for (uint32_t y = 0; y < e1; ++y) {
+            const uint32_t c[3] = {0, y, z};
+            const uint64_t g = L.global_index(box.origin, c);
+            const uint32_t w = interp_ws_offset(L, c);
+            for (uint32_t x = 0; x < e0; ++x) f(w + x, g + x);
+        }
+}
+
+// Runs `body(stage, u, level)` for every stage of every level, coarsest first.
+template <class F>
+void for_each_stage(const InterpLayout& L, const InterpConfig& cfg, const uint32_t* last, F&& body) {
+    for (uint32_t l = L.num_levels; l-- > 0;) {
+        const uint32_t u = 1u << l;
+        for (uint32_t k = 0; k < L.rank; ++k) body(interp_stage(L.rank, cfg.order, k, u, last), u, l);
+    }
+}
+
+}  // namespace
+
+InterpLayout interp_layout(uint32_t rank, const uint64_t* dims) {
+    uint64_t kept[4];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < rank; ++d)
+        if (dims[d] > 1) kept[n++] = dims[d];
+    if (n == 0) kept[n++] = 1;
+    if (n == 4) {
+        kept[2] *= kept[3];
+        n = 3;
+    }
+    const Geometry& g = n == 1 ? kGeometry1d : n == 2 ? kGeometry2d : kGeometry3d;
+    InterpLayout L;
+    L.rank = n;
+    L.anchor_stride = g.stride;
+    L.num_levels = 0;
+    while ((1u << L.num_levels) < g.stride) ++L.num_levels;
+    L.num_tiles = L.num_anchors = L.num_elements = 1;
+    for (uint32_t d = 0; d < 3; ++d) {
+        L.dims[d] = d < n ? kept[d] : 1;
+        L.tile[d] = d < n ? g.tile[d] : 1;
+        L.grid[d] = (L.dims[d] + L.tile[d] - 1) / L.tile[d];
+        L.anchor_dims[d] = (L.dims[d] - 1) / L.anchor_stride + 1;
+        L.num_tiles *= L.grid[d];
+        L.num_anchors *= L.anchor_dims[d];
+        L.num_elements *= L.dims[d];
+    }
+    return L;
+}
+
+double interp_alpha_for(double e) {
+    // cuSZ-i Eq. 1 (reference-algorithms.md §2.4): piecewise linear in the decade of e.
+    if (!(e < 1e-1)) return 2.0;
+    if (e >= 1e-2) return 1.75 + 0.25 * (e - 1e-2) / (1e-1 - 1e-2);
+    if (e >= 1e-3) return 1.5 + 0.25 * (e - 1e-3) / (1e-2 - 1e-3);
+    if (e >= 1e-4) return 1.25 + 0.25 * (e - 1e-4) / (1e-3 - 1e-4);
+    if (e >= 1e-5) return 1.0 + 0.25 * (e - 1e-5) / (1e-4 - 1e-5);
+    return 1.0;
+}
+
+namespace {
+
+constexpr uint64_t kTuneSamplesPerDim[3] = {4096, 64, 16};   // 4096 points for any rank
+
+// Sample coordinate i of k along a dim of extent n: the centres of k equal cells.
+uint64_t tune_coordinate(uint64_t n, uint64_t k, uint64_t i) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(n) * (2 * i + 1)) / (2 * k));
+}
+
+template <class F>
+void for_each_tune_point(const InterpLayout& L, F&& f) {
+    const uint64_t want = kTuneSamplesPerDim[L.rank - 1];
+    uint64_t k[3];
+    for (int d = 0; d < 3; ++d) k[d] = std::min<uint64_t>(want, L.dims[d]);
+    for (uint64_t i2 = 0; i2 < k[2]; ++i2)
+        for (uint64_t i1 = 0; i1 < k[1]; ++i1)
+            for (uint64_t i0 = 0; i0 < k[0]; ++i0) {
+                const uint64_t g[3] = {tune_coordinate(L.dims[0], k[0], i0), tune_coordinate(L.dims[1], k[1], i1),
+                                       tune_coordinate(L.dims[2], k[2], i2)};
+                f(g);
+            }
+}
+
+}  // namespace
+
+std::vector<uint64_t> interp_tune_indices(const InterpLayout& L) {
+    std::vector<uint64_t> idx;
+    const uint64_t step[3] = {1, L.dims[0], L.dims[0] * L.dims[1]};
+    for_each_tune_point(L, [&](const uint64_t* g) {
+        const uint64_t centre = (g[2] * L.dims[1] + g[1]) * L.dims[0] + g[0];
+        idx.push_back(centre);
+        for (uint32_t d = 0; d < L.rank; ++d) {
+            const bool room = g[d] >= 3 && g[d] + 3 < L.dims[d];
+            for (int64_t off : {-3, -1, 1, 3})
+                idx.push_back(room ? centre + static_cast<uint64_t>(off * static_cast<int64_t>(step[d])) : centre);
+        }
+    });
+    return idx;
+}
+
+InterpConfig interp_configure(const InterpLayout& L, std::span<const double> samples, double eb_abs,
+                              double value_range, const InterpOverrides& ov) {
+    InterpConfig cfg;
+    // Per dim and spline, the summed |prediction - value| at unit stride,
+    // over the sample points with room on both sides and finite neighbours.
+    double err[3][2] = {};
+    const size_t group = 1 + 4 * L.rank;
+    GSZ_CHECK(samples.size() % group == 0, GSZ_STATUS_INTERNAL, "interp tuning: %zu samples", samples.size());
+    size_t at = 0;
+    for_each_tune_point(L, [&](const uint64_t* g) {
+        const double* v = samples.data() + at;
+        at += group;
+        for (uint32_t d = 0; d < L.rank; ++d) {
+            if (!(g[d] >= 3 && g[d] + 3 < L.dims[d])) continue;
+            const double x = v[0], a = v[1 + 4 * d], b = v[2 + 4 * d], c = v[3 + 4 * d], e = v[4 + 4 * d];
+            if (!std::isfinite(x) || !std::isfinite(a) || !std::isfinite(b) || !std::isfinite(c) || !std::isfinite(e))
+                continue;
+            err[d][kSplineNotAKnot] += std::fabs((9.0 * (b + c) - (a + e)) * 0.0625 - x);
+            err[d][kSplineNatural] += std::fabs((23.0 * (b + c) - 3.0 * (a + e)) / 40.0 - x);
+        }
+    });
+    GSZ_CHECK(at == samples.size(), GSZ_STATUS_INTERNAL, "interp tuning: %zu samples, used %zu", samples.size(), at);
+
+    double chosen[3] = {0, 0, 0};
+    for (uint32_t d = 0; d < L.rank; ++d) {
+        const bool natural = err[d][kSplineNatural] < err[d][kSplineNotAKnot];
+        cfg.spline[d] = static_cast<uint8_t>(ov.spline >= 0 ? ov.spline : natural ? kSplineNatural : kSplineNotAKnot);
+        chosen[d] = err[d][cfg.spline[d]];
+    }
+    if (ov.order[0] >= 0) {
+        for (uint32_t k = 0; k < 3; ++k) cfg.order[k] = static_cast<uint8_t>(k < L.rank ? ov.order[k] : k);
+    } else {
+        // Least smooth first: the last dim of each level predicts the most
+        // points, so it should be the smoothest.  Ties: slower dim first.
+        uint8_t dims[3] = {0, 1, 2};
+        std::stable_sort(dims, dims + L.rank, [&](uint8_t p, uint8_t q) {
+            if (chosen[p] != chosen[q]) return chosen[p] > chosen[q];
+            return p > q;
+        });
+        for (uint32_t k = 0; k < 3; ++k) cfg.order[k] = k < L.rank ? dims[k] : static_cast<uint8_t>(k);
+    }
+    const double relative = value_range > 0 ? eb_abs / value_range : HUGE_VAL;
+    cfg.alpha = ov.alpha > 0 ? ov.alpha : interp_alpha_for(relative);
+    cfg.beta = ov.beta > 0 ? ov.beta : 4.0;
+    double power = 1.0;   // alpha^l by repeated multiplication
+    for (uint32_t l = 0; l < L.num_levels; ++l) {
+        cfg.level_eb[l] = eb_abs / std::min(power, cfg.beta);
+        power *= cfg.alpha;
+    }
+    return cfg;
+}
+
+template <class T>
+void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig& cfg, double eb, uint32_t radius,
+                       InterpEncoded<T>& out, int num_threads) {
+    const uint64_t n = L.num_elements;
+    out.codes.assign(n, 0);
+    const int64_t R = radius;
+    InterpLevelQuant lq[kInterpMaxLevels];
+    for (uint32_t l = 0; l < L.num_levels; ++l) lq[l] = InterpLevelQuant::from_bound(cfg.level_eb[l]);
+
+    ParallelErrors errors;
+#pragma omp parallel num_threads(resolve_threads(num_threads))
+    errors.capture([&] {
+        std::vector<T> ws(L.ws_size());
+        std::vector<uint16_t> tile_codes(L.ws_size());
+#pragma omp for schedule(dynamic, 16)
+        for (uint64_t t = 0; t < L.num_tiles; ++t) {
+            const auto box = L.tile_box(t);
+            for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = data[g]; });
+            std::fill(tile_codes.begin(), tile_codes.end(), static_cast<uint16_t>(radius));   // anchors
+            for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
+                for (uint32_t i = 0; i < s.total; ++i) {
+                    uint32_t c[3];
+                    s.point(i, c);
+                    tile_codes[interp_ws_offset(L, c)] =
+                        interp_encode_point(ws.data(), L, s, c, box.last, u, cfg.spline[s.dim], lq[l], eb, R);
+                }
+            });
+            for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
+        }
+    });
+    errors.rethrow();
+
+    // Anchors and outliers in raster order.
+    out.anchors.resize(L.num_anchors);
+    const uint64_t S = L.anchor_stride;
+    for (uint64_t a2 = 0; a2 < L.anchor_dims[2]; ++a2)
+        for (uint64_t a1 = 0; a1 < L.anchor_dims[1]; ++a1)
+            for (uint64_t a0 = 0; a0 < L.anchor_dims[0]; ++a0)
+                out.anchors[(a2 * L.anchor_dims[1] + a1) * L.anchor_dims[0] + a0] =
+                    data[((a2 * S) * L.dims[1] + a1 * S) * L.dims[0] + a0 * S];
+    out.outlier_index.clear();
+    out.outlier_value.clear();
+    for (uint64_t i = 0; i < n; ++i)
+        if (out.codes[i] == 0) {
+            out.outlier_index.push_back(i);
+            out.outlier_value.push_back(data[i]);
+        }
+}
+
+template <class T>
+void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> anchors,
+                       std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
+                       const InterpLayout& L, const InterpConfig& cfg, uint32_t radius, T* out, int num_threads) {
+    GSZ_CHECK(codes.size() == L.num_elements && anchors.size() == L.num_anchors &&
+                  outlier_index.size() == outlier_value.size(),
+              GSZ_STATUS_INTERNAL, "interp_decode_cpu: stream sizes do not match the layout");
+    const int64_t R = radius;
+    InterpLevelQuant lq[kInterpMaxLevels];
+    for (uint32_t l = 0; l < L.num_levels; ++l) lq[l] = InterpLevelQuant::from_bound(cfg.level_eb[l]);
+
+    ParallelErrors errors;
+#pragma omp parallel num_threads(resolve_threads(num_threads))
+    errors.capture([&] {
+        std::vector<T> ws(L.ws_size());
+        std::vector<uint16_t> tile_codes(L.ws_size());
+        std::vector<uint64_t> tile_index(L.ws_size());
+#pragma omp for schedule(dynamic, 16)
+        for (uint64_t t = 0; t < L.num_tiles; ++t) {
+            const auto box = L.tile_box(t);
+            for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) {
+                tile_codes[w] = codes[g];
+                tile_index[w] = g;
+            });
+            // Anchors of the workspace.
+            const uint32_t S = L.anchor_stride;
+            for (uint32_t z = 0; z <= box.last[2]; z += (L.rank > 2 ? S : 1))
+                for (uint32_t y = 0; y <= box.last[1]; y += (L.rank > 1 ? S : 1))
+                    for (uint32_t x = 0; x <= box.last[0]; x += S) {
+                        const uint32_t c[3] = {x, y, z};
+                        ws[interp_ws_offset(L, c)] = anchors[L.anchor_index(box.origin, c)];
+                    }
+            for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
+                for (uint32_t i = 0; i < s.total; ++i) {
+                    uint32_t c[3];
+                    s.point(i, c);
+                    const uint32_t w = interp_ws_offset(L, c);
+                    const uint16_t code = tile_codes[w];
+                    if (code != 0) {
+                        const double pred = interp_point_prediction(ws.data(), L, s, c, box.last, u, cfg.spline[s.dim]);
+                        ws[w] = interp_reconstruct<T>(code, pred, lq[l], R);
+                    } else {
+                        const auto it = std::lower_bound(outlier_index.begin(), outlier_index.end(), tile_index[w]);
+                        GSZ_CHECK(it != outlier_index.end() && *it == tile_index[w], GSZ_STATUS_CORRUPT,
+                                  "interp: element %llu has code 0 but no outlier value",
+                                  static_cast<unsigned long long>(tile_index[w]));
+                        ws[w] = outlier_value[static_cast<size_t>(it - outlier_index.begin())];
+                    }
+                }
+            });
+            for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out[g] = ws[w]; });
+        }
+    });
+    errors.rethrow();
+}
+
+template void interp_encode_cpu<float>(const float*, const InterpLayout&, const InterpConfig&, double, uint32_t,
+                                       InterpEncoded<float>&, int);
+template void interp_encode_cpu<double>(const double*, const InterpLayout&, const InterpConfig&, double, uint32_t,
+                                        InterpEncoded<double>&, int);
+template void interp_decode_cpu<float>(std::span<const uint16_t>, std::span<const float>, std::span<const uint64_t>,
+                                       std::span<const float>, const InterpLayout&, const InterpConfig&, uint32_t,
+                                       float*, int);
+template void interp_decode_cpu<double>(std::span<const uint16_t>, std::span<const double>,
+                                        std::span<const uint64_t>, std::span<const double>, const InterpLayout&,
+                                        const InterpConfig&, uint32_t, double*, int);
+
+}  // namespace gsz::predict

@@ -1,0 +1,43 @@
+// CUDA backend of the G-Interp predictor: one thread block per tile, walking
+// the same stages with the same per-element math (interp_math.hpp) as the CPU
+// backend, so codes, anchors and outliers are identical.
+#pragma once
+
+#include "predict/interp/interp.hpp"
+#include "runtime/cuda/device_buffer.hpp"
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+namespace gsz::predict {
+
+// The values at `indices` of d_data, as double, on the host (the tuner's sample).
+template <class T>
+std::vector<double> interp_gather_cuda(const T* d_data, const std::vector<uint64_t>& indices, cudaStream_t stream);
+
+template <class T>
+struct InterpDeviceEncoded {
+    cuda::DeviceBuffer<uint16_t> codes;            // one per element, raster order
+    cuda::DeviceBuffer<T> anchors;
+    cuda::DeviceBuffer<uint64_t> outlier_index;    // raster order
+    cuda::DeviceBuffer<T> outlier_value;
+    uint64_t num_outliers = 0;
+    cuda::DeviceBuffer<uint8_t> temp;              // scratch, kept for reuse
+    cuda::DeviceBuffer<uint64_t> count;
+};
+
+// Encodes d_data (device, C order).  Synchronizes once to learn the outlier count.
+template <class T>
+void interp_encode_cuda(const T* d_data, const InterpLayout& layout, const InterpConfig& config, double eb,
+                        uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream);
+
+// Decodes into d_out.  A zero code without an outlier entry sets *d_corrupt
+// (the caller checks it); outlier indices must be strictly increasing.
+template <class T>
+void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint64_t* d_outlier_index,
+                        const T* d_outlier_value, uint64_t num_outliers, const InterpLayout& layout,
+                        const InterpConfig& config, uint32_t radius, T* d_out, uint32_t* d_corrupt,
+                        cudaStream_t stream);
+
+}  // namespace gsz::predict

@@ -1,0 +1,241 @@
+// Per-element arithmetic and tile geometry of the G-Interp predictor (cuSZ-i,
+// SC'24 §V; reference-algorithms.md §2), shared by host and device.
+//
+// Anchors (every point whose used coordinates are all multiples of the anchor
+// stride S) are stored exactly.  The array is cut into tiles whose extents are
+// multiples of S; a tile's workspace is the tile plus its far faces (33x9x9 for
+// a 32x8x8 tile).  Inside the workspace, levels with strides S/2, ..., 2, 1
+// interpolate, one stage per dimension, the points that are odd multiples of
+// the stride along the stage's dimension, multiples of it along the dimensions
+// already done at this level and multiples of twice it along the others.
+// Predictions read only points on the same line inside the workspace, and the
+// spline a point gets depends only on its local coordinate and the workspace
+// extent along the stage's dimension, which neighbouring tiles share on their
+// common faces: so a face point is computed bit for bit the same by both tiles,
+// and tiles are independent (each writes only the points it owns: local
+// coordinates below the tile extent).
+//
+// Everything is computed in double from values of T, one IEEE operation at a
+// time (no FMA contraction on either side), so encoder and decoder, CPU and
+// GPU, predict the very same bits.
+#pragma once
+
+#include "predict/lorenzo/lorenzo_math.hpp"
+#include "runtime/host_device.hpp"
+
+#include <cmath>
+#include <cstdint>
+
+namespace gsz::predict {
+
+inline constexpr uint32_t kInterpMaxLevels = 9;   // anchor stride up to 512
+
+enum InterpSpline : uint8_t { kSplineNotAKnot = 0, kSplineNatural = 1 };
+
+// The quantizer of one level: bound e_l, lattice step 2·e_l and its reciprocal.
+struct InterpLevelQuant {
+    double eb = 0, ebx2 = 0, r = 0;
+    static InterpLevelQuant from_bound(double eb_level) {
+        InterpLevelQuant q;
+        q.eb = eb_level;
+        q.ebx2 = 2.0 * eb_level;
+        q.r = 1.0 / q.ebx2;
+        return q;
+    }
+};
+
+struct InterpLayout {
+    uint32_t rank = 1;                 // predictor rank 1..3 (size-1 dims dropped, 4-D merged)
+    uint64_t dims[3] = {1, 1, 1};      // fastest first
+    uint32_t anchor_stride = 8;        // S, a power of two
+    uint32_t num_levels = 3;           // log2(S)
+    uint32_t tile[3] = {1, 1, 1};      // tile extents, multiples of S (1 for unused dims)
+    uint64_t grid[3] = {1, 1, 1};      // tiles per dim
+    uint64_t num_tiles = 1;
+    uint64_t anchor_dims[3] = {1, 1, 1};
+    uint64_t num_anchors = 1;
+    uint64_t num_elements = 1;
+
+    // Workspace extents and strides (tile + 1 along used dims).
+    GSZ_HD uint32_t ws_extent(int d) const { return d < static_cast<int>(rank) ? tile[d] + 1 : 1; }
+    GSZ_HD uint32_t ws_stride(int d) const {
+        return d == 0 ? 1u : d == 1 ? ws_extent(0) : ws_extent(0) * ws_extent(1);
+    }
+    GSZ_HD uint32_t ws_size() const { return ws_extent(0) * ws_extent(1) * ws_extent(2); }
+    GSZ_HD uint32_t tile_points() const { return tile[0] * tile[1] * tile[2]; }
+
+    struct TileBox {
+        uint64_t origin[3];
+        uint32_t last[3];   // inclusive local extent of the workspace inside the array
+    };
+    GSZ_HD TileBox tile_box(uint64_t tile_id) const {
+        TileBox b{};
+        const uint64_t t[3] = {tile_id % grid[0], (tile_id / grid[0]) % grid[1], tile_id / (grid[0] * grid[1])};
+        for (int d = 0; d < 3; ++d) {
+            b.origin[d] = t[d] * tile[d];
+            const uint64_t left = dims[d] - 1 - b.origin[d];
+            const uint32_t full = d < static_cast<int>(rank) ? tile[d] : 0;
+            b.last[d] = static_cast<uint32_t>(left < full ? left : full);
+        }
+        return b;
+    }
+    GSZ_HD uint64_t global_index(const uint64_t* origin, const uint32_t* c) const {
+        return ((origin[2] + c[2]) * dims[1] + (origin[1] + c[1])) * dims[0] + (origin[0] + c[0]);
+    }
+    GSZ_HD uint64_t anchor_index(const uint64_t* origin, const uint32_t* c) const {
+        const uint64_t a0 = (origin[0] + c[0]) / anchor_stride, a1 = (origin[1] + c[1]) / anchor_stride,
+                       a2 = (origin[2] + c[2]) / anchor_stride;
+        return (a2 * anchor_dims[1] + a1) * anchor_dims[0] + a0;
+    }
+    GSZ_HD bool is_anchor(const uint32_t* c) const {
+        // Tiles start at multiples of S, so local multiples are global ones.
+        return (c[0] | c[1] | c[2]) % anchor_stride == 0;
+    }
+};
+
+// The points of one stage: per dim the first local coordinate, the step and
+// the count; point i is (first + (i mod n0)·step, ...), dim 0 fastest.
+struct InterpStage {
+    uint32_t dim = 0;   // the dimension interpolated along
+    uint32_t first[3] = {0, 0, 0}, step[3] = {0, 0, 0}, count[3] = {1, 1, 1};
+    uint32_t total = 0;
+
+    GSZ_HD void point(uint32_t i, uint32_t* c) const {
+        const uint32_t i0 = i % count[0], rest = i / count[0];
+        c[0] = first[0] + i0 * step[0];
+        c[1] = first[1] + (rest % count[1]) * step[1];
+        c[2] = first[2] + (rest / count[1]) * step[2];
+    }
+};
+
+// Stage k (0-based, in processing order `order`) of the level with stride u,
+// inside a workspace whose inclusive local extents are `last`.
+GSZ_HD InterpStage interp_stage(uint32_t rank, const uint8_t* order, uint32_t k, uint32_t u, const uint32_t* last) {
+    InterpStage s;
+    s.dim = order[k];
+    s.total = 1;
+    for (uint32_t j = 0; j < rank; ++j) {
+        const uint32_t d = order[j];
+        const uint32_t L = last[d];
+        if (j == k) {          // odd multiples of u
+            s.first[d] = u;
+            s.step[d] = 2 * u;
+            s.count[d] = (L / u + 1) / 2;
+        } else if (j < k) {    // multiples of u
+            s.step[d] = u;
+            s.count[d] = L / u + 1;
+        } else {               // multiples of 2u
+            s.step[d] = 2 * u;
+            s.count[d] = L / (2 * u) + 1;
+        }
+        s.total *= s.count[d];
+    }
+    return s;
+}
+
+// A neighbour as the predictor sees it: NaN and +-Inf (stored exactly as
+// outliers) read as 0, so they do not spread to their neighbours.
+template <class T>
+GSZ_HD double interp_neighbour(T v) {
+    const double x = static_cast<double>(v);
+    return ::fabs(x) <= 1.7976931348623157e308 ? x : 0.0;   // false for NaN and Inf
+}
+
+// Prediction of the point at local coordinate p (an odd multiple of u) along a
+// line of the workspace with inclusive extent L; `at` points at the point and
+// `stride` is the workspace distance of one step u.  The paper's four cases:
+// cubic with neighbours at -3u, -u, +u, +3u; quadratic with three of them;
+// linear with -u and +u; the last point of an array with only -u copies it.
+template <class T>
+GSZ_HD double interp_predict(const T* at, int64_t stride, uint32_t p, uint32_t u, uint32_t L, uint32_t spline) {
+    const double b = interp_neighbour(at[-stride]);
+    const bool has_a = p >= 3 * u, has_c = p + u <= L, has_d = p + 3 * u <= L;
+    if (has_d) {
+        const double c = interp_neighbour(at[stride]);
+        const double d = interp_neighbour(at[3 * stride]);
+        if (has_a) {
+            const double a = interp_neighbour(at[-3 * stride]);
+            if (spline == kSplineNatural) return (23.0 * (b + c) - 3.0 * (a + d)) / 40.0;
+            return (9.0 * (b + c) - (a + d)) * 0.0625;
+        }
+        return (3.0 * b + 6.0 * c - d) * 0.125;
+    }
+    if (has_c) {
+        const double c = interp_neighbour(at[stride]);
+        if (has_a) {
+            const double a = interp_neighbour(at[-3 * stride]);
+            return (6.0 * b + 3.0 * c - a) * 0.125;
+        }
+        return (b + c) * 0.5;
+    }
+    return b;
+}
+
+// In-loop quantization of x against its prediction.  Returns the code
+// q + radius in [1, 2·radius - 1] and the reconstructed value (what the
+// decoder rebuilds and later predictions read), or 0 for an outlier, whose
+// exact value is stored (recon = x): non-finite x, |q| >= radius, or a
+// reconstruction that rounding to T pushed past the bound eb.
+template <class T>
+GSZ_HD uint16_t interp_quantize(T x, double pred, const InterpLevelQuant& lq, double eb, int64_t radius, T& recon) {
+    const double v = (static_cast<double>(x) - pred) * lq.r;
+    if (::fabs(v) < static_cast<double>(radius)) {   // false for NaN and Inf
+        const int64_t q = static_cast<int64_t>(::llrint(v));
+        if (q > -radius && q < radius) {
+            const T rec = static_cast<T>(pred + static_cast<double>(q) * lq.ebx2);
+            if (within_bound(x, rec, eb)) {
+                recon = rec;
+                return static_cast<uint16_t>(q + radius);
+            }
+        }
+    }
+    recon = x;
+    return 0;
+}
+
+template <class T>
+GSZ_HD T interp_reconstruct(uint16_t code, double pred, const InterpLevelQuant& lq, int64_t radius) {
+    return static_cast<T>(pred + static_cast<double>(static_cast<int64_t>(code) - radius) * lq.ebx2);
+}
+
+// Level of stride u (1, 2, 4, ...): index into the level bounds (0 = finest).
+GSZ_HD uint32_t interp_level_index(uint32_t u) {
+    uint32_t l = 0;
+    while ((1u << l) < u) ++l;
+    return l;
+}
+
+// One stage point, encoder side: predict from the workspace, quantize the
+// original value held there and replace it by its reconstruction.
+template <class T>
+GSZ_HD uint16_t interp_encode_point(T* ws, const InterpLayout& layout, const InterpStage& s, const uint32_t* c,
+                                    const uint32_t* last, uint32_t u, uint32_t spline, const InterpLevelQuant& lq,
+                                    double eb, int64_t radius) {
+    const uint32_t d = s.dim;
+    T* at = ws + (c[0] + c[1] * layout.ws_stride(1) + c[2] * layout.ws_stride(2));
+    const double pred = interp_predict(at, static_cast<int64_t>(u) * layout.ws_stride(d), c[d], u, last[d], spline);
+    T recon;
+    const uint16_t code = interp_quantize(*at, pred, lq, eb, radius, recon);
+    *at = recon;
+    return code;
+}
+
+// Decoder side: the prediction, for a point whose code is not 0.
+template <class T>
+GSZ_HD double interp_point_prediction(const T* ws, const InterpLayout& layout, const InterpStage& s,
+                                      const uint32_t* c, const uint32_t* last, uint32_t u, uint32_t spline) {
+    const uint32_t d = s.dim;
+    const T* at = ws + (c[0] + c[1] * layout.ws_stride(1) + c[2] * layout.ws_stride(2));
+    return interp_predict(at, static_cast<int64_t>(u) * layout.ws_stride(d), c[d], u, last[d], spline);
+}
+
+GSZ_HD uint32_t interp_ws_offset(const InterpLayout& layout, const uint32_t* c) {
+    return c[0] + c[1] * layout.ws_stride(1) + c[2] * layout.ws_stride(2);
+}
+
+// A tile writes the points below its extent; the far faces belong to the next tile.
+GSZ_HD bool interp_owned(const InterpLayout& layout, const uint32_t* c) {
+    return c[0] < layout.tile[0] && c[1] < layout.tile[1] && c[2] < layout.tile[2];
+}
+
+}  // namespace gsz::predict
