@@ -9,6 +9,7 @@
 #include "pipeline/bench.hpp"
 #include "predict/lorenzo/lorenzo.hpp"
 #include "predict/fast/fast_cuda.hpp"
+#include "predict/interp/interp_cuda.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 
 #include <cuda_runtime.h>
@@ -359,6 +360,151 @@ TEST(CudaBackend, FastDevicePointerApi) {
     ASSERT_EQ(gsz_compress_bound(&p, &cap), GSZ_STATUS_OK);
     std::vector<uint8_t> archive(cap);
     ASSERT_EQ(gsz_compress_device(ctx.get(), &p, d_data, archive.data(), cap, &bytes, 0, nullptr), GSZ_STATUS_OK);
+    archive.resize(bytes);
+    EXPECT_TRUE(archive == expect);
+    ASSERT_EQ(gsz_decompress_device(ctx.get(), archive.data(), bytes, 0, d_out, data.size() * sizeof(float), nullptr),
+              GSZ_STATUS_OK);
+    std::vector<float> dec(data.size());
+    ASSERT_EQ(cudaMemcpy(dec.data(), d_out, dec.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(dec == ctx.decompress<float>(archive, GSZ_DEVICE_CPU));
+    cudaFree(d_data);
+    cudaFree(d_out);
+}
+
+// ---- the interp pipeline ----------------------------------------------------
+
+TEST(CudaBackend, InterpRealFieldsByteIdentical) {
+    REQUIRE_GPU();
+    auto fields = shared_fields();
+    if (fields.empty()) fields.push_back({"sperr_wmag_91x91x91", repo_dir() / "data" / "sperr_wmag_91x91x91.f32",
+                                          GSZ_DTYPE_F32, {91, 91, 91}});
+    for (const Field& f : fields) {
+        for (const auto& [mode, eb] : {std::pair{GSZ_ERROR_REL, 1e-2}, std::pair{GSZ_ERROR_REL, 1e-3},
+                                       std::pair{GSZ_ERROR_REL, 1e-4}, std::pair{GSZ_ERROR_ABS, 1e-2}}) {
+            SCOPED_TRACE(f.name + (mode == GSZ_ERROR_REL ? " rel " : " abs ") + std::to_string(eb));
+            if (f.dtype == GSZ_DTYPE_F32)
+                same_on_both(read_raw<float>(f.path), f.dims, mode, eb, 512, GSZ_PIPELINE_INTERP);
+            else
+                same_on_both(read_raw<double>(f.path), f.dims, mode, eb, 512, GSZ_PIPELINE_INTERP);
+        }
+    }
+}
+
+TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
+    REQUIRE_GPU();
+    // Partial last tiles along every dim, size-1 dims, 4-D, 1-D longer than a tile.
+    for (auto dims : std::vector<std::vector<uint64_t>>{{1}, {7}, {2049}, {5000}, {33, 17, 9}, {65, 17}, {64, 16},
+                                                         {3, 1000}, {31, 9, 7, 3}, {91, 1, 91}, {17, 9, 33}}) {
+        uint64_t n = 1;
+        for (auto d : dims) n *= d;
+        SCOPED_TRACE("n " + std::to_string(n));
+        auto f = walk<float>(n, 3, 1.0);
+        auto d = walk<double>(n, 4, 1.0);
+        if (n > 40) {  // NaN, Inf and huge values inside tiles
+            f[n / 3] = std::numeric_limits<float>::quiet_NaN();
+            f[n / 2] = -std::numeric_limits<float>::infinity();
+            f[n - 1] = 3e38f;
+            d[n / 3] = std::numeric_limits<double>::infinity();
+            d[n / 2 + 1] = 1e300;
+        }
+        same_on_both(f, dims, GSZ_ERROR_REL, 1e-3, 512, GSZ_PIPELINE_INTERP);
+        same_on_both(f, dims, GSZ_ERROR_ABS, 1e-4, 512, GSZ_PIPELINE_INTERP);
+        same_on_both(d, dims, GSZ_ERROR_REL, 1e-6, 512, GSZ_PIPELINE_INTERP);
+    }
+    const auto w = walk<float>(64 * 64 * 8, 9, 5.0);
+    same_on_both(w, {64, 64, 8}, GSZ_ERROR_ABS, 0.1, 1, GSZ_PIPELINE_INTERP);       // nearly all outliers
+    same_on_both(w, {64, 64, 8}, GSZ_ERROR_ABS, 1e-4, 32768, GSZ_PIPELINE_INTERP);
+    same_on_both(walk<float>(40 * 40 * 40, 11, 1000.0), {40, 40, 40}, GSZ_ERROR_ABS, 0.01, 512, GSZ_PIPELINE_INTERP);
+}
+
+// The kernels against the CPU backend stage by stage: codes, anchors,
+// outliers, decoded values; and a zero code without an outlier is reported.
+template <class T>
+void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>& dims, double eb) {
+    namespace pr = gsz::predict;
+    const pr::InterpLayout L = pr::interp_layout(static_cast<uint32_t>(dims.size()), dims.data());
+    const auto idx = pr::interp_tune_indices(L);
+    std::vector<double> samples(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i) samples[i] = static_cast<double>(data[idx[i]]);
+    const pr::InterpConfig cfg = pr::interp_configure(L, samples, eb, 1.0, {});
+    pr::InterpEncoded<T> cpu;
+    pr::interp_encode_cpu(data.data(), L, cfg, eb, 512, cpu, 2);
+
+    T* d_data = nullptr;
+    T* d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(T)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, data.size() * sizeof(T)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_TRUE(pr::interp_gather_cuda(d_data, idx, nullptr) == samples);
+    pr::InterpDeviceEncoded<T> gpu;
+    pr::interp_encode_cuda(d_data, L, cfg, eb, 512, gpu, nullptr);
+    std::vector<uint16_t> codes;
+    std::vector<T> anchors, values;
+    std::vector<uint64_t> index;
+    gsz::cuda::copy_to_host(codes, gpu.codes.data(), data.size(), nullptr);
+    gsz::cuda::copy_to_host(anchors, gpu.anchors.data(), L.num_anchors, nullptr);
+    gsz::cuda::copy_to_host(index, gpu.outlier_index.data(), gpu.num_outliers, nullptr);
+    gsz::cuda::copy_to_host(values, gpu.outlier_value.data(), gpu.num_outliers, nullptr);
+    EXPECT_TRUE(codes == cpu.codes);
+    EXPECT_TRUE(index == cpu.outlier_index);
+    ASSERT_EQ(anchors.size(), cpu.anchors.size());
+    EXPECT_EQ(0, std::memcmp(anchors.data(), cpu.anchors.data(), anchors.size() * sizeof(T)));
+    ASSERT_EQ(values.size(), cpu.outlier_value.size());
+    EXPECT_EQ(0, std::memcmp(values.data(), cpu.outlier_value.data(), values.size() * sizeof(T)));
+
+    gsz::cuda::DeviceBuffer<uint32_t> corrupt(1, nullptr);
+    corrupt.zero(nullptr);
+    pr::interp_decode_cuda<T>(gpu.codes.data(), gpu.anchors.data(), gpu.outlier_index.data(), gpu.outlier_value.data(),
+                              gpu.num_outliers, L, cfg, 512, d_out, corrupt.data(), nullptr);
+    std::vector<T> out(data.size()), ref(data.size());
+    std::vector<uint32_t> flag;
+    gsz::cuda::copy_to_host(flag, corrupt.data(), 1, nullptr);
+    EXPECT_EQ(flag[0], 0u);
+    ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    pr::interp_decode_cpu<T>(cpu.codes, cpu.anchors, cpu.outlier_index, cpu.outlier_value, L, cfg, 512, ref.data(), 1);
+    EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T)));
+    const auto r = check_bound(data, out, eb);
+    EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
+
+    if (gpu.num_outliers > 0) {   // hide one outlier: the decoder must notice
+        pr::interp_decode_cuda<T>(gpu.codes.data(), gpu.anchors.data(), gpu.outlier_index.data() + 1,
+                                  gpu.outlier_value.data() + 1, gpu.num_outliers - 1, L, cfg, 512, d_out,
+                                  corrupt.data(), nullptr);
+        gsz::cuda::copy_to_host(flag, corrupt.data(), 1, nullptr);
+        EXPECT_NE(flag[0], 0u);
+    }
+    cudaFree(d_data);
+    cudaFree(d_out);
+}
+
+TEST(CudaBackend, InterpKernelsMatchCpu) {
+    REQUIRE_GPU();
+    const auto wmag = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    interp_matches_cpu(wmag, {91, 91, 91}, 0.05);
+    interp_matches_cpu(wmag, {91 * 91, 91}, 0.01);
+    interp_matches_cpu(wmag, {wmag.size()}, 0.5);
+    auto rough = walk<double>(70 * 30 * 20, 21, 50.0);
+    rough[100] = std::numeric_limits<double>::quiet_NaN();
+    interp_matches_cpu(rough, {70, 30, 20}, 0.01);   // many outliers
+}
+
+TEST(CudaBackend, InterpDevicePointerApi) {
+    REQUIRE_GPU();
+    const auto data = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    auto p = make_params(GSZ_DTYPE_F32, {91, 91, 91}, GSZ_ERROR_REL, 1e-3);
+    p.pipeline = GSZ_PIPELINE_INTERP;
+    gsz::Context ctx;
+    const auto expect = ctx.compress(p, data.data());
+    float* d_data = nullptr;
+    float* d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, data.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    size_t cap = 0, bytes = 0;
+    ASSERT_EQ(gsz_compress_bound(&p, &cap), GSZ_STATUS_OK);
+    std::vector<uint8_t> archive(cap);
+    ASSERT_EQ(gsz_compress_device(ctx.get(), &p, d_data, archive.data(), cap, &bytes, 0, nullptr), GSZ_STATUS_OK)
+        << gsz_ctx_last_error(ctx.get());
     archive.resize(bytes);
     EXPECT_TRUE(archive == expect);
     ASSERT_EQ(gsz_decompress_device(ctx.get(), archive.data(), bytes, 0, d_out, data.size() * sizeof(float), nullptr),
