@@ -62,7 +62,7 @@ expect_exit 0 "decompress fast" "$GSZ" decompress -i "$T/f.gsz" -o "$T/f.out"
 expect_exit 1 "bad --block" "$GSZ" compress -i "$SAMPLE" -o "$T/g.gsz" -t f32 -l 91x91x91 -e 1e-3 -p fast --block 100
 [ ! -e "$T/g.gsz" ] && ok || bad "bad --block left an output"
 expect_exit 1 "unknown pipeline" "$GSZ" compress -i "$SAMPLE" -o "$T/g.gsz" -t f32 -l 91x91x91 -e 1e-3 -p zfp
-grep -q "lorenzo, fast" "$T/err" && ok || bad "unknown pipeline message: $(cat "$T/err")"
+grep -q "lorenzo, interp, fast" "$T/err" && ok || bad "unknown pipeline message: $(cat "$T/err")"
 
 # assess: the JSON keys users script against, PSNR as compress --verify reports it
 expect_exit 0 "compress for assess" "$GSZ" compress -i "$SAMPLE" -o "$T/s.gsz" -t f32 -l 91x91x91 -m rel -e 1e-3 --verify --json --force

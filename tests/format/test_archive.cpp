@@ -187,7 +187,9 @@ TEST(Archive, SectionKindNames) {
     EXPECT_STREQ(section_kind_name(SectionKind::fast_lead_codes), "fast_lead_codes");
     EXPECT_STREQ(section_kind_name(SectionKind::fast_mid_bytes), "fast_mid_bytes");
     EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(0)), "unknown");
-    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(11)), "unknown");
+    EXPECT_STREQ(section_kind_name(SectionKind::interp_anchors), "interp_anchors");
+    EXPECT_STREQ(section_kind_name(SectionKind::outlier_indices), "outlier_indices");
+    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(13)), "unknown");
 }
 
 TEST(Archive, EveryTruncationIsCorrupt) {
@@ -328,11 +330,11 @@ TEST(Archive, ReservedSectionFieldRejected) {
 
 TEST(Archive, UnknownPipelineIsUnsupported) {
     auto a = sample_archive();
-    a[7] = 3;  // after store (0), lorenzo (1) and fast (2)
+    a[7] = 4;  // after store (0), lorenzo (1), fast (2) and interp (3)
     fix_header_checksum(a);
     std::string message;
     EXPECT_EQ(parse_status(a, &message), GSZ_STATUS_UNSUPPORTED) << message;
-    EXPECT_NE(message.find("pipeline 3"), std::string::npos) << message;
+    EXPECT_NE(message.find("pipeline 4"), std::string::npos) << message;
 }
 
 TEST(Archive, StorePipelineParses) {
@@ -359,7 +361,7 @@ TEST(Archive, StorePipelineParses) {
 }
 
 TEST(Archive, UnknownSectionKindRejected) {
-    for (const uint32_t kind : {0u, 11u, 0xFFFFFFFFu}) {
+    for (const uint32_t kind : {0u, 13u, 0xFFFFFFFFu}) {
         auto a = sample_archive();
         poke<uint32_t>(a, kHeaderBytes + 2 * kSectionEntryBytes, kind);
         fix_header_checksum(a);
@@ -451,7 +453,7 @@ TEST(Archive, WriteRejectsBadInput) {
     EXPECT_EQ(status_of([&] { archive_write(h, {}); }), GSZ_STATUS_INTERNAL);
     const SectionData dup[] = {{SectionKind::pipeline_params, kParams}, {SectionKind::pipeline_params, kParams}};
     EXPECT_EQ(status_of([&] { archive_write(h, dup); }), GSZ_STATUS_INTERNAL);
-    const SectionData unknown[] = {{static_cast<SectionKind>(11), kParams}};
+    const SectionData unknown[] = {{static_cast<SectionKind>(13), kParams}};
     EXPECT_EQ(status_of([&] { archive_write(h, unknown); }), GSZ_STATUS_INTERNAL);
     const std::vector<SectionData> too_many(kMaxSections + 1, SectionData{SectionKind::pipeline_params, kParams});
     EXPECT_EQ(status_of([&] { archive_write(h, too_many); }), GSZ_STATUS_INTERNAL);
