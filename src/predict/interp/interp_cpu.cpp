@@ -40,7 +40,8 @@ template <class F>
 void for_each_stage(const InterpLayout& L, const InterpConfig& cfg, const uint32_t* last, F&& body) {
     for (uint32_t l = L.num_levels; l-- > 0;) {
         const uint32_t u = 1u << l;
-        for (uint32_t k = 0; k < L.rank; ++k) body(interp_stage(L.rank, cfg.order, k, u, last), u, l);
+        const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
+        for (uint32_t k = 0; k < L.rank; ++k) body(interp_stage(L, order, k, u, last), u, l);
     }
 }
 
@@ -197,11 +198,11 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
             for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = data[g]; });
             std::fill(tile_codes.begin(), tile_codes.end(), static_cast<uint16_t>(radius));   // anchors
             for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
+                const uint32_t spline = cfg.spline[s.dim];
                 for (uint32_t i = 0; i < s.total; ++i) {
-                    uint32_t c[3];
-                    s.point(i, c);
-                    tile_codes[interp_ws_offset(L, c)] =
-                        interp_encode_point(ws.data(), L, s, c, box.last, u, cfg.spline[s.dim], lq[l], eb, R);
+                    uint32_t w, along;
+                    s.locate(i, w, along);
+                    tile_codes[w] = interp_encode_point(ws.data(), s, w, along, u, spline, lq[l], eb, R);
                 }
             });
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
@@ -259,13 +260,13 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                         ws[interp_ws_offset(L, c)] = anchors[L.anchor_index(box.origin, c)];
                     }
             for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
+                const uint32_t spline = cfg.spline[s.dim];
                 for (uint32_t i = 0; i < s.total; ++i) {
-                    uint32_t c[3];
-                    s.point(i, c);
-                    const uint32_t w = interp_ws_offset(L, c);
+                    uint32_t w, along;
+                    s.locate(i, w, along);
                     const uint16_t code = tile_codes[w];
                     if (code != 0) {
-                        const double pred = interp_point_prediction(ws.data(), L, s, c, box.last, u, cfg.spline[s.dim]);
+                        const double pred = interp_point_prediction(ws.data(), s, w, along, u, spline);
                         ws[w] = interp_reconstruct<T>(code, pred, lq[l], R);
                     } else {
                         const auto it = std::lower_bound(outlier_index.begin(), outlier_index.end(), tile_index[w]);

@@ -35,11 +35,20 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
 
 unsigned threads_for(const InterpLayout& L) { return L.rank == 2 ? 128 : 256; }
 
-__device__ void ws_coords(const InterpLayout& L, uint32_t i, uint32_t* c) {
-    const uint32_t w0 = L.ws_extent(0), w1 = L.ws_extent(1);
-    c[0] = i % w0;
-    c[1] = (i / w0) % w1;
-    c[2] = i / (w0 * w1);
+// Runs f(ws_offset, x, y, z) over the workspace, a warp per row so the
+// global accesses of a row are contiguous (one row: the block spreads over it).
+template <class F>
+__device__ void for_each_ws_point(const InterpLayout& L, F&& f) {
+    const uint32_t w0 = L.ws_extent(0), w1 = L.ws_extent(1), rows = w1 * L.ws_extent(2);
+    if (rows == 1) {
+        for (uint32_t x = threadIdx.x; x < w0; x += blockDim.x) f(x, x, 0u, 0u);
+        return;
+    }
+    const uint32_t lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    for (uint32_t r = threadIdx.x / 32; r < rows; r += warps) {
+        const uint32_t y = r % w1, z = r / w1;
+        for (uint32_t x = lane; x < w0; x += 32) f(r * w0 + x, x, y, z);
+    }
 }
 
 __device__ void tile_coords(const InterpLayout& L, uint32_t i, uint32_t* c) {
@@ -59,23 +68,24 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, InterpLayout L,
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
     const auto box = L.tile_box(blockIdx.x);
+    const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
 
-    for (uint32_t i = threadIdx.x; i < L.ws_size(); i += blockDim.x) {
-        uint32_t c[3];
-        ws_coords(L, i, c);
+    for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
+        const uint32_t c[3] = {x, y, z};
         if (inside(box, c)) ws[i] = data[L.global_index(box.origin, c)];
         tile_codes[i] = static_cast<uint16_t>(radius);   // anchors keep the zero-residual code
-    }
+    });
     __syncthreads();
     for (uint32_t l = L.num_levels; l-- > 0;) {
         const uint32_t u = 1u << l;
+        const InterpLevelQuant lq = cfg.level[l];
         for (uint32_t k = 0; k < L.rank; ++k) {
-            const InterpStage s = interp_stage(L.rank, cfg.order, k, u, box.last);
+            const InterpStage s = interp_stage(L, order, k, u, box.last);
+            const uint32_t spline = cfg.spline[s.dim];
             for (uint32_t i = threadIdx.x; i < s.total; i += blockDim.x) {
-                uint32_t c[3];
-                s.point(i, c);
-                tile_codes[interp_ws_offset(L, c)] =
-                    interp_encode_point(ws, L, s, c, box.last, u, cfg.spline[s.dim], cfg.level[l], eb, radius);
+                uint32_t w, along;
+                s.locate(i, w, along);
+                tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, lq, eb, radius);
             }
             __syncthreads();
         }
@@ -138,28 +148,31 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
     const auto box = L.tile_box(blockIdx.x);
+    const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
 
-    for (uint32_t i = threadIdx.x; i < L.ws_size(); i += blockDim.x) {
-        uint32_t c[3];
-        ws_coords(L, i, c);
-        if (!inside(box, c)) continue;
+    for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
+        const uint32_t c[3] = {x, y, z};
+        if (!inside(box, c)) return;
         tile_codes[i] = codes[L.global_index(box.origin, c)];
         if (L.is_anchor(c)) ws[i] = anchors[L.anchor_index(box.origin, c)];
-    }
+    });
     __syncthreads();
     for (uint32_t l = L.num_levels; l-- > 0;) {
         const uint32_t u = 1u << l;
+        const InterpLevelQuant lq = cfg.level[l];
         for (uint32_t k = 0; k < L.rank; ++k) {
-            const InterpStage s = interp_stage(L.rank, cfg.order, k, u, box.last);
+            const InterpStage s = interp_stage(L, order, k, u, box.last);
+            const uint32_t spline = cfg.spline[s.dim];
             for (uint32_t i = threadIdx.x; i < s.total; i += blockDim.x) {
-                uint32_t c[3];
-                s.point(i, c);
-                const uint32_t w = interp_ws_offset(L, c);
+                uint32_t w, along;
+                s.locate(i, w, along);
                 const uint16_t code = tile_codes[w];
                 if (code != 0) {
-                    const double pred = interp_point_prediction(ws, L, s, c, box.last, u, cfg.spline[s.dim]);
-                    ws[w] = interp_reconstruct<T>(code, pred, cfg.level[l], radius);
+                    const double pred = interp_point_prediction(ws, s, w, along, u, spline);
+                    ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
                 } else {
+                    uint32_t c[3];
+                    s.point(i, c);
                     uint64_t pos;
                     if (find_index(outlier_index, num_outliers, L.global_index(box.origin, c), pos)) {
                         ws[w] = outlier_value[pos];

@@ -99,6 +99,10 @@ struct InterpStage {
     uint32_t dim = 0;   // the dimension interpolated along
     uint32_t first[3] = {0, 0, 0}, step[3] = {0, 0, 0}, count[3] = {1, 1, 1};
     uint32_t total = 0;
+    // Hoisted for the point loop: the workspace strides, the inclusive extent
+    // along `dim` and the workspace distance of one step u along it.
+    uint32_t ws_stride1 = 0, ws_stride2 = 0, last_along = 0;
+    int64_t neighbour_stride = 0;
 
     GSZ_HD void point(uint32_t i, uint32_t* c) const {
         const uint32_t i0 = i % count[0], rest = i / count[0];
@@ -106,16 +110,39 @@ struct InterpStage {
         c[1] = first[1] + (rest % count[1]) * step[1];
         c[2] = first[2] + (rest / count[1]) * step[2];
     }
+    // Point i as a workspace offset and its coordinate along `dim`, without
+    // indexing arrays by a runtime value (which would put them in GPU local memory).
+    GSZ_HD void locate(uint32_t i, uint32_t& offset, uint32_t& along) const {
+        const uint32_t i0 = i % count[0], rest = i / count[0];
+        const uint32_t c0 = first[0] + i0 * step[0];
+        const uint32_t c1 = first[1] + (rest % count[1]) * step[1];
+        const uint32_t c2 = first[2] + (rest / count[1]) * step[2];
+        offset = c0 + c1 * ws_stride1 + c2 * ws_stride2;
+        along = dim == 0 ? c0 : dim == 1 ? c1 : c2;
+    }
 };
 
-// Stage k (0-based, in processing order `order`) of the level with stride u,
-// inside a workspace whose inclusive local extents are `last`.
-GSZ_HD InterpStage interp_stage(uint32_t rank, const uint8_t* order, uint32_t k, uint32_t u, const uint32_t* last) {
+// A processing order of the dims, with every index static so that a GPU
+// keeps it in registers.
+struct InterpOrder {
+    uint8_t dim[3];
+    GSZ_HD uint32_t at(uint32_t k) const { return k == 0 ? dim[0] : k == 1 ? dim[1] : dim[2]; }
+    GSZ_HD uint32_t position(uint32_t d) const { return dim[0] == d ? 0u : dim[1] == d ? 1u : 2u; }
+};
+
+// Stage k (0-based, in processing order) of the level with stride u, inside a
+// workspace whose inclusive local extents are `last`.
+GSZ_HD InterpStage interp_stage(const InterpLayout& layout, InterpOrder order, uint32_t k, uint32_t u,
+                                const uint32_t* last) {
     InterpStage s;
-    s.dim = order[k];
+    s.dim = order.at(k);
     s.total = 1;
-    for (uint32_t j = 0; j < rank; ++j) {
-        const uint32_t d = order[j];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (uint32_t d = 0; d < 3; ++d) {
+        if (d >= layout.rank) continue;   // count 1 at coordinate 0
+        const uint32_t j = order.position(d);
         const uint32_t L = last[d];
         if (j == k) {          // odd multiples of u
             s.first[d] = u;
@@ -130,6 +157,21 @@ GSZ_HD InterpStage interp_stage(uint32_t rank, const uint8_t* order, uint32_t k,
         }
         s.total *= s.count[d];
     }
+    s.ws_stride1 = layout.ws_stride(1);
+    s.ws_stride2 = layout.ws_stride(2);
+    s.last_along = s.dim == 0 ? last[0] : s.dim == 1 ? last[1] : last[2];
+    s.neighbour_stride = static_cast<int64_t>(u) * (s.dim == 0 ? 1u : s.dim == 1 ? s.ws_stride1 : s.ws_stride2);
+    return s;
+}
+
+// The point sets alone, for a rank and an order (tests and tools; the
+// workspace facts of the stage are left 0).
+inline InterpStage interp_stage(uint32_t rank, const uint8_t* order, uint32_t k, uint32_t u, const uint32_t* last) {
+    InterpLayout shape;
+    shape.rank = rank;
+    InterpStage s = interp_stage(shape, InterpOrder{{order[0], order[1], order[2]}}, k, u, last);
+    s.ws_stride1 = s.ws_stride2 = 0;
+    s.neighbour_stride = 0;
     return s;
 }
 
@@ -205,15 +247,14 @@ GSZ_HD uint32_t interp_level_index(uint32_t u) {
     return l;
 }
 
-// One stage point, encoder side: predict from the workspace, quantize the
-// original value held there and replace it by its reconstruction.
+// One stage point (workspace offset, coordinate along the stage's dim),
+// encoder side: predict from the workspace, quantize the original value held
+// there and replace it by its reconstruction.
 template <class T>
-GSZ_HD uint16_t interp_encode_point(T* ws, const InterpLayout& layout, const InterpStage& s, const uint32_t* c,
-                                    const uint32_t* last, uint32_t u, uint32_t spline, const InterpLevelQuant& lq,
-                                    double eb, int64_t radius) {
-    const uint32_t d = s.dim;
-    T* at = ws + (c[0] + c[1] * layout.ws_stride(1) + c[2] * layout.ws_stride(2));
-    const double pred = interp_predict(at, static_cast<int64_t>(u) * layout.ws_stride(d), c[d], u, last[d], spline);
+GSZ_HD uint16_t interp_encode_point(T* ws, const InterpStage& s, uint32_t offset, uint32_t along, uint32_t u,
+                                    uint32_t spline, const InterpLevelQuant& lq, double eb, int64_t radius) {
+    T* at = ws + offset;
+    const double pred = interp_predict(at, s.neighbour_stride, along, u, s.last_along, spline);
     T recon;
     const uint16_t code = interp_quantize(*at, pred, lq, eb, radius, recon);
     *at = recon;
@@ -222,11 +263,9 @@ GSZ_HD uint16_t interp_encode_point(T* ws, const InterpLayout& layout, const Int
 
 // Decoder side: the prediction, for a point whose code is not 0.
 template <class T>
-GSZ_HD double interp_point_prediction(const T* ws, const InterpLayout& layout, const InterpStage& s,
-                                      const uint32_t* c, const uint32_t* last, uint32_t u, uint32_t spline) {
-    const uint32_t d = s.dim;
-    const T* at = ws + (c[0] + c[1] * layout.ws_stride(1) + c[2] * layout.ws_stride(2));
-    return interp_predict(at, static_cast<int64_t>(u) * layout.ws_stride(d), c[d], u, last[d], spline);
+GSZ_HD double interp_point_prediction(const T* ws, const InterpStage& s, uint32_t offset, uint32_t along, uint32_t u,
+                                      uint32_t spline) {
+    return interp_predict(ws + offset, s.neighbour_stride, along, u, s.last_along, spline);
 }
 
 GSZ_HD uint32_t interp_ws_offset(const InterpLayout& layout, const uint32_t* c) {
