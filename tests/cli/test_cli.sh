@@ -21,7 +21,8 @@ SAMPLE=$REPO/data/sperr_wmag_91x91x91.f32
 "$GSZ" --help >"$T/help" 2>&1 || true
 grep -q "fastest-varying first" "$T/help" && ok || bad "--help does not explain the dims order"
 "$GSZ" compress --help >"$T/help" 2>&1 || true
-for flag in -i -o -t -l -m -e -p --device --json --force --verify --radius; do
+for flag in -i -o -t -l -m -e -p --device --json --force --verify --radius --interp-alpha --interp-beta \
+    --interp-spline --interp-order; do
     grep -q -- "$flag" "$T/help" && ok || bad "compress --help lacks $flag"
 done
 expect_exit 0 "--version" "$GSZ" --version
@@ -63,6 +64,70 @@ expect_exit 1 "bad --block" "$GSZ" compress -i "$SAMPLE" -o "$T/g.gsz" -t f32 -l
 [ ! -e "$T/g.gsz" ] && ok || bad "bad --block left an output"
 expect_exit 1 "unknown pipeline" "$GSZ" compress -i "$SAMPLE" -o "$T/g.gsz" -t f32 -l 91x91x91 -e 1e-3 -p zfp
 grep -q "lorenzo, interp, fast" "$T/err" && ok || bad "unknown pipeline message: $(cat "$T/err")"
+
+# the interp pipeline: round trip within the bound, info shows the tuning, overrides honoured, bad ones refused
+expect_exit 0 "compress -p interp" "$GSZ" compress -i "$SAMPLE" -o "$T/i.gsz" -t f32 -l 91x91x91 -m rel -e 1e-3 \
+    -p interp --verify --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['pipeline']=='interp' and j['bound_violations']==0 and j['nonfinite_mismatches']==0 and j['ratio']>6.32 and j['psnr']>65.05, j" \
+    && ok || bad "compress -p interp --json: $(cat "$T/out")"
+expect_exit 0 "decompress interp" "$GSZ" decompress -i "$T/i.gsz" -o "$T/i.out" --compare "$SAMPLE" --json
+python3 -c "import json; j=json.load(open('$T/out')); c=j['compare']; assert j['pipeline']=='interp' and c['nonfinite_mismatches']==0 and c['max_abs_error']<=j['error_bound_abs'] and c['psnr']>65.05, j" \
+    && ok || bad "decompress interp --compare: $(head -c 400 "$T/out")"
+python3 - "$SAMPLE" "$T/i.out" <<'PY' && ok || bad "interp: decompressed values outside the bound"
+import struct, sys
+a = open(sys.argv[1], 'rb').read(); b = open(sys.argv[2], 'rb').read()
+n = len(a) // 4
+x = struct.unpack(f'<{n}f', a); y = struct.unpack(f'<{n}f', b)
+eb = 1e-3 * (max(x) - min(x))
+assert len(b) == len(a) and max(abs(p - q) for p, q in zip(x, y)) <= eb
+PY
+expect_exit 0 "info interp" "$GSZ" info -i "$T/i.gsz"
+grep -q "interp" "$T/out" && grep -q "anchors (every 8 points)" "$T/out" && grep -q "interp tuning   alpha 1.5, beta 4, order" "$T/out" \
+    && ok || bad "info text lacks the interp lines: $(cat "$T/out")"
+expect_exit 0 "info interp --json" "$GSZ" info -i "$T/i.gsz" --json
+python3 - "$T/out" <<'PY' && ok || bad "info --json for interp: $(cat "$T/out")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j['pipeline'] == 'interp' and 1 <= j['radius'] <= 32768, j
+assert sorted(j['interp_order']) == ['x', 'y', 'z'], j
+assert abs(j['interp_alpha'] - 1.5) < 1e-9 and j['interp_beta'] == 4, j
+assert j['interp_anchor_stride'] == 8 and j['interp_num_anchors'] == 12 ** 3, j
+assert len(j['interp_spline']) == 3 and set(j['interp_spline']) <= {'natural', 'not-a-knot'}, j
+assert 'num_outliers' in j, j
+PY
+expect_exit 0 "compress -p interp with overrides" "$GSZ" compress -i "$SAMPLE" -o "$T/io.gsz" -t f32 -l 91x91x91 \
+    -m rel -e 1e-3 -p interp --interp-order xzy --interp-alpha 1.3 --interp-beta 2.5 --interp-spline natural --radius 1000 \
+    --verify --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "interp overrides: $(cat "$T/out")"
+expect_exit 0 "info interp overrides" "$GSZ" info -i "$T/io.gsz" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_order']=='xzy' and j['interp_alpha']==1.3 and j['interp_beta']==2.5 and j['interp_spline']==['natural']*3 and j['radius']==1000, j" \
+    && ok || bad "info does not show the interp overrides: $(cat "$T/out")"
+expect_exit 0 "interp as 1-D" "$GSZ" compress -i "$SAMPLE" -o "$T/i1.gsz" -t f32 -l 753571 -m abs -e 1e-2 -p interp \
+    --interp-order x --verify --threads 1
+for order in xx w xy zyxw yzq; do
+    expect_exit 1 "bad --interp-order $order" "$GSZ" compress -i "$SAMPLE" -o "$T/ib.gsz" -t f32 -l 91x91x91 -e 1e-3 \
+        -p interp --interp-order "$order"
+    grep -q -- "interp" "$T/err" && grep -q -- "order" "$T/err" && ok || bad "bad --interp-order $order message: $(cat "$T/err")"
+    [ "$(wc -l <"$T/err")" -eq 1 ] && ok || bad "bad --interp-order $order: message is not one line: $(cat "$T/err")"
+    [ ! -e "$T/ib.gsz" ] && ok || bad "bad --interp-order $order left an output"
+done
+expect_exit 1 "3 letters of --interp-order for 2 dims" "$GSZ" compress -i "$SAMPLE" -o "$T/ib.gsz" -t f32 -l 8281x1x91 \
+    -e 1e-3 -p interp --interp-order zyx
+grep -q "x, y, z" "$T/err" && ok || bad "2-D --interp-order message: $(cat "$T/err")"
+expect_exit 1 "bad --interp-spline" "$GSZ" compress -i "$SAMPLE" -o "$T/ib.gsz" -t f32 -l 91x91x91 -e 1e-3 -p interp \
+    --interp-spline cubic
+grep -q "not-a-knot" "$T/err" && ok || bad "--interp-spline message: $(cat "$T/err")"
+expect_exit 1 "bad --interp-alpha" "$GSZ" compress -i "$SAMPLE" -o "$T/ib.gsz" -t f32 -l 91x91x91 -e 1e-3 -p interp \
+    --interp-alpha 0.5
+grep -q "alpha" "$T/err" && ok || bad "--interp-alpha message: $(cat "$T/err")"
+expect_exit 1 "bad --interp-beta" "$GSZ" compress -i "$SAMPLE" -o "$T/ib.gsz" -t f32 -l 91x91x91 -e 1e-3 -p interp \
+    --interp-beta 0.5
+grep -q "beta" "$T/err" && ok || bad "--interp-beta message: $(cat "$T/err")"
+[ ! -e "$T/ib.gsz" ] && ok || bad "refused interp options left an output"
+expect_exit 0 "bench -p interp" "$GSZ" bench -i "$SAMPLE" -t f32 -l 91x91x91 -m rel -e 1e-3 -p interp --device cpu \
+    --repeat 1 --warmup 0 --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0 and j['ratio']>6, j" \
+    && ok || bad "bench -p interp: $(cat "$T/out")"
 
 # assess: the JSON keys users script against, PSNR as compress --verify reports it
 expect_exit 0 "compress for assess" "$GSZ" compress -i "$SAMPLE" -o "$T/s.gsz" -t f32 -l 91x91x91 -m rel -e 1e-3 --verify --json --force

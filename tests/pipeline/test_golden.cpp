@@ -18,6 +18,7 @@ struct Golden {
     double eb;
     gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO;
     uint32_t block = 128;
+    uint32_t radius = 0;   // 0: gsz_params_init's
 };
 
 const Golden kGoldens[] = {
@@ -28,6 +29,10 @@ const Golden kGoldens[] = {
     {"fast_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_FAST},
     {"fast_wmag_40x24x10_f64_abs1e-2_b64.gsz", GSZ_DTYPE_F64, {40, 24, 10}, GSZ_ERROR_ABS, 1e-2, GSZ_PIPELINE_FAST,
      64},
+    {"interp_wmag_40x24x10_f32_rel1e-3_r32768.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3,
+     GSZ_PIPELINE_INTERP, 128, 32768},
+    {"interp_wmag_91x37_f64_abs1e-2_r512.gsz", GSZ_DTYPE_F64, {91, 37}, GSZ_ERROR_ABS, 1e-2, GSZ_PIPELINE_INTERP, 128,
+     512},
 };
 
 // The golden's input: the leading box of the bundled 91^3 sample, with one
@@ -57,6 +62,7 @@ void check_golden(const Golden& g) {
     auto params = make_params(g.dtype, g.dims, g.mode, g.eb);
     params.pipeline = g.pipeline;
     params.block_size = g.block;
+    if (g.radius) params.radius = g.radius;
     const auto fresh = ctx.compress(params, input.data());
     if (std::getenv("GSZ_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),
@@ -67,6 +73,7 @@ void check_golden(const Golden& g) {
     EXPECT_EQ(fresh, golden) << g.file << ": the archive bytes changed; if the format change is deliberate, bump "
                                           "the format version and regenerate with GSZ_UPDATE_GOLDEN=1";
     const auto info = ctx.inspect(golden.data(), golden.size());
+    EXPECT_EQ(info.pipeline, g.pipeline) << "the golden must pin the pipeline's own format, not the store fallback";
     const auto dec = ctx.decompress<T>(golden, GSZ_DEVICE_CPU);
     const auto r = check_bound(input, dec, info.error_bound_abs);
     EXPECT_EQ(r.violations, 0u);
