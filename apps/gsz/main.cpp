@@ -273,7 +273,7 @@ json info_json(const gsz_archive_info& a) {
 struct ArrayArgs {
     std::string input, dtype = "f32", dims, mode = "rel", pipeline = "lorenzo", device = "auto";
     double eb = -1;
-    uint32_t radius = 512;
+    uint32_t radius = 0;
     uint32_t block = 128;
     double interp_alpha = 0, interp_beta = 0;
     std::string interp_spline = "auto", interp_order = "auto";
@@ -308,7 +308,7 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "(auto: least smooth first)")
         ->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
-                                        "others are stored exactly (1..32768)")
+                                        "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32768)")
         ->capture_default_str();
     c->add_option("--device", a.device, "Backend: auto, cpu or cuda")->capture_default_str();
     c->add_option("--threads", a.threads, "CPU threads (0 = all); never changes the archive")->capture_default_str();
@@ -690,7 +690,7 @@ int run_bench(const BenchArgs& a) {
         j["error_mode"] = mode_name(p.error_mode);
         j["error_bound"] = p.error_bound;
         j["eb_abs"] = eb_abs;
-        j["radius"] = p.radius;
+        j["radius"] = gsz::pipeline::quant_radius(p);
         j["threads"] = a.threads;
         j["warmup"] = a.warmup;
         j["repeat"] = a.repeat;

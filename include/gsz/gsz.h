@@ -97,7 +97,8 @@ typedef struct gsz_params {
     gsz_error_mode error_mode;
     double error_bound;             /* >= 0, finite */
     gsz_pipeline pipeline;          /* default GSZ_PIPELINE_LORENZO */
-    uint32_t radius;                /* quantization radius, 1..32768; default 512 */
+    uint32_t radius;                /* quantization radius, 1..32768; 0 = the pipeline's default
+                                       (lorenzo 512, interp 32768) */
     gsz_device device;              /* default GSZ_DEVICE_AUTO */
     int32_t num_threads;            /* CPU threads; 0 = OpenMP default.  Never changes output. */
     uint32_t block_size;            /* fast pipeline: values per block, 64, 128 or 256; 0 = 128 */
@@ -161,7 +162,7 @@ const char* gsz_ctx_last_error(const gsz_ctx* ctx);
 gsz_status gsz_ctx_set_memory_limit(gsz_ctx* ctx, uint64_t bytes);
 
 /* Fill *params with defaults: f32, rank 1, dims 1, REL 1e-3, lorenzo,
- * radius 512, device auto, threads 0. */
+ * radius 0 (the pipeline's default), device auto, threads 0. */
 void gsz_params_init(gsz_params* params);
 
 /* Worst-case archive size for these parameters: a capacity of this many bytes

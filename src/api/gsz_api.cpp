@@ -97,7 +97,7 @@ void gsz_params_init(gsz_params* params) {
     params->error_mode = GSZ_ERROR_REL;
     params->error_bound = 1e-3;
     params->pipeline = GSZ_PIPELINE_LORENZO;
-    params->radius = 512;
+    params->radius = 0;
     params->device = GSZ_DEVICE_AUTO;
     params->num_threads = 0;
     params->block_size = 128;

@@ -206,7 +206,7 @@ template <class T>
 std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Header& header, const T* data) {
     const int threads = params.num_threads;
     InterpParams p;
-    p.radius = params.radius;
+    p.radius = quant_radius(params);
     p.layout = predict::interp_layout(header.rank, header.dims);
     const std::vector<uint64_t> idx = predict::interp_tune_indices(p.layout);
     std::vector<double> samples(idx.size());

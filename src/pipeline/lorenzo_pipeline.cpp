@@ -113,16 +113,17 @@ template <class T>
 std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Header& header, const T* data) {
     const int threads = params.num_threads;
     const predict::LorenzoLayout layout = predict::lorenzo_layout(header.rank, header.dims);
-    const auto quant = predict::QuantParams::from_bound(header.error_bound_abs, params.radius);
+    const uint32_t radius = quant_radius(params);
+    const auto quant = predict::QuantParams::from_bound(header.error_bound_abs, radius);
 
     predict::LorenzoCodes<T> lc;
     predict::lorenzo_encode_cpu(data, layout, quant, lc, threads);
 
-    const auto histogram = encode::histogram_cpu(lc.codes, 2 * params.radius, threads);
+    const auto histogram = encode::histogram_cpu(lc.codes, 2 * radius, threads);
     const auto book = encode::huffman_build(histogram);
     const auto stream = encode::huffman_encode_cpu(book, lc.codes, kHuffmanChunkSymbols, threads);
     lc.codes = {};  // the largest buffer; free it before the archive is assembled
-    return lorenzo_assemble<T>(header, params.radius, layout, book, stream, lc.outliers);
+    return lorenzo_assemble<T>(header, radius, layout, book, stream, lc.outliers);
 }
 
 template <class T>

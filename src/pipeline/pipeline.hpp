@@ -29,6 +29,8 @@ FiniteRange finite_range_cpu(const T* data, uint64_t count, int num_threads);
 // Throws GSZ_STATUS_INVALID_ARGUMENT naming the first bad field.
 void params_validate(const gsz_params& params);
 uint64_t params_num_elements(const gsz_params& params);   // after validation
+// The quantization radius a call uses: params.radius, or the pipeline's default when 0.
+uint32_t quant_radius(const gsz_params& params);
 size_t dtype_bytes(gsz_dtype dtype);
 
 // Worst-case archive size (see gsz_compress_bound).

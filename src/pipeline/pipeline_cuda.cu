@@ -130,11 +130,11 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
 
     dc.layout = predict::lorenzo_layout(dc.header.rank, dc.header.dims);
-    dc.radius = params.radius;
-    const auto quant = predict::QuantParams::from_bound(dc.header.error_bound_abs, params.radius);
+    dc.radius = quant_radius(params);
+    const auto quant = predict::QuantParams::from_bound(dc.header.error_bound_abs, dc.radius);
     predict::lorenzo_encode_cuda(d_data, dc.layout, quant, dc.lorenzo, stream);
 
-    const uint32_t alphabet = 2 * params.radius;
+    const uint32_t alphabet = 2 * dc.radius;
     cuda::DeviceBuffer<uint64_t> d_hist(alphabet + 1, stream);  // the last entry flags a bad symbol
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
@@ -283,7 +283,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     dc.header = plan_header(params, finite_range_cuda(d_data, n, stream));
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     InterpParams& p = dc.params;
-    p.radius = params.radius;
+    p.radius = quant_radius(params);
     p.layout = predict::interp_layout(dc.header.rank, dc.header.dims);
     const std::vector<double> samples =
         predict::interp_gather_cuda(d_data, predict::interp_tune_indices(p.layout), stream);
@@ -359,7 +359,8 @@ void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_
     std::vector<uint32_t> corrupt;
     cuda::copy_to_host(corrupt, d_corrupt.data(), 2, stream);
     GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT, "huffman_bitstream: a chunk does not decode");
-    GSZ_CHECK(corrupt[1] == 0, GSZ_STATUS_CORRUPT, "interp: an element has code 0 but no outlier value");
+    GSZ_CHECK(corrupt[1] == 0, GSZ_STATUS_CORRUPT,
+              "interp: the zero quant-codes are not the listed outliers, or an anchor's code is not the radius");
 }
 
 template <class T>

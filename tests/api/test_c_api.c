@@ -26,7 +26,7 @@ int main(void) {
 
     gsz_params p;
     gsz_params_init(&p);
-    EXPECT(p.radius == 512 && p.pipeline == GSZ_PIPELINE_LORENZO && p.error_mode == GSZ_ERROR_REL);
+    EXPECT(p.radius == 0 && p.pipeline == GSZ_PIPELINE_LORENZO && p.error_mode == GSZ_ERROR_REL);
     p.dtype = GSZ_DTYPE_F32;
     p.rank = 3;
     p.dims[0] = NX; p.dims[1] = NY; p.dims[2] = NZ;

@@ -427,6 +427,24 @@ std::string order_of(const gsz_archive_info& info) {
     return std::string(info.interp_order, strnlen(info.interp_order, sizeof info.interp_order));
 }
 
+TEST(Api, RadiusZeroIsThePipelineDefault) {
+    const std::vector<uint64_t> dims = {40, 30, 20};
+    const auto v = interp_field(dims);
+    auto p = interp_params(dims);
+    ASSERT_EQ(p.radius, 0u);
+    const auto radius_of = [&](const gsz_params& q) {
+        gsz::Context ctx;
+        const auto archive = ctx.compress(q, v.data());
+        return ctx.inspect(archive.data(), archive.size()).radius;
+    };
+    p.pipeline = GSZ_PIPELINE_LORENZO;
+    EXPECT_EQ(radius_of(p), 512u);
+    p.pipeline = GSZ_PIPELINE_INTERP;
+    EXPECT_EQ(radius_of(p), 32768u);
+    p.radius = 77;
+    EXPECT_EQ(radius_of(p), 77u);
+}
+
 TEST(InterpOptions, AutoTuningIsDescribed) {
     const std::vector<uint64_t> dims = {40, 30, 20};
     const auto v = interp_field(dims);
@@ -434,6 +452,7 @@ TEST(InterpOptions, AutoTuningIsDescribed) {
     EXPECT_EQ(r.info.interp_rank, 3u);
     EXPECT_EQ(r.info.interp_anchor_stride, 8u);
     EXPECT_EQ(r.info.interp_num_anchors, 5u * 4u * 3u);
+    EXPECT_EQ(r.info.radius, 32768u);   // radius 0: the interp default
     std::string order = order_of(r.info);
     std::sort(order.begin(), order.end());
     EXPECT_EQ(order, "xyz") << order_of(r.info);
@@ -595,7 +614,6 @@ TEST(Api, RejectsBadParameters) {
     q = p; q.dims[0] = 0; expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
     q = p; q.error_bound = -1; expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
     q = p; q.error_bound = std::numeric_limits<double>::infinity(); expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
-    q = p; q.radius = 0; expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
     q = p; q.radius = 40000; expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
     q = p; q.rank = 4; q.dims[0] = q.dims[1] = q.dims[2] = q.dims[3] = uint64_t{1} << 20;
     expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);

@@ -357,19 +357,10 @@ TEST(Hostile, LyingInterpSectionsAreRejected) {
     }
 }
 
-// KNOWN BUG (reported): interp_decode_cpu checks "code 0 has an outlier entry"
-// with GSZ_CHECK inside `#pragma omp for`; an exception cannot leave an
-// OpenMP construct, so the runtime calls std::terminate and gsz_decompress
-// aborts the process instead of returning GSZ_STATUS_CORRUPT.  Any archive
-// with valid checksums whose codes hold a 0 without an outlier entry does it:
-// an outlier removed (count adjusted), or a flipped Huffman codebook/bitstream.
-// Also checked here once fixed: outlier entries at points whose code is not 0
-// (more outliers than zero codes) are silently ignored, where lorenzo rejects
-// a count that does not match its zero codes.
+// Zero codes without an outlier entry (an outlier removed, or a flipped
+// Huffman codebook/bitstream with valid checksums) and outlier entries at
+// points whose code is not 0 are CORRUPT, never a crash or a silent decode.
 TEST(Hostile, InterpZeroCodesMatchOutliers) {
-    if (!std::getenv("GSZ_RUN_KNOWN_BUGS"))
-        GTEST_SKIP() << "known bug: interp decode throws inside `omp for` -> std::terminate (abort); "
-                        "set GSZ_RUN_KNOWN_BUGS=1 to run";
     using gsz::format::SectionKind;
     const auto archive = interp_archive();
     const auto params = section_of(archive, SectionKind::pipeline_params);

@@ -534,15 +534,9 @@ TEST(InterpCpu, RoundTripAllRanksAndThreads) {
     encode_decode<float>({40, 30, 20}, 1e-4, 32768);
 }
 
-// KNOWN BUG (reported): interp_decode_cpu throws GSZ_STATUS_CORRUPT from inside
-// `#pragma omp for`; an exception may not leave an OpenMP construct, so GCC's
-// runtime calls std::terminate and the process aborts instead of the caller
-// getting the error.  Any archive whose codes hold a 0 without an outlier
-// entry (a lying or random Huffman bitstream with valid checksums) aborts
-// gsz_decompress.  Remove the skip once the check runs outside the region.
+// A zero code without an outlier entry is CORRUPT (checked before the tiles
+// are decoded), never an abort from inside the parallel region.
 TEST(InterpCpu, ZeroCodeWithoutOutlierIsCorrupt) {
-    if (!std::getenv("GSZ_RUN_KNOWN_BUGS"))
-        GTEST_SKIP() << "known bug: interp_decode_cpu throws inside `omp for` -> std::terminate (abort)";
     const auto L = layout_of({70, 19, 17});
     auto data = smooth_noisy<float>(L.num_elements, 8);
     data[100] = std::numeric_limits<float>::quiet_NaN();

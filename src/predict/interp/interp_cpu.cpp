@@ -6,6 +6,7 @@
 #include "runtime/status.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 namespace gsz::predict {
@@ -189,11 +190,11 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
 
     ParallelErrors errors;
 #pragma omp parallel num_threads(resolve_threads(num_threads))
-    errors.capture([&] {
+    {
         std::vector<T> ws(L.ws_size());
         std::vector<uint16_t> tile_codes(L.ws_size());
 #pragma omp for schedule(dynamic, 16)
-        for (uint64_t t = 0; t < L.num_tiles; ++t) {
+        for (uint64_t t = 0; t < L.num_tiles; ++t) errors.capture([&] {
             const auto box = L.tile_box(t);
             for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = data[g]; });
             std::fill(tile_codes.begin(), tile_codes.end(), static_cast<uint16_t>(radius));   // anchors
@@ -206,8 +207,8 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
                 }
             });
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
-        }
-    });
+        });
+    }
     errors.rethrow();
 
     // Anchors and outliers in raster order.
@@ -238,14 +239,34 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
     InterpLevelQuant lq[kInterpMaxLevels];
     for (uint32_t l = 0; l < L.num_levels; ++l) lq[l] = InterpLevelQuant::from_bound(cfg.level_eb[l]);
 
+    // The zero codes must be exactly the listed outliers (raster order), so
+    // a tile never looks for a value that is not there and no entry is spare.
     ParallelErrors errors;
 #pragma omp parallel num_threads(resolve_threads(num_threads))
     errors.capture([&] {
+        const auto [first, last] = thread_range(codes.size());
+        auto k = static_cast<size_t>(std::lower_bound(outlier_index.begin(), outlier_index.end(), first) -
+                                     outlier_index.begin());
+        for (uint64_t i = first; i < last; ++i) {
+            if (codes[i] != 0) continue;
+            GSZ_CHECK(k < outlier_index.size() && outlier_index[k] == i, GSZ_STATUS_CORRUPT,
+                      "interp: element %llu has code 0 but no outlier value", static_cast<unsigned long long>(i));
+            ++k;
+        }
+        GSZ_CHECK(k == outlier_index.size() || outlier_index[k] >= last, GSZ_STATUS_CORRUPT,
+                  "outlier_indices: element %llu is listed but its code is not 0",
+                  static_cast<unsigned long long>(outlier_index[k]));
+    });
+    errors.rethrow();
+
+    std::atomic<bool> bad_anchor{false};
+#pragma omp parallel num_threads(resolve_threads(num_threads))
+    {
         std::vector<T> ws(L.ws_size());
         std::vector<uint16_t> tile_codes(L.ws_size());
         std::vector<uint64_t> tile_index(L.ws_size());
 #pragma omp for schedule(dynamic, 16)
-        for (uint64_t t = 0; t < L.num_tiles; ++t) {
+        for (uint64_t t = 0; t < L.num_tiles; ++t) errors.capture([&] {
             const auto box = L.tile_box(t);
             for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) {
                 tile_codes[w] = codes[g];
@@ -257,7 +278,9 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                 for (uint32_t y = 0; y <= box.last[1]; y += (L.rank > 1 ? S : 1))
                     for (uint32_t x = 0; x <= box.last[0]; x += S) {
                         const uint32_t c[3] = {x, y, z};
-                        ws[interp_ws_offset(L, c)] = anchors[L.anchor_index(box.origin, c)];
+                        const uint32_t w = interp_ws_offset(L, c);
+                        ws[w] = anchors[L.anchor_index(box.origin, c)];
+                        if (tile_codes[w] != radius) bad_anchor = true;   // encoders write `radius` there
                     }
             for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
                 const uint32_t spline = cfg.spline[s.dim];
@@ -278,9 +301,10 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                 }
             });
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out[g] = ws[w]; });
-        }
-    });
+        });
+    }
     errors.rethrow();
+    GSZ_CHECK(!bad_anchor, GSZ_STATUS_CORRUPT, "interp: an anchor's quant-code is not the radius");
 }
 
 template void interp_encode_cpu<float>(const float*, const InterpLayout&, const InterpConfig&, double, uint32_t,

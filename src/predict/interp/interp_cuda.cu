@@ -9,8 +9,10 @@
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/status.hpp"
 
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 namespace gsz::predict {
 
@@ -154,7 +156,10 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
         const uint32_t c[3] = {x, y, z};
         if (!inside(box, c)) return;
         tile_codes[i] = codes[L.global_index(box.origin, c)];
-        if (L.is_anchor(c)) ws[i] = anchors[L.anchor_index(box.origin, c)];
+        if (L.is_anchor(c)) {
+            ws[i] = anchors[L.anchor_index(box.origin, c)];
+            if (tile_codes[i] != radius) atomicOr(corrupt, 1u);   // encoders write `radius` there
+        }
     });
     __syncthreads();
     for (uint32_t l = L.num_levels; l-- > 0;) {
@@ -190,6 +195,17 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
         tile_coords(L, i, c);
         if (inside(box, c)) out[L.global_index(box.origin, c)] = ws[interp_ws_offset(L, c)];
     }
+}
+
+struct IsZeroCode {
+    __host__ __device__ uint64_t operator()(uint16_t code) const { return code == 0; }
+};
+
+// With the decoder's check that every zero code finds its entry (entries
+// strictly increasing) and anchors carry `radius`, equal counts mean the zero
+// codes are exactly the listed outliers, as the CPU decoder requires.
+__global__ void check_outlier_count_kernel(const uint64_t* zeros, uint64_t expected, uint32_t* corrupt) {
+    if (*zeros != expected) atomicOr(corrupt, 1u);
 }
 
 template <class T>
@@ -264,6 +280,18 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
                         cudaStream_t stream) {
     check_grid(L);
     const KernelConfig cfg = kernel_config(L, config);
+    {
+        cuda::DeviceBuffer<uint64_t> zeros(1, stream);
+        const auto is_zero = thrust::make_transform_iterator(d_codes, IsZeroCode{});
+        size_t temp_bytes = 0;
+        GSZ_CUDA(cub::DeviceReduce::Sum(nullptr, temp_bytes, is_zero, zeros.data(),
+                                        static_cast<int64_t>(L.num_elements), stream));
+        cuda::DeviceBuffer<uint8_t> temp(temp_bytes, stream);
+        GSZ_CUDA(cub::DeviceReduce::Sum(temp.data(), temp_bytes, is_zero, zeros.data(),
+                                        static_cast<int64_t>(L.num_elements), stream));
+        check_outlier_count_kernel<<<1, 1, 0, stream>>>(zeros.data(), num_outliers, d_corrupt);
+        GSZ_CUDA_LAUNCHED("check_outlier_count_kernel");
+    }
     interp_decode_kernel<T><<<static_cast<unsigned>(L.num_tiles), threads_for(L), smem_bytes<T>(L), stream>>>(
         d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out, d_corrupt);
     GSZ_CUDA_LAUNCHED("interp_decode_kernel");
