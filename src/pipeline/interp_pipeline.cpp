@@ -93,11 +93,12 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
               "interp beta %g is not in [1, 1e6] (0 = auto)", params.interp_beta);
     ov.alpha = params.interp_alpha;
     ov.beta = params.interp_beta;
-    switch (params.interp_spline) {
+    switch (enum_bits(params.interp_spline)) {
         case GSZ_INTERP_SPLINE_AUTO: ov.spline = -1; break;
         case GSZ_INTERP_SPLINE_NOT_A_KNOT: ov.spline = predict::kSplineNotAKnot; break;
         case GSZ_INTERP_SPLINE_NATURAL: ov.spline = predict::kSplineNatural; break;
-        default: fail(bad, format_message("interp spline %d is not auto, not-a-knot or natural", params.interp_spline));
+        default: fail(bad, format_message("interp spline %d is not auto, not-a-knot or natural",
+                                          enum_bits(params.interp_spline)));
     }
     const size_t len = strnlen(params.interp_order, sizeof params.interp_order);
     if (len > 0) {

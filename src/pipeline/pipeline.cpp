@@ -14,7 +14,9 @@ size_t dtype_bytes(gsz_dtype dtype) { return dtype == GSZ_DTYPE_F64 ? 8 : 4; }
 
 void params_validate(const gsz_params& p) {
     constexpr gsz_status bad = GSZ_STATUS_INVALID_ARGUMENT;
-    GSZ_CHECK(p.dtype == GSZ_DTYPE_F32 || p.dtype == GSZ_DTYPE_F64, bad, "dtype %d is not f32 or f64", p.dtype);
+    const int dtype = enum_bits(p.dtype), mode = enum_bits(p.error_mode), pipeline = enum_bits(p.pipeline),
+              device = enum_bits(p.device);
+    GSZ_CHECK(dtype == GSZ_DTYPE_F32 || dtype == GSZ_DTYPE_F64, bad, "dtype %d is not f32 or f64", dtype);
     GSZ_CHECK(p.rank >= 1 && p.rank <= GSZ_MAX_RANK, bad, "rank %u is not in 1..4", p.rank);
     uint64_t n = 1;
     for (uint32_t d = 0; d < p.rank; ++d) {
@@ -23,18 +25,17 @@ void params_validate(const gsz_params& p) {
     }
     GSZ_CHECK(n <= (uint64_t{1} << 62) / dtype_bytes(p.dtype), bad, "array of %llu elements is too large",
               static_cast<unsigned long long>(n));
-    GSZ_CHECK(p.error_mode == GSZ_ERROR_ABS || p.error_mode == GSZ_ERROR_REL, bad, "error mode %d is not abs or rel",
-              p.error_mode);
+    GSZ_CHECK(mode == GSZ_ERROR_ABS || mode == GSZ_ERROR_REL, bad, "error mode %d is not abs or rel", mode);
     GSZ_CHECK(std::isfinite(p.error_bound) && p.error_bound >= 0, bad,
               "error bound %g must be finite and >= 0", p.error_bound);
-    GSZ_CHECK(p.pipeline == GSZ_PIPELINE_LORENZO || p.pipeline == GSZ_PIPELINE_FAST ||
-                  p.pipeline == GSZ_PIPELINE_INTERP || p.pipeline == GSZ_PIPELINE_STORE,
-              bad, "pipeline %d is not available", p.pipeline);
+    GSZ_CHECK(pipeline == GSZ_PIPELINE_LORENZO || pipeline == GSZ_PIPELINE_FAST || pipeline == GSZ_PIPELINE_INTERP ||
+                  pipeline == GSZ_PIPELINE_STORE,
+              bad, "pipeline %d is not available", pipeline);
     GSZ_CHECK(p.block_size == 0 || p.block_size == 64 || p.block_size == 128 || p.block_size == 256, bad,
               "block size %u is not 64, 128 or 256", p.block_size);
     GSZ_CHECK(p.radius <= 32768, bad, "radius %u is not in 1..32768 (0 = the pipeline's default)", p.radius);
-    GSZ_CHECK(p.device == GSZ_DEVICE_AUTO || p.device == GSZ_DEVICE_CPU || p.device == GSZ_DEVICE_CUDA, bad,
-              "device %d is not auto, cpu or cuda", p.device);
+    GSZ_CHECK(device == GSZ_DEVICE_AUTO || device == GSZ_DEVICE_CPU || device == GSZ_DEVICE_CUDA, bad,
+              "device %d is not auto, cpu or cuda", device);
 }
 
 uint32_t quant_radius(const gsz_params& p) {
@@ -75,14 +76,14 @@ uint64_t decompress_workspace_bytes(const format::Header& h) {
 
 Backend choose_backend(gsz_device device) {
     std::string why;
-    switch (device) {
+    switch (enum_bits(device)) {
         case GSZ_DEVICE_CPU: return Backend::cpu;
         case GSZ_DEVICE_AUTO: return cuda_backend_available(nullptr) ? Backend::cuda : Backend::cpu;
         case GSZ_DEVICE_CUDA:
             GSZ_CHECK(cuda_backend_available(&why), GSZ_STATUS_NO_DEVICE, "CUDA backend unavailable: %s", why.c_str());
             return Backend::cuda;
     }
-    fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("device %d is not auto, cpu or cuda", device));
+    fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("device %d is not auto, cpu or cuda", enum_bits(device)));
 }
 
 format::Header plan_header(const gsz_params& p, const FiniteRange& range) {

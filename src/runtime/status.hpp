@@ -8,6 +8,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -33,6 +34,17 @@ inline std::string format_message(const char* fmt, ...) {
     std::vsnprintf(buf, sizeof buf, fmt, args);
     va_end(args);
     return buf;
+}
+
+// The int a C caller stored in an enum field.  C allows any int there, while
+// C++ leaves loading a value outside the enumerators' range undefined, so
+// validators read the bits and only then trust the enum.
+template <class Enum>
+int enum_bits(const Enum& e) {
+    static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized");
+    int v;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
 }
 
 [[noreturn]] inline void fail(gsz_status status, const std::string& message) {

@@ -573,7 +573,7 @@ TEST(InterpOptions, InvalidOverridesRejected) {
     }
     q = interp_params(dims);
     for (int spline : {7, -1, 3}) {
-        q.interp_spline = static_cast<gsz_interp_spline>(spline);
+        std::memcpy(&q.interp_spline, &spline, sizeof spline);  // as a C caller may store it
         expect_invalid(q, "spline");
     }
 }
@@ -619,6 +619,14 @@ TEST(Api, RejectsBadParameters) {
     expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
     q = p; q.device = GSZ_DEVICE_CUDA;
     if (!GSZ_HAVE_CUDA) expect_status(q, GSZ_STATUS_NO_DEVICE);
+    // A C caller can store any int in an enum field; each must be refused,
+    // not read as an enum (UBSan checks that the library never does).
+    for (int bits : {-1, 3, 7, 1000, std::numeric_limits<int>::min()}) {
+        q = p; std::memcpy(&q.dtype, &bits, sizeof bits); expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
+        q = p; std::memcpy(&q.error_mode, &bits, sizeof bits); expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
+        q = p; std::memcpy(&q.device, &bits, sizeof bits); expect_status(q, GSZ_STATUS_INVALID_ARGUMENT);
+        if (bits != 3) { q = p; std::memcpy(&q.pipeline, &bits, sizeof bits); expect_status(q, GSZ_STATUS_INVALID_ARGUMENT); }
+    }
 }
 
 TEST(Api, BufferTooSmallAndNulls) {
