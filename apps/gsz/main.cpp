@@ -239,6 +239,11 @@ json info_json(const gsz_archive_info& a) {
     j["error_bound_abs"] = a.error_bound_abs;
     j["value_min"] = finite_or_null(a.value_min);
     j["value_max"] = finite_or_null(a.value_max);
+    if (a.pipeline == GSZ_PIPELINE_LORENZO || a.pipeline == GSZ_PIPELINE_INTERP) {
+        j["lossless"] = a.lossless == GSZ_LOSSLESS_RUNS ? "runs" : "none";
+        if (a.lossless == GSZ_LOSSLESS_RUNS) j["run_dominant_code"] = a.run_dominant_code;
+        j["huffman_symbols"] = a.huffman_symbols;
+    }
     if (a.pipeline == GSZ_PIPELINE_LORENZO) {
         j["radius"] = a.radius;
         j["num_outliers"] = a.num_outliers;
@@ -276,7 +281,7 @@ struct ArrayArgs {
     uint32_t radius = 0;
     uint32_t block = 128;
     double interp_alpha = 0, interp_beta = 0;
-    std::string interp_spline = "auto", interp_order = "auto";
+    std::string interp_spline = "auto", interp_order = "auto", lossless = "auto";
     int threads = 0;
     bool json = false;
 };
@@ -308,7 +313,12 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "(auto: least smooth first)")
         ->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
-                                        "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32768)")
+                                        "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32763)")
+        ->capture_default_str();
+    c->add_option("--lossless", a.lossless,
+                  "lorenzo, interp: second lossless stage: auto (runs where they make the archive smaller), none "
+                  "(Huffman of the quant-codes, >= 1 bit per value) or runs (runs of the most frequent code "
+                  "folded into the Huffman alphabet; radius <= 32763)")
         ->capture_default_str();
     c->add_option("--device", a.device, "Backend: auto, cpu or cuda")->capture_default_str();
     c->add_option("--threads", a.threads, "CPU threads (0 = all); never changes the archive")->capture_default_str();
@@ -345,6 +355,10 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     if (a.block != 64 && a.block != 128 && a.block != 256) die("--block " + std::to_string(a.block) + ": expected 64, 128 or 256");
     p.block_size = a.block;
     p.radius = a.radius;
+    if (a.lossless == "auto") p.lossless = GSZ_LOSSLESS_AUTO;
+    else if (a.lossless == "none") p.lossless = GSZ_LOSSLESS_NONE;
+    else if (a.lossless == "runs") p.lossless = GSZ_LOSSLESS_RUNS;
+    else die("--lossless " + a.lossless + ": expected auto, none or runs");
     p.device = parse_device(a.device);
     p.num_threads = a.threads;
     return p;
@@ -558,6 +572,15 @@ int run_info(const std::string& input, bool as_json) {
         for (uint32_t d = 0; d < info.interp_rank; ++d)
             std::printf(" %c:%s", 'x' + d, info.interp_spline[d] == 'n' ? "natural" : "not-a-knot");
         std::printf("\n");
+    }
+    if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP) {
+        if (info.lossless == GSZ_LOSSLESS_RUNS)
+            std::printf("lossless        runs of code %u folded into Huffman: %llu symbols for %llu codes\n",
+                        info.run_dominant_code, static_cast<unsigned long long>(info.huffman_symbols),
+                        static_cast<unsigned long long>(info.num_elements));
+        else
+            std::printf("lossless        none: Huffman of the %llu quant-codes\n",
+                        static_cast<unsigned long long>(info.huffman_symbols));
     }
     if (info.pipeline == GSZ_PIPELINE_FAST)
         std::printf("fast            blocks of %u: %llu blocks, %llu constant, %llu raw\n", info.block_size,

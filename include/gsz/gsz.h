@@ -84,6 +84,15 @@ typedef enum gsz_interp_spline {
     GSZ_INTERP_SPLINE_NATURAL = 2      /* (-3, 23, 23, -3) / 40 */
 } gsz_interp_spline;
 
+/* The second lossless stage of the lorenzo and interp pipelines (what the
+ * Huffman coder codes).  Never changes the decompressed values. */
+typedef enum gsz_lossless {
+    GSZ_LOSSLESS_AUTO = 0,   /* runs where they make the archive smaller, else none */
+    GSZ_LOSSLESS_NONE = 1,   /* Huffman of the quant-codes: at least 1 bit per value */
+    GSZ_LOSSLESS_RUNS = 2    /* runs of the most frequent code folded into the Huffman alphabet
+                                (needs radius <= 32763) */
+} gsz_lossless;
+
 typedef enum gsz_device {
     GSZ_DEVICE_AUTO = 0,   /* CUDA when built in and a GPU is present, else CPU */
     GSZ_DEVICE_CPU = 1,
@@ -108,6 +117,7 @@ typedef struct gsz_params {
     gsz_interp_spline interp_spline;
     char interp_order[4];           /* dims in processing order, letters x (fastest), y, z of the
                                        array with size-1 dims dropped, e.g. "zyx"; "" = auto */
+    gsz_lossless lossless;          /* lorenzo and interp; default GSZ_LOSSLESS_AUTO */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */
@@ -125,6 +135,9 @@ typedef struct gsz_archive_info {
     gsz_pipeline pipeline;
     uint32_t radius;                /* lorenzo and interp, else 0 */
     uint64_t num_outliers;          /* values stored exactly (lorenzo and interp) */
+    gsz_lossless lossless;          /* lorenzo and interp: NONE or RUNS as stored, else 0 */
+    uint32_t run_dominant_code;     /*   RUNS: the code whose runs are tokens */
+    uint64_t huffman_symbols;       /*   symbols Huffman coded (codes, or run tokens) */
     uint32_t block_size;            /* fast only, else 0 */
     uint64_t num_blocks;            /* fast only: blocks, of which */
     uint64_t num_constant_blocks;   /*   stored as one value */

@@ -52,7 +52,7 @@ void store(uint8_t* p, T value) {
 
 bool kind_known(uint32_t kind) {
     return kind >= static_cast<uint32_t>(SectionKind::pipeline_params) &&
-           kind <= static_cast<uint32_t>(SectionKind::outlier_indices);
+           kind <= static_cast<uint32_t>(SectionKind::run_tokens);
 }
 
 // Header bytes 0..119 followed by the section table.  Copied into a fixed
@@ -83,6 +83,7 @@ const char* section_kind_name(SectionKind kind) {
         case SectionKind::fast_mid_bytes: return "fast_mid_bytes";
         case SectionKind::interp_anchors: return "interp_anchors";
         case SectionKind::outlier_indices: return "outlier_indices";
+        case SectionKind::run_tokens: return "run_tokens";
     }
     return "unknown";
 }

@@ -31,6 +31,7 @@ enum class SectionKind : uint32_t {
     fast_mid_bytes = 10,    // fast: explicit bytes of the non-constant blocks
     interp_anchors = 11,    // interp: exact values of the anchor grid
     outlier_indices = 12,   // interp: raster indices of the outliers (u64, increasing)
+    run_tokens = 13,        // lorenzo, interp: the Huffman symbols are run tokens (lossless stage "runs")
 };
 
 const char* section_kind_name(SectionKind kind);

@@ -2,7 +2,6 @@
 // level-wise bounds -> quant-codes, anchors, exact outliers -> histogram ->
 // canonical Huffman -> chunked bitstream.  Predictor: predict/interp/.
 #include "pipeline/interp_sections.hpp"
-#include "pipeline/lorenzo_sections.hpp"   // kHuffmanChunkSymbols
 #include "pipeline/pipeline.hpp"
 
 #include "runtime/status.hpp"
@@ -120,29 +119,30 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
 
 template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
-                                     const encode::HuffmanCodebook& book, const encode::HuffmanStream& stream,
+                                     const std::optional<RunTokensParams>& runs, const encode::HuffmanCodebook& book,
+                                     const encode::HuffmanStream& stream,
                                      std::span<const T> anchors, std::span<const uint64_t> outlier_index,
                                      std::span<const T> outlier_value) {
-    ByteWriter params_bytes, book_bytes, chunk_bytes, bit_bytes, anchor_bytes, index_bytes, value_bytes;
+    ByteWriter params_bytes, anchor_bytes, index_bytes, value_bytes;
+    CodeStageSections cs;
     InterpParams p = params;
     p.huffman_chunk_symbols = stream.chunk_symbols;
     p.num_outliers = outlier_index.size();
     p.write(params_bytes);
-    encode::huffman_codebook_write(book, book_bytes);
-    encode::huffman_chunks_write(stream, chunk_bytes);
-    encode::huffman_bitstream_write(stream, bit_bytes);
+    code_stage_write(runs, book, stream, cs);
     anchor_bytes.put_array(anchors);
     index_bytes.put_array(outlier_index);
     value_bytes.put_array(outlier_value);
-    const format::SectionData sections[] = {
+    std::vector<format::SectionData> sections = {
         {format::SectionKind::pipeline_params, params_bytes.bytes()},
-        {format::SectionKind::huffman_codebook, book_bytes.bytes()},
-        {format::SectionKind::huffman_chunks, chunk_bytes.bytes()},
-        {format::SectionKind::huffman_bitstream, bit_bytes.bytes()},
+        {format::SectionKind::huffman_codebook, cs.book.bytes()},
+        {format::SectionKind::huffman_chunks, cs.chunks.bytes()},
+        {format::SectionKind::huffman_bitstream, cs.bitstream.bytes()},
         {format::SectionKind::interp_anchors, anchor_bytes.bytes()},
         {format::SectionKind::outlier_indices, index_bytes.bytes()},
         {format::SectionKind::outlier_values, value_bytes.bytes()},
     };
+    if (runs) sections.push_back({format::SectionKind::run_tokens, cs.runs.bytes()});
     return format::archive_write(header, sections);
 }
 
@@ -166,14 +166,7 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
               "outlier sections: %zu index and %zu value bytes for %llu outliers", index.size(), value.size(),
               static_cast<unsigned long long>(p.num_outliers));
 
-    ByteReader book_in(archive.section(format::SectionKind::huffman_codebook), "huffman_codebook");
-    plan.book = encode::huffman_codebook_read(book_in, 2 * p.radius);
-    book_in.expect_end();
-    plan.stream = encode::huffman_stream_read(archive.section(format::SectionKind::huffman_chunks),
-                                              archive.section(format::SectionKind::huffman_bitstream), n);
-    GSZ_CHECK(plan.stream.chunk_symbols == p.huffman_chunk_symbols, bad,
-              "huffman_chunks: chunk of %u symbols, pipeline_params says %u", plan.stream.chunk_symbols,
-              p.huffman_chunk_symbols);
+    plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n);
 
     plan.anchors.resize(p.layout.num_anchors);
     if (!anchors.empty()) std::memcpy(plan.anchors.data(), anchors.data(), anchors.size());
@@ -191,10 +184,12 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
 }
 
 template std::vector<uint8_t> interp_assemble<float>(const format::Header&, const InterpParams&,
+                                                     const std::optional<RunTokensParams>&,
                                                      const encode::HuffmanCodebook&, const encode::HuffmanStream&,
                                                      std::span<const float>, std::span<const uint64_t>,
                                                      std::span<const float>);
 template std::vector<uint8_t> interp_assemble<double>(const format::Header&, const InterpParams&,
+                                                      const std::optional<RunTokensParams>&,
                                                       const encode::HuffmanCodebook&, const encode::HuffmanStream&,
                                                       std::span<const double>, std::span<const uint64_t>,
                                                       std::span<const double>);
@@ -218,18 +213,17 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
 
     predict::InterpEncoded<T> enc;
     predict::interp_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius, enc, threads);
-    const auto histogram = encode::histogram_cpu(enc.codes, 2 * p.radius, threads);
-    const auto book = encode::huffman_build(histogram);
-    const auto stream = encode::huffman_encode_cpu(book, enc.codes, kHuffmanChunkSymbols, threads);
+    EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, params.lossless, threads);
     enc.codes = {};
-    return interp_assemble<T>(header, p, book, stream, enc.anchors, enc.outlier_index, enc.outlier_value);
+    return interp_assemble<T>(header, p, ec.runs, ec.book, ec.stream, enc.anchors, enc.outlier_index,
+                              enc.outlier_value);
 }
 
 template <class T>
 void decompress_typed(const format::Archive& archive, T* out, int threads) {
     const InterpDecodePlan<T> plan = interp_plan_decode<T>(archive);
     std::vector<uint16_t> codes(archive.header.num_elements());
-    encode::huffman_decode_cpu(plan.book, plan.stream, codes, threads);
+    code_stage_decode_cpu(plan.codes, plan.params.radius, codes, threads);
     predict::interp_decode_cpu<T>(codes, plan.anchors, plan.outlier_index, plan.outlier_value, plan.params.layout,
                                   plan.params.config, plan.params.radius, out, threads);
 }
@@ -252,6 +246,7 @@ void interp_describe(const format::Archive& archive, gsz_archive_info& info) {
     const InterpParams p = InterpParams::read(archive.section(format::SectionKind::pipeline_params), archive.header);
     info.radius = p.radius;
     info.num_outliers = p.num_outliers;
+    describe_code_stage(archive, p.radius, info);
     info.interp_rank = p.layout.rank;
     info.interp_anchor_stride = p.layout.anchor_stride;
     info.interp_num_anchors = p.layout.num_anchors;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "encode/huffman.hpp"
+#include "pipeline/code_stage.hpp"
 #include "format/archive.hpp"
 #include "predict/interp/interp.hpp"
 #include "runtime/byte_io.hpp"
@@ -35,7 +36,8 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t pre
 
 template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
-                                     const encode::HuffmanCodebook& book, const encode::HuffmanStream& stream,
+                                     const std::optional<RunTokensParams>& runs, const encode::HuffmanCodebook& book,
+                                     const encode::HuffmanStream& stream,
                                      std::span<const T> anchors, std::span<const uint64_t> outlier_index,
                                      std::span<const T> outlier_value);
 
@@ -44,8 +46,7 @@ std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpP
 template <class T>
 struct InterpDecodePlan {
     InterpParams params;
-    encode::HuffmanCodebook book;
-    encode::HuffmanStreamView stream;
+    CodeStagePlan codes;
     std::vector<T> anchors;
     std::vector<uint64_t> outlier_index;
     std::vector<T> outlier_value;

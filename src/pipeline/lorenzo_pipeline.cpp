@@ -34,8 +34,9 @@ LorenzoParams LorenzoParams::read(std::span<const uint8_t> bytes) {
 
 template <class T>
 std::vector<uint8_t> lorenzo_assemble(const format::Header& header, uint32_t radius,
-                                      const predict::LorenzoLayout& layout, const encode::HuffmanCodebook& book,
-                                      const encode::HuffmanStream& stream, std::span<const T> outliers) {
+                                      const predict::LorenzoLayout& layout, const std::optional<RunTokensParams>& runs,
+                                      const encode::HuffmanCodebook& book, const encode::HuffmanStream& stream,
+                                      std::span<const T> outliers) {
     LorenzoParams lp;
     lp.radius = radius;
     for (int d = 0; d < 3; ++d) lp.chunk[d] = layout.chunk[d];
@@ -43,20 +44,20 @@ std::vector<uint8_t> lorenzo_assemble(const format::Header& header, uint32_t rad
     lp.huffman_chunk_symbols = stream.chunk_symbols;
     lp.num_outliers = outliers.size();
 
-    ByteWriter params_bytes, book_bytes, chunk_bytes, bit_bytes, outlier_bytes;
+    ByteWriter params_bytes, outlier_bytes;
+    CodeStageSections cs;
     lp.write(params_bytes);
-    encode::huffman_codebook_write(book, book_bytes);
-    encode::huffman_chunks_write(stream, chunk_bytes);
-    encode::huffman_bitstream_write(stream, bit_bytes);
+    code_stage_write(runs, book, stream, cs);
     outlier_bytes.put_array(outliers);
 
-    const format::SectionData sections[] = {
+    std::vector<format::SectionData> sections = {
         {format::SectionKind::pipeline_params, params_bytes.bytes()},
-        {format::SectionKind::huffman_codebook, book_bytes.bytes()},
-        {format::SectionKind::huffman_chunks, chunk_bytes.bytes()},
-        {format::SectionKind::huffman_bitstream, bit_bytes.bytes()},
+        {format::SectionKind::huffman_codebook, cs.book.bytes()},
+        {format::SectionKind::huffman_chunks, cs.chunks.bytes()},
+        {format::SectionKind::huffman_bitstream, cs.bitstream.bytes()},
         {format::SectionKind::outlier_values, outlier_bytes.bytes()},
     };
+    if (runs) sections.push_back({format::SectionKind::run_tokens, cs.runs.bytes()});
     return format::archive_write(header, sections);
 }
 
@@ -81,16 +82,7 @@ LorenzoDecodePlan<T> lorenzo_plan_decode(const format::Archive& archive) {
               "outlier_values: %zu bytes for %llu outliers", outlier_section.size(),
               static_cast<unsigned long long>(lp.num_outliers));
 
-    ByteReader book_in(archive.section(format::SectionKind::huffman_codebook), "huffman_codebook");
-    plan.book = encode::huffman_codebook_read(book_in, 2 * lp.radius);
-    book_in.expect_end();
-    // The stream view checks the symbol count against the bitstream length
-    // (>= 1 bit per symbol) before any buffer of n codes is allocated.
-    plan.stream = encode::huffman_stream_read(archive.section(format::SectionKind::huffman_chunks),
-                                              archive.section(format::SectionKind::huffman_bitstream), n);
-    GSZ_CHECK(plan.stream.chunk_symbols == lp.huffman_chunk_symbols, GSZ_STATUS_CORRUPT,
-              "huffman_chunks: chunk of %u symbols, pipeline_params says %u", plan.stream.chunk_symbols,
-              lp.huffman_chunk_symbols);
+    plan.codes = code_stage_read(archive, lp.radius, lp.huffman_chunk_symbols, n);
 
     plan.outliers.resize(lp.num_outliers);
     if (!plan.outliers.empty()) std::memcpy(plan.outliers.data(), outlier_section.data(), outlier_section.size());
@@ -99,11 +91,13 @@ LorenzoDecodePlan<T> lorenzo_plan_decode(const format::Archive& archive) {
 }
 
 template std::vector<uint8_t> lorenzo_assemble<float>(const format::Header&, uint32_t, const predict::LorenzoLayout&,
+                                                      const std::optional<RunTokensParams>&,
                                                       const encode::HuffmanCodebook&, const encode::HuffmanStream&,
                                                       std::span<const float>);
-template std::vector<uint8_t> lorenzo_assemble<double>(const format::Header&, uint32_t,
-                                                       const predict::LorenzoLayout&, const encode::HuffmanCodebook&,
-                                                       const encode::HuffmanStream&, std::span<const double>);
+template std::vector<uint8_t> lorenzo_assemble<double>(const format::Header&, uint32_t, const predict::LorenzoLayout&,
+                                                       const std::optional<RunTokensParams>&,
+                                                       const encode::HuffmanCodebook&, const encode::HuffmanStream&,
+                                                       std::span<const double>);
 template LorenzoDecodePlan<float> lorenzo_plan_decode<float>(const format::Archive&);
 template LorenzoDecodePlan<double> lorenzo_plan_decode<double>(const format::Archive&);
 
@@ -119,18 +113,16 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     predict::LorenzoCodes<T> lc;
     predict::lorenzo_encode_cpu(data, layout, quant, lc, threads);
 
-    const auto histogram = encode::histogram_cpu(lc.codes, 2 * radius, threads);
-    const auto book = encode::huffman_build(histogram);
-    const auto stream = encode::huffman_encode_cpu(book, lc.codes, kHuffmanChunkSymbols, threads);
+    EncodedCodes ec = code_stage_encode_cpu(lc.codes, radius, params.lossless, threads);
     lc.codes = {};  // the largest buffer; free it before the archive is assembled
-    return lorenzo_assemble<T>(header, radius, layout, book, stream, lc.outliers);
+    return lorenzo_assemble<T>(header, radius, layout, ec.runs, ec.book, ec.stream, lc.outliers);
 }
 
 template <class T>
 void decompress_typed(const format::Archive& archive, T* out, int threads) {
     const LorenzoDecodePlan<T> plan = lorenzo_plan_decode<T>(archive);
     std::vector<uint16_t> codes(archive.header.num_elements());
-    encode::huffman_decode_cpu(plan.book, plan.stream, codes, threads);
+    code_stage_decode_cpu(plan.codes, plan.params.radius, codes, threads);
     predict::lorenzo_decode_cpu<T>(codes, plan.outliers, plan.layout, plan.quant, out, threads);
 }
 
@@ -152,6 +144,7 @@ void lorenzo_describe(const format::Archive& archive, gsz_archive_info& info) {
     const LorenzoParams lp = LorenzoParams::read(archive.section(format::SectionKind::pipeline_params));
     info.radius = lp.radius;
     info.num_outliers = lp.num_outliers;
+    describe_code_stage(archive, lp.radius, info);
 }
 
 }  // namespace gsz::pipeline

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "encode/huffman.hpp"
+#include "pipeline/code_stage.hpp"
 #include "format/archive.hpp"
 #include "predict/lorenzo/lorenzo.hpp"
 #include "runtime/byte_io.hpp"
@@ -15,12 +16,6 @@
 
 namespace gsz::pipeline {
 
-// Symbols per Huffman chunk.  Each chunk costs 32 bits of table and ~16 bits
-// of word alignment (~0.047 bits/value at 1024), and is decoded by one GPU
-// thread: 4096-symbol chunks left an H100 with ~23K decoding threads for a
-// 377 MB field (2.35 ms for the decode kernel at rel 1e-3, bench/NOTES.md).
-inline constexpr uint32_t kHuffmanChunkSymbols = 1024;
-
 struct LorenzoParams {
     uint32_t radius = 0;
     uint32_t chunk[3] = {1, 1, 1};
@@ -32,11 +27,12 @@ struct LorenzoParams {
     static LorenzoParams read(std::span<const uint8_t> bytes);  // throws GSZ_STATUS_CORRUPT
 };
 
-// Serializes the five lorenzo sections into an archive.
+// Serializes the lorenzo sections (five, six with run tokens) into an archive.
 template <class T>
 std::vector<uint8_t> lorenzo_assemble(const format::Header& header, uint32_t radius,
-                                      const predict::LorenzoLayout& layout, const encode::HuffmanCodebook& book,
-                                      const encode::HuffmanStream& stream, std::span<const T> outliers);
+                                      const predict::LorenzoLayout& layout, const std::optional<RunTokensParams>& runs,
+                                      const encode::HuffmanCodebook& book, const encode::HuffmanStream& stream,
+                                      std::span<const T> outliers);
 
 // Everything a decoder needs, validated against the header: no allocation is
 // sized by archive bytes before the checks that bound it.
@@ -45,8 +41,7 @@ struct LorenzoDecodePlan {
     LorenzoParams params;
     predict::LorenzoLayout layout;
     predict::QuantParams quant;
-    encode::HuffmanCodebook book;
-    encode::HuffmanStreamView stream;
+    CodeStagePlan codes;
     std::vector<T> outliers;   // aligned copy of the outlier_values section
 };
 

@@ -1,5 +1,6 @@
 #include "pipeline/pipeline.hpp"
 
+#include "encode/run_tokens.hpp"
 #include "pipeline/bench.hpp"
 #include "pipeline/pipeline_cuda.hpp"
 #include "runtime/status.hpp"
@@ -44,7 +45,8 @@ uint32_t quant_radius(const gsz_params& p) {
     // (a spline carries the jump to its four neighbours): a wide alphabet keeps
     // them as Huffman codes instead of exact outliers (coads_sst rel 1e-4:
     // ratio 2.3 at radius 512, 15.7 at 32768; smooth fields do not change).
-    return p.pipeline == GSZ_PIPELINE_INTERP ? 32768u : 512u;
+    // The widest that leaves the run tokens room in the 16-bit alphabet.
+    return p.pipeline == GSZ_PIPELINE_INTERP ? encode::kRunMaxAlphabet / 2 : 512u;
 }
 
 uint64_t params_num_elements(const gsz_params& p) {
@@ -64,8 +66,8 @@ uint64_t compress_bound(const gsz_params& p) {
 
 uint64_t compress_workspace_bytes(const gsz_params& p) {
     const uint64_t n = params_num_elements(p);
-    // codes (2 B) + bitstream (<= 3 B) + outliers + archive (<= input + zstd bound)
-    return n * (2 + 3 + 2 * dtype_bytes(p.dtype)) + (1u << 20);
+    // codes (2 B) + run tokens (<= 2 B) + bitstream (<= 3 B) + outliers + archive (<= input + zstd bound)
+    return n * (2 + 2 + 3 + 2 * dtype_bytes(p.dtype)) + (1u << 20);
 }
 
 uint64_t decompress_workspace_bytes(const format::Header& h) {
@@ -130,7 +132,37 @@ std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
     return smaller_of_lossy_and_store(lorenzo_compress(p, h, data), h, data);
 }
 
+void check_section_set(const format::Archive& archive) {
+    using K = format::SectionKind;
+    auto bits = [](std::initializer_list<K> kinds) {
+        uint64_t m = 0;
+        for (K k : kinds) m |= uint64_t{1} << static_cast<uint32_t>(k);
+        return m;
+    };
+    uint64_t allowed = 0;
+    switch (enum_bits(archive.header.pipeline)) {
+        case GSZ_PIPELINE_STORE: allowed = bits({K::zstd_values}); break;
+        case GSZ_PIPELINE_LORENZO:
+            allowed = bits({K::pipeline_params, K::huffman_codebook, K::huffman_chunks, K::huffman_bitstream,
+                            K::outlier_values, K::run_tokens});
+            break;
+        case GSZ_PIPELINE_FAST:
+            allowed = bits({K::pipeline_params, K::fast_block_codes, K::fast_block_mids, K::fast_lead_codes,
+                            K::fast_mid_bytes});
+            break;
+        case GSZ_PIPELINE_INTERP:
+            allowed = bits({K::pipeline_params, K::huffman_codebook, K::huffman_chunks, K::huffman_bitstream,
+                            K::outlier_values, K::interp_anchors, K::outlier_indices, K::run_tokens});
+            break;
+    }
+    for (const format::Section& s : archive.sections)
+        GSZ_CHECK(allowed & (uint64_t{1} << static_cast<uint32_t>(s.kind)), GSZ_STATUS_CORRUPT,
+                  "archive: section %s does not belong in a pipeline %d archive", format::section_kind_name(s.kind),
+                  enum_bits(archive.header.pipeline));
+}
+
 void decompress(const format::Archive& archive, void* out, gsz_device device, int num_threads) {
+    check_section_set(archive);
     const Backend backend = choose_backend(device);
     switch (archive.header.pipeline) {
         case GSZ_PIPELINE_STORE: return store_decompress(archive, out);  // zstd runs on the host
@@ -148,6 +180,7 @@ void decompress(const format::Archive& archive, void* out, gsz_device device, in
 }
 
 void describe(const format::Archive& archive, gsz_archive_info& info) {
+    check_section_set(archive);
     info.radius = 0;
     info.num_outliers = 0;
     info.block_size = 0;

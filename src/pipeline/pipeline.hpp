@@ -58,6 +58,10 @@ std::vector<uint8_t> smaller_of_lossy_and_store(std::vector<uint8_t> lossy, cons
 
 std::vector<uint8_t> compress(const gsz_params& params, const void* data);
 
+// Every section of the archive is one its pipeline uses (the missing ones
+// are reported where they are read).  GSZ_STATUS_CORRUPT names the stray one.
+void check_section_set(const format::Archive& archive);
+
 // `out` holds header.num_elements() values of header.dtype (host memory).
 void decompress(const format::Archive& archive, void* out, gsz_device device, int num_threads);
 

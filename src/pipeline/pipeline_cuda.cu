@@ -10,6 +10,7 @@
 #include "pipeline/pipeline_cuda.hpp"
 
 #include "encode/huffman_cuda.hpp"
+#include "encode/run_tokens_cuda.hpp"
 #include "predict/fast/fast_cuda.hpp"
 #include "predict/interp/interp_cuda.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
@@ -110,6 +111,99 @@ const T* host_view(const T* h_data, const T* d_data, uint64_t n, std::vector<T>&
     return storage.data();
 }
 
+// The quant-codes' entropy stage on the device (code_stage.hpp): histograms
+// on the device, the choice and the codebook on the host (the CPU's code),
+// run tokens and Huffman encoding on the device.
+struct DeviceCodeStage {
+    std::optional<RunTokensParams> runs;
+    encode::HuffmanCodebook book;
+    encode::HuffmanDeviceStream stream;
+    uint64_t num_symbols = 0;
+};
+
+std::vector<uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
+                                          cudaStream_t stream) {
+    cuda::DeviceBuffer<uint64_t> d_hist(alphabet + 1, stream);  // the last entry flags a bad symbol
+    uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
+    GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
+    encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
+    std::vector<uint64_t> histogram;
+    cuda::copy_to_host(histogram, d_hist.data(), alphabet + 1, stream);
+    GSZ_CHECK(histogram[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
+    histogram.pop_back();
+    return histogram;
+}
+
+void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, gsz_lossless mode,
+                            DeviceCodeStage& out, cudaStream_t stream) {
+    const uint32_t alphabet = 2 * radius;
+    const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream);
+    cuda::DeviceBuffer<uint16_t> d_tokens;
+    std::vector<uint64_t> token_hist;
+    uint32_t dominant = 0;
+    uint64_t num_tokens = 0;
+    if (code_stage_try_runs(mode, radius, code_hist)) {
+        dominant = encode::run_dominant_code(code_hist);
+        num_tokens = encode::run_tokens_encode_cuda(d_codes, n, dominant, alphabet, d_tokens, stream);
+        token_hist = histogram_on_device(d_tokens.data(), num_tokens, alphabet + encode::kRunClasses, stream);
+    }
+    CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant);
+    out.runs = choice.runs;
+    out.book = std::move(choice.book);
+    out.num_symbols = out.runs ? num_tokens : n;
+    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(out.book, stream);
+    encode::huffman_encode_cuda(d_book, out.runs ? d_tokens.data() : d_codes, out.num_symbols, kHuffmanChunkSymbols,
+                                out.stream, stream);
+    // d_tokens is released stream-ordered, after the encoder has read it.
+}
+
+// The host copy of a device Huffman stream, for the archive writer.
+encode::HuffmanStream fetch_stream(const DeviceCodeStage& cs, cudaStream_t stream) {
+    encode::HuffmanStream h;
+    h.num_symbols = cs.num_symbols;
+    h.chunk_symbols = kHuffmanChunkSymbols;
+    cuda::copy_to_host(h.chunk_bits, cs.stream.chunk_bits.data(), cs.stream.num_chunks, stream);
+    cuda::copy_to_host(h.words, cs.stream.words.data(), cs.stream.num_words, stream);
+    return h;
+}
+
+// The code stage's sections in device memory.
+struct DeviceCodeSections {
+    cuda::DeviceBuffer<uint32_t> words, chunk_bits;
+    cuda::DeviceBuffer<uint64_t> chunk_offset;
+};
+
+template <class T>
+void upload(cuda::DeviceBuffer<T>& dst, const T* src, size_t count, cudaStream_t stream) {
+    dst.allocate(count, stream);
+    if (count) GSZ_CUDA(cudaMemcpyAsync(dst.data(), src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
+}
+
+void upload_code_sections(const CodeStagePlan& plan, DeviceCodeSections& ds, cudaStream_t stream) {
+    const auto& sv = plan.stream;
+    upload(ds.words, reinterpret_cast<const uint32_t*>(sv.words.data()), sv.words.size() / 4, stream);
+    upload(ds.chunk_bits, sv.chunk_bits.data(), sv.chunk_bits.size(), stream);
+    upload(ds.chunk_offset, sv.chunk_word_offset.data(), sv.chunk_word_offset.size(), stream);
+}
+
+// Decodes the codes into d_codes[0..n); a bad chunk or bad run tokens set *d_corrupt.
+void code_stage_decode_cuda(const CodeStagePlan& plan, const DeviceCodeSections& ds, uint32_t radius,
+                            uint16_t* d_codes, uint64_t n, uint32_t* d_corrupt, cudaStream_t stream) {
+    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(plan.book, stream);
+    if (!plan.runs) {
+        encode::huffman_decode_cuda(d_book, ds.words.data(), ds.words.size(), ds.chunk_bits.data(),
+                                    ds.chunk_offset.data(), n, plan.stream.chunk_symbols, d_codes, d_corrupt, stream);
+        return;
+    }
+    const uint64_t num_tokens = plan.stream.num_symbols;
+    cuda::DeviceBuffer<uint16_t> d_tokens(num_tokens, stream);
+    encode::huffman_decode_cuda(d_book, ds.words.data(), ds.words.size(), ds.chunk_bits.data(),
+                                ds.chunk_offset.data(), num_tokens, plan.stream.chunk_symbols, d_tokens.data(),
+                                d_corrupt, stream);
+    encode::run_tokens_decode_cuda(d_tokens.data(), num_tokens, plan.runs->dominant, 2 * radius, d_codes, n,
+                                   d_corrupt, stream);
+}
+
 // Compression up to "every section is in device memory": the part the
 // device-resident benchmark times.  The codebook step runs on the host.
 template <class T>
@@ -117,8 +211,7 @@ struct DeviceCompressed {
     format::Header header;
     predict::LorenzoLayout layout;
     uint32_t radius = 0;
-    encode::HuffmanCodebook book;
-    encode::HuffmanDeviceStream stream;
+    DeviceCodeStage codes;
     predict::LorenzoDeviceCodes<T> lorenzo;
 };
 
@@ -133,20 +226,7 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     dc.radius = quant_radius(params);
     const auto quant = predict::QuantParams::from_bound(dc.header.error_bound_abs, dc.radius);
     predict::lorenzo_encode_cuda(d_data, dc.layout, quant, dc.lorenzo, stream);
-
-    const uint32_t alphabet = 2 * dc.radius;
-    cuda::DeviceBuffer<uint64_t> d_hist(alphabet + 1, stream);  // the last entry flags a bad symbol
-    uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
-    GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
-    encode::histogram_cuda(dc.lorenzo.codes.data(), n, alphabet, d_hist.data(), d_bad, stream);
-    std::vector<uint64_t> histogram;
-    cuda::copy_to_host(histogram, d_hist.data(), alphabet + 1, stream);
-    GSZ_CHECK(histogram[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
-    histogram.pop_back();
-
-    dc.book = encode::huffman_build(histogram);
-    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(dc.book, stream);
-    encode::huffman_encode_cuda(d_book, dc.lorenzo.codes.data(), n, kHuffmanChunkSymbols, dc.stream, stream);
+    code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, params.lossless, dc.codes, stream);
 }
 
 // Copies the sections to the host and writes the archive (the same code as
@@ -157,15 +237,11 @@ std::vector<uint8_t> fetch_archive(DeviceCompressed<T>& dc, const T* d_data, con
     std::vector<T> host_copy;
     if (dc.header.pipeline == GSZ_PIPELINE_STORE)
         return store_compress(dc.header, host_view(h_data, d_data, n, host_copy, stream));
-    encode::HuffmanStream stream_host;
-    stream_host.num_symbols = n;
-    stream_host.chunk_symbols = kHuffmanChunkSymbols;
-    cuda::copy_to_host(stream_host.chunk_bits, dc.stream.chunk_bits.data(), dc.stream.num_chunks, stream);
-    cuda::copy_to_host(stream_host.words, dc.stream.words.data(), dc.stream.num_words, stream);
+    const encode::HuffmanStream stream_host = fetch_stream(dc.codes, stream);
     std::vector<T> outliers;
     cuda::copy_to_host(outliers, dc.lorenzo.outliers.data(), dc.lorenzo.num_outliers, stream);
-    std::vector<uint8_t> archive =
-        lorenzo_assemble<T>(dc.header, dc.radius, dc.layout, dc.book, stream_host, std::span<const T>(outliers));
+    std::vector<uint8_t> archive = lorenzo_assemble<T>(dc.header, dc.radius, dc.layout, dc.codes.runs, dc.codes.book,
+                                                       stream_host, std::span<const T>(outliers));
     if (archive.size() <= n * sizeof(T)) return archive;
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
@@ -253,28 +329,9 @@ template <class T>
 struct InterpDeviceCompressed {
     format::Header header;
     InterpParams params;
-    encode::HuffmanCodebook book;
-    encode::HuffmanDeviceStream stream;
+    DeviceCodeStage codes;
     predict::InterpDeviceEncoded<T> enc;
 };
-
-// Histogram on the device, codebook on the host, Huffman encode on the device
-// (the lorenzo steps, shared).
-inline void huffman_on_device(const uint16_t* d_codes, uint64_t n, uint32_t radius, encode::HuffmanCodebook& book,
-                              encode::HuffmanDeviceStream& out, cudaStream_t stream) {
-    const uint32_t alphabet = 2 * radius;
-    cuda::DeviceBuffer<uint64_t> d_hist(alphabet + 1, stream);  // the last entry flags a bad symbol
-    uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
-    GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
-    encode::histogram_cuda(d_codes, n, alphabet, d_hist.data(), d_bad, stream);
-    std::vector<uint64_t> histogram;
-    cuda::copy_to_host(histogram, d_hist.data(), alphabet + 1, stream);
-    GSZ_CHECK(histogram[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
-    histogram.pop_back();
-    book = encode::huffman_build(histogram);
-    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(book, stream);
-    encode::huffman_encode_cuda(d_book, d_codes, n, kHuffmanChunkSymbols, out, stream);
-}
 
 template <class T>
 void interp_compress_on_device(const gsz_params& params, const T* d_data, InterpDeviceCompressed<T>& dc,
@@ -291,7 +348,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
                                          dc.header.value_max - dc.header.value_min,
                                          interp_overrides(params, p.layout.rank));
     predict::interp_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc, stream);
-    huffman_on_device(dc.enc.codes.data(), n, p.radius, dc.book, dc.stream, stream);
+    code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, params.lossless, dc.codes, stream);
 }
 
 template <class T>
@@ -300,18 +357,14 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
     std::vector<T> host_copy;
     if (dc.header.pipeline == GSZ_PIPELINE_STORE)
         return store_compress(dc.header, host_view(h_data, d_data, n, host_copy, stream));
-    encode::HuffmanStream stream_host;
-    stream_host.num_symbols = n;
-    stream_host.chunk_symbols = kHuffmanChunkSymbols;
-    cuda::copy_to_host(stream_host.chunk_bits, dc.stream.chunk_bits.data(), dc.stream.num_chunks, stream);
-    cuda::copy_to_host(stream_host.words, dc.stream.words.data(), dc.stream.num_words, stream);
+    const encode::HuffmanStream stream_host = fetch_stream(dc.codes, stream);
     std::vector<T> anchors, outlier_value;
     std::vector<uint64_t> outlier_index;
     cuda::copy_to_host(anchors, dc.enc.anchors.data(), dc.params.layout.num_anchors, stream);
     cuda::copy_to_host(outlier_index, dc.enc.outlier_index.data(), dc.enc.num_outliers, stream);
     cuda::copy_to_host(outlier_value, dc.enc.outlier_value.data(), dc.enc.num_outliers, stream);
-    std::vector<uint8_t> archive = interp_assemble<T>(dc.header, dc.params, dc.book, stream_host, anchors,
-                                                      outlier_index, outlier_value);
+    std::vector<uint8_t> archive = interp_assemble<T>(dc.header, dc.params, dc.codes.runs, dc.codes.book, stream_host,
+                                                      anchors, outlier_index, outlier_value);
     if (archive.size() <= n * sizeof(T)) return archive;
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
@@ -319,24 +372,15 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
 template <class T>
 struct InterpDeviceArchive {
     InterpDecodePlan<T> plan;
-    cuda::DeviceBuffer<uint32_t> words, chunk_bits;
-    cuda::DeviceBuffer<uint64_t> chunk_offset, outlier_index;
+    DeviceCodeSections code_sections;
+    cuda::DeviceBuffer<uint64_t> outlier_index;
     cuda::DeviceBuffer<T> anchors, outlier_value;
 };
 
 template <class T>
-void upload(cuda::DeviceBuffer<T>& dst, const T* src, size_t count, cudaStream_t stream) {
-    dst.allocate(count, stream);
-    if (count) GSZ_CUDA(cudaMemcpyAsync(dst.data(), src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
-}
-
-template <class T>
 void interp_upload_archive(const format::Archive& archive, InterpDeviceArchive<T>& da, cudaStream_t stream) {
     da.plan = interp_plan_decode<T>(archive);
-    const auto& sv = da.plan.stream;
-    upload(da.words, reinterpret_cast<const uint32_t*>(sv.words.data()), sv.words.size() / 4, stream);
-    upload(da.chunk_bits, sv.chunk_bits.data(), sv.chunk_bits.size(), stream);
-    upload(da.chunk_offset, sv.chunk_word_offset.data(), sv.chunk_word_offset.size(), stream);
+    upload_code_sections(da.plan.codes, da.code_sections, stream);
     upload(da.anchors, da.plan.anchors.data(), da.plan.anchors.size(), stream);
     upload(da.outlier_index, da.plan.outlier_index.data(), da.plan.outlier_index.size(), stream);
     upload(da.outlier_value, da.plan.outlier_value.data(), da.plan.outlier_value.size(), stream);
@@ -349,16 +393,15 @@ void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_
     cuda::DeviceBuffer<uint16_t> d_codes(n, stream);
     cuda::DeviceBuffer<uint32_t> d_corrupt(2, stream);
     d_corrupt.zero(stream);
-    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(plan.book, stream);
-    encode::huffman_decode_cuda(d_book, da.words.data(), da.words.size(), da.chunk_bits.data(),
-                                da.chunk_offset.data(), n, plan.stream.chunk_symbols, d_codes.data(),
-                                d_corrupt.data(), stream);
+    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, d_codes.data(), n, d_corrupt.data(),
+                           stream);
     predict::interp_decode_cuda<T>(d_codes.data(), da.anchors.data(), da.outlier_index.data(),
                                    da.outlier_value.data(), plan.outlier_index.size(), plan.params.layout,
                                    plan.params.config, plan.params.radius, d_out, d_corrupt.data() + 1, stream);
     std::vector<uint32_t> corrupt;
     cuda::copy_to_host(corrupt, d_corrupt.data(), 2, stream);
-    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT, "huffman_bitstream: a chunk does not decode");
+    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
+              "huffman_bitstream: a chunk does not decode, or the run tokens do not add up to the codes");
     GSZ_CHECK(corrupt[1] == 0, GSZ_STATUS_CORRUPT,
               "interp: the zero quant-codes are not the listed outliers, or an anchor's code is not the radius");
 }
@@ -384,27 +427,15 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const T* d_data, c
 template <class T>
 struct DeviceArchive {
     LorenzoDecodePlan<T> plan;
-    cuda::DeviceBuffer<uint32_t> words, chunk_bits;
-    cuda::DeviceBuffer<uint64_t> chunk_offset;
+    DeviceCodeSections code_sections;
     cuda::DeviceBuffer<T> outliers;
 };
 
 template <class T>
 void upload_archive(const format::Archive& archive, DeviceArchive<T>& da, cudaStream_t stream) {
     da.plan = lorenzo_plan_decode<T>(archive);
-    const auto& sv = da.plan.stream;
-    da.words.allocate(sv.words.size() / 4, stream);
-    da.chunk_bits.allocate(sv.chunk_bits.size(), stream);
-    da.chunk_offset.allocate(sv.chunk_word_offset.size(), stream);
-    da.outliers.allocate(da.plan.outliers.size(), stream);
-    GSZ_CUDA(cudaMemcpyAsync(da.words.data(), sv.words.data(), sv.words.size(), cudaMemcpyHostToDevice, stream));
-    GSZ_CUDA(cudaMemcpyAsync(da.chunk_bits.data(), sv.chunk_bits.data(), da.chunk_bits.bytes(),
-                             cudaMemcpyHostToDevice, stream));
-    GSZ_CUDA(cudaMemcpyAsync(da.chunk_offset.data(), sv.chunk_word_offset.data(), da.chunk_offset.bytes(),
-                             cudaMemcpyHostToDevice, stream));
-    if (!da.plan.outliers.empty())
-        GSZ_CUDA(cudaMemcpyAsync(da.outliers.data(), da.plan.outliers.data(), da.outliers.bytes(),
-                                 cudaMemcpyHostToDevice, stream));
+    upload_code_sections(da.plan.codes, da.code_sections, stream);
+    upload(da.outliers, da.plan.outliers.data(), da.plan.outliers.size(), stream);
     GSZ_CUDA(cudaStreamSynchronize(stream));
 }
 
@@ -415,16 +446,15 @@ void decode_on_device(const DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStre
     cuda::DeviceBuffer<uint16_t> d_codes(n, stream);
     cuda::DeviceBuffer<uint32_t> d_corrupt(1, stream);
     d_corrupt.zero(stream);
-    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(plan.book, stream);
-    encode::huffman_decode_cuda(d_book, da.words.data(), da.words.size(), da.chunk_bits.data(),
-                                da.chunk_offset.data(), n, plan.stream.chunk_symbols, d_codes.data(),
-                                d_corrupt.data(), stream);
+    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, d_codes.data(), n, d_corrupt.data(),
+                           stream);
     predict::LorenzoDecodeScratch scratch;
     predict::lorenzo_decode_cuda<T>(d_codes.data(), da.outliers.data(), plan.outliers.size(), plan.layout,
                                     plan.quant, d_out, scratch, stream);
     std::vector<uint32_t> corrupt;
     cuda::copy_to_host(corrupt, d_corrupt.data(), 1, stream);
-    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT, "huffman_bitstream: a chunk does not decode");
+    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
+              "huffman_bitstream: a chunk does not decode, or the run tokens do not add up to the codes");
 }
 
 template <class T>
@@ -500,6 +530,7 @@ std::vector<uint8_t> compress_cuda(const gsz_params& params, const void* h_data)
 }
 
 void decompress_cuda_device(const format::Archive& archive, void* d_out, void* stream) {
+    check_section_set(archive);
     select_device();
     const cudaStream_t s = as_stream(stream);
     if (archive.header.pipeline == GSZ_PIPELINE_STORE) {  // zstd runs on the host

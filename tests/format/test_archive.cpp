@@ -189,7 +189,8 @@ TEST(Archive, SectionKindNames) {
     EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(0)), "unknown");
     EXPECT_STREQ(section_kind_name(SectionKind::interp_anchors), "interp_anchors");
     EXPECT_STREQ(section_kind_name(SectionKind::outlier_indices), "outlier_indices");
-    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(13)), "unknown");
+    EXPECT_STREQ(section_kind_name(SectionKind::run_tokens), "run_tokens");
+    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(14)), "unknown");
 }
 
 TEST(Archive, EveryTruncationIsCorrupt) {
@@ -361,7 +362,7 @@ TEST(Archive, StorePipelineParses) {
 }
 
 TEST(Archive, UnknownSectionKindRejected) {
-    for (const uint32_t kind : {0u, 13u, 0xFFFFFFFFu}) {
+    for (const uint32_t kind : {0u, 14u, 0xFFFFFFFFu}) {
         auto a = sample_archive();
         poke<uint32_t>(a, kHeaderBytes + 2 * kSectionEntryBytes, kind);
         fix_header_checksum(a);
@@ -453,7 +454,7 @@ TEST(Archive, WriteRejectsBadInput) {
     EXPECT_EQ(status_of([&] { archive_write(h, {}); }), GSZ_STATUS_INTERNAL);
     const SectionData dup[] = {{SectionKind::pipeline_params, kParams}, {SectionKind::pipeline_params, kParams}};
     EXPECT_EQ(status_of([&] { archive_write(h, dup); }), GSZ_STATUS_INTERNAL);
-    const SectionData unknown[] = {{static_cast<SectionKind>(13), kParams}};
+    const SectionData unknown[] = {{static_cast<SectionKind>(14), kParams}};
     EXPECT_EQ(status_of([&] { archive_write(h, unknown); }), GSZ_STATUS_INTERNAL);
     const std::vector<SectionData> too_many(kMaxSections + 1, SectionData{SectionKind::pipeline_params, kParams});
     EXPECT_EQ(status_of([&] { archive_write(h, too_many); }), GSZ_STATUS_INTERNAL);

@@ -19,6 +19,7 @@ struct Golden {
     gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO;
     uint32_t block = 128;
     uint32_t radius = 0;   // 0: gsz_params_init's
+    gsz_lossless lossless = GSZ_LOSSLESS_AUTO;
 };
 
 const Golden kGoldens[] = {
@@ -33,6 +34,11 @@ const Golden kGoldens[] = {
      GSZ_PIPELINE_INTERP, 128, 32768},
     {"interp_wmag_91x37_f64_abs1e-2_r512.gsz", GSZ_DTYPE_F64, {91, 37}, GSZ_ERROR_ABS, 1e-2, GSZ_PIPELINE_INTERP, 128,
      512},
+    // lossless stage "runs" (section run_tokens)
+    {"runs_wmag_91x37_f32_rel1e-2.gsz", GSZ_DTYPE_F32, {91, 37}, GSZ_ERROR_REL, 1e-2, GSZ_PIPELINE_LORENZO, 128, 0,
+     GSZ_LOSSLESS_RUNS},
+    {"runs_interp_wmag_40x24x10_f64_rel1e-2.gsz", GSZ_DTYPE_F64, {40, 24, 10}, GSZ_ERROR_REL, 1e-2,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_RUNS},
 };
 
 // The golden's input: the leading box of the bundled 91^3 sample, with one
@@ -63,6 +69,7 @@ void check_golden(const Golden& g) {
     params.pipeline = g.pipeline;
     params.block_size = g.block;
     if (g.radius) params.radius = g.radius;
+    params.lossless = g.lossless;
     const auto fresh = ctx.compress(params, input.data());
     if (std::getenv("GSZ_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),
@@ -74,6 +81,7 @@ void check_golden(const Golden& g) {
                                           "the format version and regenerate with GSZ_UPDATE_GOLDEN=1";
     const auto info = ctx.inspect(golden.data(), golden.size());
     EXPECT_EQ(info.pipeline, g.pipeline) << "the golden must pin the pipeline's own format, not the store fallback";
+    if (g.lossless == GSZ_LOSSLESS_RUNS) EXPECT_EQ(info.lossless, GSZ_LOSSLESS_RUNS);
     const auto dec = ctx.decompress<T>(golden, GSZ_DEVICE_CPU);
     const auto r = check_bound(input, dec, info.error_bound_abs);
     EXPECT_EQ(r.violations, 0u);

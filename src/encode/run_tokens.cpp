@@ -1,0 +1,109 @@
+// Run tokens, CPU side (see run_tokens.hpp).
+#include "encode/run_tokens.hpp"
+
+#include "runtime/parallel.hpp"
+#include "runtime/status.hpp"
+
+#include <algorithm>
+
+namespace gsz::encode {
+
+uint32_t run_dominant_code(std::span<const uint64_t> histogram) {
+    return static_cast<uint32_t>(std::max_element(histogram.begin(), histogram.end()) - histogram.begin());
+}
+
+bool run_tokens_promising(std::span<const uint64_t> histogram) {
+    uint64_t total = 0;
+    for (uint64_t c : histogram) total += c;
+    return total > 0 && 2 * histogram[run_dominant_code(histogram)] >= total;
+}
+
+uint64_t huffman_estimated_bytes(const HuffmanCodebook& book, std::span<const uint64_t> histogram,
+                                 uint32_t chunk_symbols) {
+    uint64_t bits = 0, symbols = 0, used = 0;
+    for (size_t s = 0; s < histogram.size(); ++s) {
+        if (!histogram[s]) continue;
+        bits += histogram[s] * book.lengths[s];
+        symbols += histogram[s];
+        ++used;
+    }
+    const uint64_t chunks = (symbols + chunk_symbols - 1) / chunk_symbols;
+    // codebook: 3 bytes per used symbol; chunk table: 4 bytes and ~2 bytes of padding per chunk
+    return bits / 8 + 3 * used + 6 * chunks;
+}
+
+std::vector<uint16_t> run_tokens_encode_cpu(std::span<const uint16_t> codes, uint32_t dominant, uint32_t alphabet,
+                                            int num_threads) {
+    GSZ_CHECK(alphabet <= kRunMaxAlphabet && dominant < alphabet, GSZ_STATUS_INTERNAL,
+              "run tokens: alphabet %u, dominant code %u", alphabet, dominant);
+    const uint64_t n = codes.size();
+    const uint64_t segments = (n + kRunSegment - 1) / kRunSegment;
+    // One segment's tokens through emit; returns their number.
+    auto segment = [&](uint64_t s, auto&& emit) {
+        RunTokenizer tz{dominant, alphabet};
+        for (uint64_t i = s * kRunSegment, e = std::min(n, (s + 1) * kRunSegment); i < e; ++i) tz.push(codes[i], emit);
+        if (tz.run) tz.flush(emit);
+        return tz.tokens;
+    };
+    // Pass 1: tokens per segment; pass 2: each segment writes at its offset.
+    std::vector<uint64_t> offset(segments + 1, 0);
+#pragma omp parallel for schedule(static) num_threads(resolve_threads(num_threads))
+    for (int64_t s = 0; s < static_cast<int64_t>(segments); ++s)
+        offset[s + 1] = segment(s, [](uint16_t) {});
+    for (uint64_t s = 0; s < segments; ++s) offset[s + 1] += offset[s];
+    std::vector<uint16_t> tokens(offset[segments]);
+#pragma omp parallel for schedule(static) num_threads(resolve_threads(num_threads))
+    for (int64_t s = 0; s < static_cast<int64_t>(segments); ++s) {
+        uint16_t* out = tokens.data() + offset[s];
+        segment(s, [&](uint16_t t) { *out++ = t; });
+    }
+    return tokens;
+}
+
+void run_tokens_decode_cpu(std::span<const uint16_t> tokens, uint32_t dominant, uint32_t alphabet,
+                           std::span<uint16_t> codes, int num_threads) {
+    GSZ_CHECK(alphabet <= kRunMaxAlphabet && dominant < alphabet, GSZ_STATUS_CORRUPT,
+              "run tokens: alphabet %u, dominant code %u", alphabet, dominant);
+    // Fixed blocks of tokens (not thread ranges): pass 1 counts each block's
+    // codes, a serial scan places the blocks, pass 2 expands them.
+    constexpr uint64_t kBlock = 1u << 16;
+    const uint64_t nt = tokens.size();
+    const uint64_t blocks = (nt + kBlock - 1) / kBlock;
+    const uint64_t bad = ~uint64_t{0};  // a block with a token outside the alphabet
+    std::vector<uint64_t> start(blocks + 1, 0);
+#pragma omp parallel for schedule(static) num_threads(resolve_threads(num_threads))
+    for (int64_t b = 0; b < static_cast<int64_t>(blocks); ++b) {
+        uint64_t sum = 0;
+        for (uint64_t i = b * kBlock, e = std::min(nt, (b + 1) * kBlock); i < e; ++i) {
+            if (tokens[i] >= alphabet + kRunClasses) {
+                sum = bad;
+                break;
+            }
+            sum += run_token_length(tokens[i], alphabet);
+        }
+        start[b + 1] = sum;
+    }
+    uint64_t total = 0;
+    for (uint64_t b = 0; b < blocks; ++b) {
+        GSZ_CHECK(start[b + 1] < bad, GSZ_STATUS_CORRUPT, "run tokens: a token is outside the alphabet of %u",
+                  alphabet + kRunClasses);
+        total += start[b + 1];
+        start[b + 1] = total;
+    }
+    GSZ_CHECK(total == codes.size(), GSZ_STATUS_CORRUPT, "run tokens: %llu tokens stand for %llu codes, not %zu",
+              static_cast<unsigned long long>(nt), static_cast<unsigned long long>(total), codes.size());
+    // The blocks' outputs are disjoint and exactly cover `codes`.
+#pragma omp parallel for schedule(static) num_threads(resolve_threads(num_threads))
+    for (int64_t b = 0; b < static_cast<int64_t>(blocks); ++b) {
+        uint16_t* out = codes.data() + start[b];
+        for (uint64_t i = b * kBlock, e = std::min(nt, (b + 1) * kBlock); i < e; ++i) {
+            const uint32_t t = tokens[i];
+            if (t < alphabet)
+                *out++ = static_cast<uint16_t>(t);
+            else
+                out = std::fill_n(out, run_token_length(t, alphabet), static_cast<uint16_t>(dominant));
+        }
+    }
+}
+
+}  // namespace gsz::encode

@@ -1,0 +1,107 @@
+// Run tokens: the second lossless stage of the lorenzo and interp pipelines.
+//
+// Huffman spends at least one bit per symbol, so a field whose codes are
+// mostly the dominant one ("predicted within the bound") stalls near 32x.
+// Runs of the dominant code are folded into the Huffman alphabet instead:
+//
+//   - the codes are cut into segments of kRunSegment codes (runs never cross
+//     a segment, so segments encode independently, one GPU thread each);
+//   - in a segment, a maximal run of L dominant codes becomes the binary
+//     digits of L, largest first: token `alphabet + k - 1` stands for 2^k
+//     dominant codes (k = 1..kRunClasses), a 1 in bit 0 is the dominant code
+//     itself;
+//   - every other code is its own token.
+//
+// The token alphabet is alphabet + kRunClasses, so alphabet <= 65536 -
+// kRunClasses.  A token's length is 1 or 2^k whatever segment it came from,
+// so decoding needs no segment table: positions are a prefix sum of lengths,
+// which must add up to exactly the number of codes.
+#pragma once
+
+#include "encode/huffman.hpp"
+#include "runtime/host_device.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#if !defined(__CUDA_ARCH__)
+#include <bit>
+#endif
+
+namespace gsz::encode {
+
+inline constexpr uint32_t kRunSegment = 1024;
+inline constexpr uint32_t kRunClasses = 10;  // 2^10 = kRunSegment: one segment-long run is one token
+inline constexpr uint32_t kRunMaxAlphabet = kHuffmanMaxAlphabet - kRunClasses;
+
+GSZ_HD uint32_t run_popcount(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+    return static_cast<uint32_t>(__popc(x));
+#else
+    return static_cast<uint32_t>(std::popcount(x));
+#endif
+}
+
+// Codes a token stands for: 2^k for a run token, 1 otherwise.
+GSZ_HD uint32_t run_token_length(uint32_t token, uint32_t alphabet) {
+    return token >= alphabet ? 2u << (token - alphabet) : 1u;
+}
+
+// Turns one segment's codes, pushed in order, into tokens, passed in order to
+// emit(token).  The same steps on the host and the device.
+struct RunTokenizer {
+    uint32_t dominant, alphabet;
+    uint32_t run = 0;     // dominant codes pending
+    uint32_t tokens = 0;  // tokens emitted so far
+
+    template <class Emit>
+    GSZ_HD void push(uint32_t code, Emit&& emit) {
+        if (code == dominant) {
+            ++run;
+            return;
+        }
+        if (run) flush(emit);
+        emit(static_cast<uint16_t>(code));
+        ++tokens;
+    }
+    // Ends the pending run: its binary digits, largest first.
+    template <class Emit>
+    GSZ_HD void flush(Emit&& emit) {
+        for (uint32_t k = kRunClasses; k >= 1; --k)
+            if ((run >> k) & 1u) emit(static_cast<uint16_t>(alphabet + k - 1));
+        if (run & 1u) emit(static_cast<uint16_t>(dominant));
+        tokens += run_popcount(run);
+        run = 0;
+    }
+};
+
+// ---------------------------------------------------------------------------
+// Choosing the stage (host; both backends call it with the same integer
+// histograms, so they choose alike).
+
+// The most frequent code (the smallest on ties).
+uint32_t run_dominant_code(std::span<const uint64_t> histogram);
+
+// Whether run tokens are worth computing: the dominant code must be at least
+// half of the codes (below that its runs are too short to beat Huffman).
+bool run_tokens_promising(std::span<const uint64_t> histogram);
+
+// Estimated archive bytes of a Huffman stream coding `histogram` with `book`:
+// bitstream, codebook, chunk table and word padding.  Integer arithmetic.
+uint64_t huffman_estimated_bytes(const HuffmanCodebook& book, std::span<const uint64_t> histogram,
+                                 uint32_t chunk_symbols);
+
+// ---------------------------------------------------------------------------
+// CPU coder (OpenMP over segments / token ranges; the output never depends on
+// the thread count).
+
+std::vector<uint16_t> run_tokens_encode_cpu(std::span<const uint16_t> codes, uint32_t dominant, uint32_t alphabet,
+                                            int num_threads);
+
+// Expands `tokens` into `codes`.  A token >= alphabet + kRunClasses, or
+// lengths that do not add up to codes.size(), is GSZ_STATUS_CORRUPT.
+void run_tokens_decode_cpu(std::span<const uint16_t> tokens, uint32_t dominant, uint32_t alphabet,
+                           std::span<uint16_t> codes, int num_threads);
+
+}  // namespace gsz::encode
