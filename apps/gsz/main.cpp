@@ -714,6 +714,8 @@ int run_bench(const BenchArgs& a) {
         j["error_bound"] = p.error_bound;
         j["eb_abs"] = eb_abs;
         j["radius"] = gsz::pipeline::quant_radius(p);
+        if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP)
+            j["lossless"] = info.lossless == GSZ_LOSSLESS_RUNS ? "runs" : "none";
         j["threads"] = a.threads;
         j["warmup"] = a.warmup;
         j["repeat"] = a.repeat;
@@ -739,8 +741,9 @@ int run_bench(const BenchArgs& a) {
                 human_bytes(bytes).c_str());
     std::printf("device      %s, %s, eb %s %g (abs %.6g), warmup %d, medians of %d\n", r.device.c_str(),
                 pipeline_name(info.pipeline), mode_name(p.error_mode), p.error_bound, eb_abs, a.warmup, a.repeat);
-    std::printf("size        %s -> %s, ratio %.2f (%.3f bits/value)\n", human_bytes(bytes).c_str(),
-                human_bytes(static_cast<double>(r.archive_bytes)).c_str(), ratio, bits);
+    std::printf("size        %s -> %s, ratio %.2f (%.3f bits/value)%s\n", human_bytes(bytes).c_str(),
+                human_bytes(static_cast<double>(r.archive_bytes)).c_str(), ratio, bits,
+                info.lossless == GSZ_LOSSLESS_RUNS ? ", run tokens" : "");
     if (eb_abs > 0)
         std::printf("error       max abs %.6g (%.4f of the bound, holds), PSNR %.2f dB\n", q.max_abs_error,
                     err_over_eb, q.psnr);

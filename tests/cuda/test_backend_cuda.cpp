@@ -11,6 +11,8 @@
 #include "predict/fast/fast_cuda.hpp"
 #include "predict/interp/interp_cuda.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
+#include "encode/run_tokens_cuda.hpp"
+#include "runtime/status.hpp"
 
 #include <cuda_runtime.h>
 
@@ -23,12 +25,14 @@ namespace {
 template <class T>
 std::vector<uint8_t> compress_on(gsz_device device, const std::vector<T>& data, const std::vector<uint64_t>& dims,
                                  gsz_error_mode mode, double eb, uint32_t radius = 512,
-                                 gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128) {
+                                 gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128,
+                                 gsz_lossless lossless = GSZ_LOSSLESS_AUTO) {
     auto p = make_params(dtype_of<T>(), dims, mode, eb);
     p.device = device;
     p.radius = radius;
     p.pipeline = pipeline;
     p.block_size = block;
+    p.lossless = lossless;
     gsz::Context ctx;
     return ctx.compress(p, data.data());
 }
@@ -37,9 +41,10 @@ std::vector<uint8_t> compress_on(gsz_device device, const std::vector<T>& data, 
 // both backends, require identical values within the bound.
 template <class T>
 void same_on_both(const std::vector<T>& data, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
-                  uint32_t radius = 512, gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128) {
-    const auto cpu = compress_on(GSZ_DEVICE_CPU, data, dims, mode, eb, radius, pipeline, block);
-    const auto gpu = compress_on(GSZ_DEVICE_CUDA, data, dims, mode, eb, radius, pipeline, block);
+                  uint32_t radius = 512, gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128,
+                  gsz_lossless lossless = GSZ_LOSSLESS_AUTO) {
+    const auto cpu = compress_on(GSZ_DEVICE_CPU, data, dims, mode, eb, radius, pipeline, block, lossless);
+    const auto gpu = compress_on(GSZ_DEVICE_CUDA, data, dims, mode, eb, radius, pipeline, block, lossless);
     ASSERT_EQ(cpu.size(), gpu.size());
     ASSERT_TRUE(cpu == gpu) << "archives differ";
     gsz::Context ctx;
@@ -514,6 +519,89 @@ TEST(CudaBackend, InterpDevicePointerApi) {
     EXPECT_TRUE(dec == ctx.decompress<float>(archive, GSZ_DEVICE_CPU));
     cudaFree(d_data);
     cudaFree(d_out);
+}
+
+// The lossless stage "runs" forced on every shared field, both pipelines:
+// the same tokens, the same archive, the same decoded values on both backends.
+TEST(CudaBackend, RunsByteIdentical) {
+    REQUIRE_GPU();
+    auto fields = shared_fields();
+    if (fields.empty()) fields.push_back({"sperr_wmag_91x91x91", repo_dir() / "data" / "sperr_wmag_91x91x91.f32",
+                                          GSZ_DTYPE_F32, {91, 91, 91}});
+    for (const Field& f : fields) {
+        for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP}) {
+            for (double eb : {1e-2, 1e-3}) {
+                SCOPED_TRACE(f.name + (pipeline == GSZ_PIPELINE_INTERP ? " interp" : " lorenzo") + " rel " +
+                             std::to_string(eb));
+                const uint32_t radius = pipeline == GSZ_PIPELINE_INTERP ? 0 : 512;
+                if (f.dtype == GSZ_DTYPE_F32)
+                    same_on_both(read_raw<float>(f.path), f.dims, GSZ_ERROR_REL, eb, radius, pipeline, 128,
+                                 GSZ_LOSSLESS_RUNS);
+                else
+                    same_on_both(read_raw<double>(f.path), f.dims, GSZ_ERROR_REL, eb, radius, pipeline, 128,
+                                 GSZ_LOSSLESS_RUNS);
+            }
+        }
+    }
+}
+
+// The run-token kernels against the CPU coder, on aligned and unaligned code
+// arrays, and the expansion's rejection of token streams that do not add up.
+TEST(CudaBackend, RunTokenKernelsMatchCpu) {
+    REQUIRE_GPU();
+    using namespace gsz::encode;
+    constexpr uint32_t alphabet = 1024, dominant = 512;
+    cudaStream_t s = nullptr;
+    for (double p : {0.0, 0.5, 0.9, 0.999, 1.0}) {
+        for (size_t n : {size_t{1}, size_t{1000}, size_t{1024}, size_t{4097}, size_t{1} << 20}) {
+            std::mt19937_64 rng(static_cast<uint64_t>(n + 1000 * p));
+            std::bernoulli_distribution dom(p);
+            std::uniform_int_distribution<int> off(-30, 30);
+            std::vector<uint16_t> codes(n + 1);
+            for (auto& c : codes) c = dom(rng) ? dominant : static_cast<uint16_t>(dominant + off(rng));
+            for (size_t shift : {size_t{0}, size_t{1}}) {  // shift 1: not 16-byte aligned
+                SCOPED_TRACE("p " + std::to_string(p) + " n " + std::to_string(n) + " shift " + std::to_string(shift));
+                const std::span<const uint16_t> in(codes.data() + shift, n);
+                const auto want = run_tokens_encode_cpu(in, dominant, alphabet, 2);
+                gsz::cuda::DeviceBuffer<uint16_t> d_codes(n + 1, s), d_tokens, d_back(n, s);
+                ASSERT_EQ(cudaMemcpy(d_codes.data(), codes.data(), (n + 1) * 2, cudaMemcpyHostToDevice), cudaSuccess);
+                const uint64_t nt = run_tokens_encode_cuda(d_codes.data() + shift, n, dominant, alphabet, d_tokens, s);
+                ASSERT_EQ(nt, want.size());
+                std::vector<uint16_t> got(nt);
+                ASSERT_EQ(cudaMemcpy(got.data(), d_tokens.data(), nt * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+                ASSERT_EQ(got, want);
+                gsz::cuda::DeviceBuffer<uint32_t> d_corrupt(1, s);
+                d_corrupt.zero(s);
+                run_tokens_decode_cuda(d_tokens.data(), nt, dominant, alphabet, d_back.data(), n, d_corrupt.data(), s);
+                std::vector<uint16_t> back(n);
+                uint32_t corrupt = 1;
+                ASSERT_EQ(cudaMemcpy(back.data(), d_back.data(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+                ASSERT_EQ(cudaMemcpy(&corrupt, d_corrupt.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+                EXPECT_EQ(corrupt, 0u);
+                EXPECT_TRUE(std::equal(back.begin(), back.end(), in.begin()));
+                // One code too few or too many for the tokens: corrupt, no write out of bounds
+                // (compute-sanitizer checks the latter).
+                for (uint64_t m : {uint64_t{n} - 1, uint64_t{n} + 1}) {
+                    if (m == 0) continue;
+                    gsz::cuda::DeviceBuffer<uint16_t> d_out(m, s);
+                    d_corrupt.zero(s);
+                    run_tokens_decode_cuda(d_tokens.data(), nt, dominant, alphabet, d_out.data(), m, d_corrupt.data(), s);
+                    ASSERT_EQ(cudaMemcpy(&corrupt, d_corrupt.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+                    EXPECT_NE(corrupt, 0u) << "expanding into " << m << " codes";
+                }
+            }
+        }
+    }
+    // A token outside the token alphabet.
+    const std::vector<uint16_t> bad = {dominant, static_cast<uint16_t>(alphabet + kRunClasses), 3};
+    gsz::cuda::DeviceBuffer<uint16_t> d_bad(3, s), d_out(3, s);
+    gsz::cuda::DeviceBuffer<uint32_t> d_corrupt(1, s);
+    d_corrupt.zero(s);
+    ASSERT_EQ(cudaMemcpy(d_bad.data(), bad.data(), 6, cudaMemcpyHostToDevice), cudaSuccess);
+    run_tokens_decode_cuda(d_bad.data(), 3, dominant, alphabet, d_out.data(), 3, d_corrupt.data(), s);
+    uint32_t corrupt = 0;
+    ASSERT_EQ(cudaMemcpy(&corrupt, d_corrupt.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_NE(corrupt, 0u);
 }
 
 }  // namespace

@@ -5,11 +5,13 @@
 #include "test_util.hpp"
 
 #include "format/archive.hpp"
+#include "pipeline/code_stage.hpp"
 #include "runtime/byte_io.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -417,6 +419,90 @@ TEST(Hostile, InterpZeroCodesMatchOutliers) {
             (void)try_decompress(with_section(archive, kind, s));
         }
     }
+}
+
+// An archive whose Huffman symbols are run tokens (lossless stage "runs").
+std::vector<uint8_t> runs_archive(gsz_pipeline pipeline) {
+    const auto v = small_field();
+    gsz::Context ctx;
+    auto p = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_REL, 1e-2);
+    p.pipeline = pipeline;
+    p.lossless = GSZ_LOSSLESS_RUNS;
+    return ctx.compress(p, v.data());
+}
+
+TEST(Hostile, LyingRunTokensAreRejected) {
+    using gsz::format::SectionKind;
+    for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP}) {
+        SCOPED_TRACE(pipeline == GSZ_PIPELINE_INTERP ? "interp" : "lorenzo");
+        const auto archive = runs_archive(pipeline);
+        gsz::Context ctx;
+        const auto info = ctx.inspect(archive.data(), archive.size());
+        ASSERT_EQ(info.lossless, GSZ_LOSSLESS_RUNS);
+        ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
+        for (size_t len = 0; len < archive.size(); len += 7) {
+            const std::vector<uint8_t> cut(archive.begin(), archive.begin() + static_cast<ptrdiff_t>(len));
+            EXPECT_NE(try_decompress(cut), GSZ_STATUS_OK) << "truncated to " << len;
+        }
+
+        // The run_tokens payload: u32 dominant code, u32 run classes.
+        auto runs_payload = [](std::vector<uint32_t> words) {
+            std::vector<uint8_t> b(words.size() * 4);
+            std::memcpy(b.data(), words.data(), b.size());
+            return b;
+        };
+        const uint32_t alphabet = 2 * info.radius;
+        for (const auto& words : std::vector<std::vector<uint32_t>>{{alphabet, 10},
+                                                                     {0xFFFFFFFFu, 10},
+                                                                     {info.run_dominant_code, 11},
+                                                                     {info.run_dominant_code, 0},
+                                                                     {info.run_dominant_code},
+                                                                     {info.run_dominant_code, 10, 0}}) {
+            EXPECT_EQ(try_decompress(with_section(archive, SectionKind::run_tokens, runs_payload(words))),
+                      GSZ_STATUS_CORRUPT)
+                << "run_tokens words " << words.size() << " first " << words[0];
+        }
+        // Runs of the outlier code: zero codes that are not listed outliers.
+        EXPECT_EQ(try_decompress(with_section(archive, SectionKind::run_tokens, runs_payload({0, 10}))),
+                  GSZ_STATUS_CORRUPT);
+
+        // The section dropped: the Huffman stream holds fewer symbols than codes.
+        const auto parsed = gsz::format::archive_parse(archive);
+        std::vector<gsz::format::SectionData> kept;
+        for (const auto& s : parsed.sections)
+            if (s.kind != SectionKind::run_tokens) kept.push_back({s.kind, s.bytes});
+        EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, kept)), GSZ_STATUS_CORRUPT);
+
+        // Token streams whose lengths do not add up to the codes: the last
+        // token dropped, or repeated, re-encoded with the archive's own book.
+        const uint64_t n = parsed.header.num_elements();
+        const auto plan = gsz::pipeline::code_stage_read(parsed, info.radius, 1024, n);
+        std::vector<uint16_t> tokens(plan.stream.num_symbols);
+        gsz::encode::huffman_decode_cpu(plan.book, plan.stream, tokens, 1);
+        auto with_tokens = [&](const std::vector<uint16_t>& t) {
+            const auto stream = gsz::encode::huffman_encode_cpu(plan.book, t, 1024, 1);
+            gsz::ByteWriter chunks, bits;
+            gsz::encode::huffman_chunks_write(stream, chunks);
+            gsz::encode::huffman_bitstream_write(stream, bits);
+            return with_section(with_section(archive, SectionKind::huffman_chunks, chunks.bytes()),
+                                SectionKind::huffman_bitstream, bits.bytes());
+        };
+        EXPECT_EQ(try_decompress(with_tokens(tokens)), GSZ_STATUS_OK) << "re-encoding must be faithful";
+        auto shorter = tokens;
+        shorter.pop_back();
+        EXPECT_EQ(try_decompress(with_tokens(shorter)), GSZ_STATUS_CORRUPT);
+        auto longer = tokens;
+        longer.push_back(tokens.back());
+        EXPECT_EQ(try_decompress(with_tokens(longer)), GSZ_STATUS_CORRUPT);
+    }
+    // A run_tokens section in a fast archive does not belong there.
+    const auto fast = small_archive(GSZ_PIPELINE_FAST);
+    const auto parsed = gsz::format::archive_parse(fast);
+    std::vector<gsz::format::SectionData> sections;
+    for (const auto& s : parsed.sections) sections.push_back({s.kind, s.bytes});
+    const std::vector<uint8_t> payload(8, 0);
+    sections.push_back({gsz::format::SectionKind::run_tokens, payload});
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, sections)), GSZ_STATUS_CORRUPT);
 }
 
 TEST(Hostile, HugeDimsNeverAllocate) {

@@ -1,0 +1,146 @@
+// The lossless stage "runs": tokenization, expansion, rejection of bad token
+// streams, and the choice between runs and plain Huffman.
+#include "encode/run_tokens.hpp"
+#include "pipeline/code_stage.hpp"
+#include "runtime/status.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace gsz::encode {
+namespace {
+
+constexpr uint32_t kAlphabet = 1024;   // radius 512
+constexpr uint16_t kDom = 512;
+constexpr uint16_t run(uint32_t k) { return static_cast<uint16_t>(kAlphabet + k - 1); }  // 2^k dominant codes
+
+// Codes with runs of the dominant code: each code is dominant with
+// probability p, else a nearby code.
+std::vector<uint16_t> runny_codes(size_t n, double p, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::bernoulli_distribution dom(p);
+    std::uniform_int_distribution<int> off(-20, 20);
+    std::vector<uint16_t> c(n);
+    for (auto& x : c) x = dom(rng) ? kDom : static_cast<uint16_t>(kDom + off(rng));
+    return c;
+}
+
+std::vector<uint16_t> expand(const std::vector<uint16_t>& tokens, size_t n, int threads = 0) {
+    std::vector<uint16_t> codes(n, 0xFFFF);
+    run_tokens_decode_cpu(tokens, kDom, kAlphabet, codes, threads);
+    return codes;
+}
+
+TEST(RunTokens, RunsBecomeTheirBinaryDigitsLargestFirst) {
+    // 13 = 8 + 4 + 1 dominant codes, a 7, one dominant, two 3s, 2 dominant.
+    std::vector<uint16_t> codes(13, kDom);
+    codes.push_back(7);
+    codes.push_back(kDom);
+    codes.push_back(3);
+    codes.push_back(3);
+    codes.push_back(kDom);
+    codes.push_back(kDom);
+    const auto tokens = run_tokens_encode_cpu(codes, kDom, kAlphabet, 1);
+    const std::vector<uint16_t> want = {run(3), run(2), kDom, 7, kDom, 3, 3, run(1)};
+    EXPECT_EQ(tokens, want);
+    EXPECT_EQ(expand(tokens, codes.size()), codes);
+}
+
+TEST(RunTokens, RunsStopAtSegmentBoundaries) {
+    // One run over a whole segment and 5 codes of the next: 2^10, then 4 + 1.
+    std::vector<uint16_t> codes(kRunSegment + 5, kDom);
+    auto tokens = run_tokens_encode_cpu(codes, kDom, kAlphabet, 1);
+    EXPECT_EQ(tokens, (std::vector<uint16_t>{run(10), run(2), kDom}));
+    // A run from the middle of one segment into the next is cut at the boundary.
+    codes.assign(2 * kRunSegment, 9);
+    for (uint32_t i = kRunSegment - 3; i < kRunSegment + 2; ++i) codes[i] = kDom;
+    tokens = run_tokens_encode_cpu(codes, kDom, kAlphabet, 1);
+    ASSERT_EQ(tokens.size(), 2 * kRunSegment - 5 + 2 + 1);
+    EXPECT_EQ(tokens[kRunSegment - 3], run(1));
+    EXPECT_EQ(tokens[kRunSegment - 2], kDom);   // 3 = 2 + 1 in the first segment
+    EXPECT_EQ(tokens[kRunSegment - 1], run(1)); // 2 in the second
+    EXPECT_EQ(expand(tokens, codes.size()), codes);
+}
+
+TEST(RunTokens, RoundTripAtAnyDensityAndThreadCount) {
+    for (double p : {0.0, 0.3, 0.7, 0.95, 0.999, 1.0}) {
+        for (size_t n : {size_t{1}, size_t{1023}, size_t{1024}, size_t{1025}, size_t{300001}}) {
+            const auto codes = runny_codes(n, p, static_cast<uint64_t>(n * 1000 * p) + 1);
+            const auto one = run_tokens_encode_cpu(codes, kDom, kAlphabet, 1);
+            const auto four = run_tokens_encode_cpu(codes, kDom, kAlphabet, 4);
+            EXPECT_EQ(one, four) << "p " << p << " n " << n;
+            EXPECT_LE(one.size(), codes.size());
+            for (uint16_t t : one) EXPECT_LT(t, kAlphabet + kRunClasses);
+            EXPECT_EQ(expand(one, n, 1), codes) << "p " << p << " n " << n;
+            EXPECT_EQ(expand(one, n, 3), codes) << "p " << p << " n " << n;
+        }
+    }
+    // All dominant: one token per full segment.
+    const std::vector<uint16_t> all(50 * kRunSegment, kDom);
+    EXPECT_EQ(run_tokens_encode_cpu(all, kDom, kAlphabet, 2).size(), 50u);
+}
+
+TEST(RunTokens, ExpansionRejectsBadTokenStreams) {
+    const auto codes = runny_codes(5000, 0.9, 7);
+    const auto tokens = run_tokens_encode_cpu(codes, kDom, kAlphabet, 1);
+    auto rejects = [&](std::vector<uint16_t> t, size_t n) {
+        std::vector<uint16_t> out(n);
+        try {
+            run_tokens_decode_cpu(t, kDom, kAlphabet, out, 2);
+        } catch (const Error& e) {
+            EXPECT_EQ(e.status(), GSZ_STATUS_CORRUPT) << e.what();
+            return true;
+        }
+        return false;
+    };
+    EXPECT_TRUE(rejects(tokens, codes.size() + 1));   // lengths add up to less
+    EXPECT_TRUE(rejects(tokens, codes.size() - 1));   // to more
+    auto t = tokens;
+    t.push_back(run(10));                             // 1024 codes too many
+    EXPECT_TRUE(rejects(t, codes.size()));
+    t = tokens;
+    t[t.size() / 2] = static_cast<uint16_t>(kAlphabet + kRunClasses);  // outside the token alphabet
+    EXPECT_TRUE(rejects(t, codes.size()));
+    for (uint16_t bad : {uint16_t(kAlphabet + kRunClasses), uint16_t{0xFFFF}}) {
+        t.assign(5000, bad);                          // many bad tokens must not wrap the sum
+        EXPECT_TRUE(rejects(t, codes.size()));
+    }
+    EXPECT_TRUE(rejects({}, 1));
+    EXPECT_FALSE(rejects(tokens, codes.size()));
+    std::vector<uint16_t> out(1);
+    EXPECT_THROW(run_tokens_decode_cpu(tokens, kAlphabet, kAlphabet, out, 1), Error);  // dominant outside
+}
+
+TEST(RunTokens, ChoiceFollowsTheEstimatedSize) {
+    using namespace gsz::pipeline;
+    const uint32_t radius = kAlphabet / 2;
+    auto choose = [&](const std::vector<uint16_t>& codes, gsz_lossless mode) {
+        return code_stage_encode_cpu(codes, radius, mode, 2);
+    };
+    const auto runny = runny_codes(200000, 0.97, 3);
+    const auto noisy = runny_codes(200000, 0.3, 4);
+    const auto runny_none = choose(runny, GSZ_LOSSLESS_NONE);
+    const auto runny_auto = choose(runny, GSZ_LOSSLESS_AUTO);
+    EXPECT_FALSE(runny_none.runs.has_value());
+    ASSERT_TRUE(runny_auto.runs.has_value());
+    EXPECT_EQ(runny_auto.runs->dominant, kDom);
+    // 97% dominant, independent: about 0.35 bits per code of entropy; Huffman alone spends >= 1.
+    EXPECT_LT(runny_auto.stream.words.size() * 2, runny_none.stream.words.size())
+        << "97% dominant codes: runs should cost under half a bit per code";
+    EXPECT_FALSE(choose(noisy, GSZ_LOSSLESS_AUTO).runs.has_value());  // runs are not promising below 50%
+    EXPECT_TRUE(choose(noisy, GSZ_LOSSLESS_RUNS).runs.has_value());   // forced
+    // A radius whose alphabet leaves no room for the tokens never uses them.
+    EXPECT_FALSE(code_stage_encode_cpu(runny, 32768, GSZ_LOSSLESS_RUNS, 2).runs.has_value());
+    EXPECT_TRUE(code_stage_encode_cpu(runny, 32763, GSZ_LOSSLESS_AUTO, 2).runs.has_value());
+}
+
+TEST(RunTokens, DominantIsTheMostFrequentSmallestOnTies) {
+    EXPECT_EQ(run_dominant_code(std::vector<uint64_t>{1, 5, 5, 2}), 1u);
+    EXPECT_TRUE(run_tokens_promising(std::vector<uint64_t>{1, 1, 0, 2}));    // exactly half
+    EXPECT_FALSE(run_tokens_promising(std::vector<uint64_t>{1, 1, 1, 2}));
+    EXPECT_FALSE(run_tokens_promising(std::vector<uint64_t>{0, 0}));
+}
+
+}  // namespace
+}  // namespace gsz::encode
