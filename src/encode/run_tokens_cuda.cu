@@ -10,52 +10,115 @@ namespace gsz::encode {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr uint32_t kLaneCodes = kRunSegment / 32;  // 32 codes per lane
+constexpr unsigned kFull = 0xFFFFFFFFu;
 
-// Calls f(code) for the codes of segment s in order.  Segments start at
-// multiples of 2 KiB, so the full ones load 16 bytes (8 codes) at a time.
-template <class F>
-__device__ void for_segment_codes(const uint16_t* __restrict__ codes, uint64_t n, uint64_t s, F&& f) {
-    const uint64_t begin = s * kRunSegment;
-    const uint64_t end = min(n, begin + kRunSegment);
-    if (end - begin == kRunSegment && (reinterpret_cast<uintptr_t>(codes) & 15) == 0) {
-        const uint4* v = reinterpret_cast<const uint4*>(codes + begin);
-        for (uint32_t k = 0; k < kRunSegment / 8; ++k) {
-            const uint4 q = __ldg(v + k);
-            const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+// One warp per segment, each lane 32 consecutive codes: coalesced loads and a
+// warp-wide view of the runs that cross lanes.  A run is tokenized by the lane
+// where it ends (its next code is not the dominant one, or the segment ends
+// there), which starts with the dominant codes carried in from the lanes
+// before it: exactly the tokens of the serial per-segment loop.
+struct LaneRun {
+    uint32_t codes[kLaneCodes / 2];  // two codes per word, the first in the low half
+    uint32_t count = 0;              // codes of this lane inside the segment (0..32)
+    bool last = false;               // the lane holding the segment's last code
+    uint32_t carry = 0;              // dominant codes pending from the lanes before
+
+    __device__ uint32_t code(uint32_t i) const { return (codes[i / 2] >> (16 * (i & 1))) & 0xFFFFu; }
+};
+
+__device__ LaneRun load_lane(const uint16_t* __restrict__ codes, uint64_t n, uint64_t s, uint32_t dominant,
+                             int lane) {
+    LaneRun r;
+    const uint64_t seg_begin = s * kRunSegment;
+    const uint32_t seg_count = static_cast<uint32_t>(min(uint64_t{kRunSegment}, n - seg_begin));
+    const uint32_t lb = lane * kLaneCodes;
+    r.count = lb < seg_count ? min(kLaneCodes, seg_count - lb) : 0;
+    r.last = r.count > 0 && lb + r.count == seg_count;
+    const uint16_t* p = codes + seg_begin + lb;
+    if (r.count == kLaneCodes && (reinterpret_cast<uintptr_t>(p) & 15) == 0) {
+        const uint4* v = reinterpret_cast<const uint4*>(p);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                f(w[j] & 0xFFFFu);
-                f(w[j] >> 16);
-            }
+        for (int k = 0; k < 4; ++k) {
+            const uint4 q = __ldg(v + k);
+            r.codes[4 * k + 0] = q.x;
+            r.codes[4 * k + 1] = q.y;
+            r.codes[4 * k + 2] = q.z;
+            r.codes[4 * k + 3] = q.w;
         }
-        return;
+    } else {
+#pragma unroll
+        for (uint32_t i = 0; i < kLaneCodes / 2; ++i) {
+            const uint32_t lo = 2 * i < r.count ? p[2 * i] : 0u, hi = 2 * i + 1 < r.count ? p[2 * i + 1] : 0u;
+            r.codes[i] = lo | (hi << 16);
+        }
     }
-    for (uint64_t i = begin; i < end; ++i) f(codes[i]);
+    // This lane as a function of the run coming in: all dominant adds 32,
+    // anything else replaces it by the lane's trailing run.
+    uint32_t trail = 0;
+    for (uint32_t i = r.count; i-- > 0 && r.code(i) == dominant;) ++trail;
+    uint32_t adds = r.count == kLaneCodes && trail == kLaneCodes, value = adds ? kLaneCodes : trail;
+    // Inclusive scan of the composition (later lanes applied after earlier ones).
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t prev_adds = __shfl_up_sync(kFull, adds, d), prev_value = __shfl_up_sync(kFull, value, d);
+        if (lane >= d && adds) {
+            value += prev_value;
+            adds = prev_adds;
+        }
+    }
+    const uint32_t before = __shfl_up_sync(kFull, value, 1);
+    r.carry = lane == 0 ? 0 : before;
+    return r;
+}
+
+// Tokens of this lane through emit; returns their number.
+template <class Emit>
+__device__ uint32_t lane_tokens(const LaneRun& r, uint32_t dominant, uint32_t alphabet, Emit&& emit) {
+    if (r.count == 0) return 0;
+    RunTokenizer tz{dominant, alphabet};
+    tz.run = r.carry;
+    for (uint32_t i = 0; i < r.count; ++i) tz.push(r.code(i), emit);
+    if (r.last && tz.run) tz.flush(emit);
+    return tz.tokens;
 }
 
 __global__ void __launch_bounds__(kThreads)
 run_count_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint64_t segments, uint32_t dominant,
                  uint32_t alphabet, uint64_t* __restrict__ counts) {
-    const uint64_t s = blockIdx.x * uint64_t{kThreads} + threadIdx.x;
-    if (s >= segments) return;
-    RunTokenizer tz{dominant, alphabet};
-    auto none = [](uint16_t) {};
-    for_segment_codes(codes, n, s, [&](uint32_t c) { tz.push(c, none); });
-    if (tz.run) tz.flush(none);
-    counts[s] = tz.tokens;
+    const uint64_t s = blockIdx.x * uint64_t{kWarps} + threadIdx.x / 32;
+    if (s >= segments) return;  // whole warps leave together
+    const int lane = threadIdx.x % 32;
+    const LaneRun r = load_lane(codes, n, s, dominant, lane);
+    uint32_t t = lane_tokens(r, dominant, alphabet, [](uint16_t) {});
+    for (int d = 16; d > 0; d >>= 1) t += __shfl_down_sync(kFull, t, d);
+    if (lane == 0) counts[s] = t;
 }
 
 __global__ void __launch_bounds__(kThreads)
 run_write_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint64_t segments, uint32_t dominant,
                  uint32_t alphabet, const uint64_t* __restrict__ offsets, uint16_t* __restrict__ tokens) {
-    const uint64_t s = blockIdx.x * uint64_t{kThreads} + threadIdx.x;
+    __shared__ uint16_t staged[kWarps][kRunSegment];
+    const uint64_t s = blockIdx.x * uint64_t{kWarps} + threadIdx.x / 32;
     if (s >= segments) return;
-    RunTokenizer tz{dominant, alphabet};
-    uint16_t* out = tokens + offsets[s];
-    auto emit = [&](uint16_t t) { *out++ = t; };
-    for_segment_codes(codes, n, s, [&](uint32_t c) { tz.push(c, emit); });
-    if (tz.run) tz.flush(emit);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const LaneRun r = load_lane(codes, n, s, dominant, lane);
+    const uint32_t mine = lane_tokens(r, dominant, alphabet, [](uint16_t) {});
+    uint32_t at = mine;  // inclusive scan of the lanes' token counts
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t v = __shfl_up_sync(kFull, at, d);
+        if (lane >= d) at += v;
+    }
+    const uint32_t total = __shfl_sync(kFull, at, 31);
+    uint16_t* out = staged[warp] + (at - mine);
+    lane_tokens(r, dominant, alphabet, [&](uint16_t t) { *out++ = t; });
+    __syncwarp();
+    uint16_t* dst = tokens + offsets[s];
+    for (uint32_t j = lane; j < total; j += 32) dst[j] = staged[warp][j];
 }
+
+unsigned blocks_for(uint64_t items) { return static_cast<unsigned>((items + kThreads - 1) / kThreads); }
+unsigned warp_blocks_for(uint64_t segments) { return static_cast<unsigned>((segments + kWarps - 1) / kWarps); }
 
 // Token length for the scan; a token outside the alphabet counts as n + 1
 // codes, so the sum cannot come out right.
@@ -88,8 +151,6 @@ run_expand_kernel(const uint16_t* __restrict__ tokens, const uint64_t* __restric
     for (uint64_t k = end - len; k < end; ++k) codes[k] = static_cast<uint16_t>(dominant);
 }
 
-unsigned blocks_for(uint64_t items) { return static_cast<unsigned>((items + kThreads - 1) / kThreads); }
-
 }  // namespace
 
 uint64_t run_tokens_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
@@ -98,7 +159,7 @@ uint64_t run_tokens_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t do
     cuda::DeviceBuffer<uint64_t> offsets(segments + 1, stream);
     GSZ_CUDA(cudaMemsetAsync(offsets.data() + segments, 0, sizeof(uint64_t), stream));
     if (segments) {
-        run_count_kernel<<<blocks_for(segments), kThreads, 0, stream>>>(d_codes, n, segments, dominant, alphabet,
+        run_count_kernel<<<warp_blocks_for(segments), kThreads, 0, stream>>>(d_codes, n, segments, dominant, alphabet,
                                                                         offsets.data());
         GSZ_CUDA_LAUNCHED("run tokens");
     }
@@ -112,7 +173,7 @@ uint64_t run_tokens_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t do
     GSZ_CUDA(cudaStreamSynchronize(stream));
     d_tokens.allocate(total, stream);
     if (segments) {
-        run_write_kernel<<<blocks_for(segments), kThreads, 0, stream>>>(d_codes, n, segments, dominant, alphabet,
+        run_write_kernel<<<warp_blocks_for(segments), kThreads, 0, stream>>>(d_codes, n, segments, dominant, alphabet,
                                                                         offsets.data(), d_tokens.data());
         GSZ_CUDA_LAUNCHED("run tokens");
     }
