@@ -57,11 +57,17 @@ void same_on_both(const std::vector<T>& data, const std::vector<uint64_t>& dims,
     EXPECT_EQ(r.nonfinite_changed, 0u);
 }
 
-TEST(CudaBackend, RealFieldsByteIdentical) {
-    REQUIRE_GPU();
+// The shared fields, or the bundled sample when ../shared/data is absent.
+std::vector<Field> fields_or_sample() {
     auto fields = shared_fields();
     if (fields.empty()) fields.push_back({"sperr_wmag_91x91x91", repo_dir() / "data" / "sperr_wmag_91x91x91.f32",
                                           GSZ_DTYPE_F32, {91, 91, 91}});
+    return fields;
+}
+
+TEST(CudaBackend, RealFieldsByteIdentical) {
+    REQUIRE_GPU();
+    const auto fields = fields_or_sample();
     for (const Field& f : fields) {
         for (double eb : {1e-2, 1e-4}) {
             SCOPED_TRACE(f.name + " rel " + std::to_string(eb));
@@ -235,9 +241,7 @@ void fast_same_on_both(const std::vector<T>& data, gsz_error_mode mode, double e
 
 TEST(CudaBackend, FastRealFieldsByteIdentical) {
     REQUIRE_GPU();
-    auto fields = shared_fields();
-    if (fields.empty()) fields.push_back({"sperr_wmag_91x91x91", repo_dir() / "data" / "sperr_wmag_91x91x91.f32",
-                                          GSZ_DTYPE_F32, {91, 91, 91}});
+    const auto fields = fields_or_sample();
     for (const Field& f : fields) {
         for (const auto& [mode, eb] : std::vector<std::pair<gsz_error_mode, double>>{
                  {GSZ_ERROR_REL, 1e-2}, {GSZ_ERROR_REL, 1e-3}, {GSZ_ERROR_REL, 1e-4}, {GSZ_ERROR_ABS, 1e-2}}) {
@@ -380,9 +384,7 @@ TEST(CudaBackend, FastDevicePointerApi) {
 
 TEST(CudaBackend, InterpRealFieldsByteIdentical) {
     REQUIRE_GPU();
-    auto fields = shared_fields();
-    if (fields.empty()) fields.push_back({"sperr_wmag_91x91x91", repo_dir() / "data" / "sperr_wmag_91x91x91.f32",
-                                          GSZ_DTYPE_F32, {91, 91, 91}});
+    const auto fields = fields_or_sample();
     for (const Field& f : fields) {
         for (const auto& [mode, eb] : {std::pair{GSZ_ERROR_REL, 1e-2}, std::pair{GSZ_ERROR_REL, 1e-3},
                                        std::pair{GSZ_ERROR_REL, 1e-4}, std::pair{GSZ_ERROR_ABS, 1e-2}}) {
@@ -525,9 +527,7 @@ TEST(CudaBackend, InterpDevicePointerApi) {
 // the same tokens, the same archive, the same decoded values on both backends.
 TEST(CudaBackend, RunsByteIdentical) {
     REQUIRE_GPU();
-    auto fields = shared_fields();
-    if (fields.empty()) fields.push_back({"sperr_wmag_91x91x91", repo_dir() / "data" / "sperr_wmag_91x91x91.f32",
-                                          GSZ_DTYPE_F32, {91, 91, 91}});
+    const auto fields = fields_or_sample();
     for (const Field& f : fields) {
         for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP}) {
             for (double eb : {1e-2, 1e-3}) {
