@@ -24,14 +24,16 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 template <class T>
 void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r) {
+    // First pass: sums, extremes and shifted moments per chunk.
     const uint64_t chunks = (n + kChunk - 1) / kChunk;
     std::vector<Sums> part(chunks);
     const int threads = resolve_threads(o.num_threads);
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
         Sums s;
-        const uint64_t end = std::min(n, (c + 1) * kChunk);
-        for (uint64_t i = c * kChunk; i < end; ++i) {
+        const uint64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
+        s.set_shift(x[begin], y[begin]);
+        for (uint64_t i = begin; i < end; ++i) {
             if (!std::isfinite(x[i])) {
                 ++s.nonfinite;
                 s.mismatches += std::memcmp(&x[i], &y[i], sizeof(T)) != 0;
@@ -42,34 +44,28 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
         part[c] = s;
     }
     Sums t;
-    for (const Sums& s : part) t.add(s);
+    const Moments m = combine_chunks(part, t);
     if (!finish_sums(t, r)) return;
+    finish_moments(m, t, r);
 
-    // Second pass: centered sums (Pearson, SNR's variance about mid-range) and the PDFs.
-    const PassTwo q = pass_two_of(t, r, o.pdf_bins);
+    // Second pass: the PDFs, whose bins need the error's range.
+    const PassTwo q = pass_two_of(r, o.pdf_bins);
     const uint32_t bins = q.bins;
-    std::vector<Centered> cpart(chunks);
     std::vector<std::vector<uint64_t>> ehist(threads, std::vector<uint64_t>(bins, 0)), phist = ehist;
 #pragma omp parallel num_threads(threads)
     {
         auto& eh = ehist[thread_index()];
         auto& ph = phist[thread_index()];
 #pragma omp for schedule(static)
-        for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
-            Centered s;
-            const uint64_t end = std::min(n, (c + 1) * kChunk);
-            for (uint64_t i = c * kChunk; i < end; ++i) {
-                if (!std::isfinite(x[i])) continue;
-                const double xv = x[i], yv = y[i], e = yv - xv;
-                s.add_value(xv, yv, q.mx, q.my, q.mid);
-                ++eh[bin_of(e, q.e_lo, q.e_width, bins)];
-                if (xv != 0) ++ph[bin_of(clamp_pwr(e / xv), q.p_lo, q.p_width, bins)];
-            }
-            cpart[c] = s;
+        for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+            if (!std::isfinite(x[i])) continue;
+            uint32_t eb, pb;
+            bool has_p;
+            pdf_bins_of(x[i], y[i], q, eb, pb, has_p);
+            ++eh[eb];
+            if (has_p) ++ph[pb];
         }
     }
-    Centered ct;
-    for (const Centered& s : cpart) ct.add(s);
     std::vector<double> e_counts(bins, 0.0), p_counts(bins, 0.0);
     for (int t2 = 0; t2 < threads; ++t2) {
         for (uint32_t b = 0; b < bins; ++b) {
@@ -77,20 +73,7 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
             p_counts[b] += static_cast<double>(phist[t2][b]);
         }
     }
-    finish_centered(ct, t, q, e_counts, p_counts, r);
-}
-
-Grid make_grid(const Shape& s) {
-    Grid g;
-    g.rank = s.rank;
-    uint64_t st = 1;
-    for (int a = 0; a < 4; ++a) {
-        g.n[a] = a < static_cast<int>(s.rank) ? s.dims[a] : 1;
-        g.stride[a] = st;
-        st *= g.n[a];
-        g.used[a] = g.n[a] >= 3;
-    }
-    return g;
+    finish_pdfs(t, q, e_counts, p_counts, r);
 }
 
 template <class T>
@@ -114,8 +97,9 @@ void stencils(const T* x, const T* y, const Grid& g, const Options& o, Result& r
             const uint64_t base = i1 * g.stride[1] + i2 * g.stride[2] + i3 * g.stride[3];
             for (uint64_t i0 = lo(0); i0 < hi(0); ++i0) {
                 double dx[4], dy[4];
-                derived_at(x, g, base + i0, dx);
-                derived_at(y, g, base + i0, dy);
+                const int64_t c = static_cast<int64_t>(base + i0);
+                derived_at(x, c, g.up, g.down, g.used, dx);
+                derived_at(y, c, g.up, g.down, g.used, dy);
                 for (int m = 0; m < 4; ++m) acc[m].add_value(dx[m], dy[m]);
             }
         }
@@ -220,8 +204,8 @@ void ssim(const T* x, const T* y, const Grid& g, const Options& o, Result& r) {
     std::vector<double> fx(n), fy(n), fxx(n), fyy(n), fxy(n), fmin(n), fmax(n);
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
-        const bool ok = std::isfinite(x[i]) && std::isfinite(y[i]);
-        const double a = ok ? x[i] : 0.0, b = ok ? y[i] : 0.0;
+        double a, b;
+        ssim_terms(x[i], y[i], a, b);
         fx[i] = a, fy[i] = b, fxx[i] = a * a, fyy[i] = b * b, fxy[i] = a * b, fmin[i] = a, fmax[i] = a;
     }
     uint64_t ext[4] = {g.n[0], g.n[1], g.n[2], g.n[3]}, w[4];
@@ -246,25 +230,12 @@ void ssim(const T* x, const T* y, const Grid& g, const Options& o, Result& r) {
     }
     (void)windows_per_axis;
     const double count = static_cast<double>(w[0] * w[1] * w[2] * w[3]);
-    constexpr double k1 = 0.01, k2 = 0.03;
     double total = 0;
     const uint64_t windows = fx.size();
     for (uint64_t c = 0; c < windows; c += kChunk) {  // fixed chunks: thread-count independent
         double s = 0;
-        for (uint64_t i = c; i < std::min(windows, c + kChunk); ++i) {
-            const double mx = fx[i] / count, my = fy[i] / count;
-            const double vx = std::max(0.0, fxx[i] / count - mx * mx), vy = std::max(0.0, fyy[i] / count - my * my);
-            const double cxy = fxy[i] / count - mx * my;
-            const double range = fmax[i] - fmin[i];
-            const double c1 = range > 0 ? (k1 * range) * (k1 * range) : k1 * k1;
-            const double c2 = range > 0 ? (k2 * range) * (k2 * range) : k2 * k2;
-            const double c3 = c2 / 2;
-            const double sx = std::sqrt(vx), sy = std::sqrt(vy);
-            const double l = (2 * mx * my + c1) / (mx * mx + my * my + c1);
-            const double cc = (2 * sx * sy + c2) / (vx + vy + c2);
-            const double st = (cxy + c3) / (sx * sy + c3);
-            s += l * cc * st;
-        }
+        for (uint64_t i = c; i < std::min(windows, c + kChunk); ++i)
+            s += ssim_of_window(fx[i], fy[i], fxx[i], fyy[i], fxy[i], fmax[i] - fmin[i], count);
         total += s;
     }
     r.ssim_computed = windows > 0;

@@ -12,6 +12,7 @@
 #include "runtime/cuda/device_buffer.hpp"
 
 #include <cub/block/block_reduce.cuh>
+#include <cuda_pipeline.h>
 
 #include <algorithm>
 #include <cmath>
@@ -31,25 +32,21 @@ struct AddSums {
         return a;
     }
 };
-struct AddCentered {
-    __device__ Centered operator()(Centered a, const Centered& b) const {
-        a.add(b);
-        return a;
-    }
-};
 
 __device__ __forceinline__ bool same_bits(float a, float b) { return __float_as_uint(a) == __float_as_uint(b); }
 __device__ __forceinline__ bool same_bits(double a, double b) {
     return __double_as_longlong(a) == __double_as_longlong(b);
 }
 
-// Pass 1: CTA c reduces chunk c (kChunk elements) into partials[c].
+// Pass 1: CTA c reduces chunk c (kChunk elements) into partials[c]: every sum,
+// extreme and the shifted moments, so only the PDFs need a second pass.
 template <class T>
-__global__ void __launch_bounds__(kThreads) sums_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n,
+__global__ void __launch_bounds__(kThreads, 2) sums_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n,
                                                         Sums* __restrict__ partials) {
     const uint64_t begin = blockIdx.x * kChunk;
     const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
     Sums s;
+    s.set_shift(x[begin], y[begin]);
     constexpr int kUnroll = 4;  // loads in flight per thread and array
     for (uint64_t base = begin + threadIdx.x; base < end; base += kUnroll * kThreads) {
         T xv[kUnroll], yv[kUnroll];
@@ -77,13 +74,19 @@ __global__ void __launch_bounds__(kThreads) sums_kernel(const T* __restrict__ x,
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-// Pass 2: centered sums per chunk, and both PDFs (shared-memory histograms
-// when they fit, integer atomics either way: counts do not depend on order).
+// One count into a shared-memory histogram, the lanes of a warp that hit the
+// same bin adding together (error PDFs pile up in a few central bins).
+__device__ __forceinline__ void count_in(uint32_t* hist, uint32_t bin, unsigned active) {
+    const unsigned same = __match_any_sync(active, bin);
+    if ((__ffs(same) - 1) == static_cast<int>(threadIdx.x & 31)) atomicAdd(&hist[bin], __popc(same));
+}
+
+// Pass 2: both PDFs, in shared-memory histograms when they fit (integer
+// atomics either way: counts do not depend on order).
 template <class T, bool kShared>
 __global__ void __launch_bounds__(kThreads)
-    centered_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, PassTwo q,
-                    Centered* __restrict__ partials, unsigned long long* __restrict__ e_hist,
-                    unsigned long long* __restrict__ p_hist) {
+    pdf_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, PassTwo q,
+               unsigned long long* __restrict__ e_hist, unsigned long long* __restrict__ p_hist) {
     extern __shared__ uint32_t shared_hist[];
     if constexpr (kShared) {
         for (uint32_t b = threadIdx.x; b < 2 * q.bins; b += kThreads) shared_hist[b] = 0;
@@ -91,9 +94,9 @@ __global__ void __launch_bounds__(kThreads)
     }
     const uint64_t begin = blockIdx.x * kChunk;
     const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
-    Centered s;
-    constexpr int kUnroll = 4;  // loads in flight per thread and array
-    for (uint64_t base = begin + threadIdx.x; base < end; base += kUnroll * kThreads) {
+    constexpr int kUnroll = 4;
+    // Every lane runs the same trip count, so whole warps reach count_in.
+    for (uint64_t base = begin + threadIdx.x; base - threadIdx.x < end; base += kUnroll * kThreads) {
         T xl[kUnroll], yl[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -103,25 +106,21 @@ __global__ void __launch_bounds__(kThreads)
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-            if (base + u * kThreads >= end) break;
-            const double xv = xl[u], yv = yl[u];
-            if (!finite_value(xv)) continue;
-            s.add_value(xv, yv, q.mx, q.my, q.mid);
-            const double e = yv - xv;
-            const uint32_t eb = bin_of(e, q.e_lo, q.e_width, q.bins);
-            if constexpr (kShared) atomicAdd(&shared_hist[eb], 1u);
-            else atomicAdd(&e_hist[eb], 1ull);
-            if (xv != 0) {
-                const uint32_t pb = bin_of(clamp_pwr(e / xv), q.p_lo, q.p_width, q.bins);
-                if constexpr (kShared) atomicAdd(&shared_hist[q.bins + pb], 1u);
-                else atomicAdd(&p_hist[pb], 1ull);
+            const bool live = base + u * kThreads < end && finite_value(xl[u]);
+            uint32_t eb = 0, pb = 0;
+            bool has_p = false;
+            if (live) pdf_bins_of(xl[u], yl[u], q, eb, pb, has_p);
+            if constexpr (kShared) {
+                const unsigned e_lanes = __ballot_sync(0xffffffffu, live);
+                const unsigned p_lanes = __ballot_sync(0xffffffffu, live && has_p);
+                if (live) count_in(shared_hist, eb, e_lanes);
+                if (live && has_p) count_in(shared_hist + q.bins, pb, p_lanes);
+            } else {
+                if (live) atomicAdd(&e_hist[eb], 1ull);
+                if (live && has_p) atomicAdd(&p_hist[pb], 1ull);
             }
         }
     }
-    using Reduce = cub::BlockReduce<Centered, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
-    __shared__ typename Reduce::TempStorage storage;
-    const Centered total = Reduce(storage).Reduce(s, AddCentered{});
-    if (threadIdx.x == 0) partials[blockIdx.x] = total;
     if constexpr (kShared) {
         __syncthreads();
         for (uint32_t b = threadIdx.x; b < q.bins; b += kThreads) {
@@ -142,7 +141,7 @@ struct AddDerivedPartial {
     }
 };
 
-// One pass over the interior points: threads stride over (row, x) pairs of
+// Stencils on any grid (the 4-D case): threads stride over (row, x) pairs of
 // the interior, so short rows do not leave threads idle.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
@@ -155,16 +154,92 @@ __global__ void __launch_bounds__(kThreads)
     for (uint64_t k = blockIdx.x * uint64_t{kThreads} + threadIdx.x; k < total; k += uint64_t{gridDim.x} * kThreads) {
         const uint64_t row = k / width, i0 = lo0 + (k - row * width);
         const uint64_t i1 = lo1 + row % extent1, i2 = lo2 + (row / extent1) % extent2, i3 = lo3 + row / (extent1 * extent2);
-        const uint64_t i = i0 + i1 * g.stride[1] + i2 * g.stride[2] + i3 * g.stride[3];
+        const int64_t i = static_cast<int64_t>(i0 + i1 * g.stride[1] + i2 * g.stride[2] + i3 * g.stride[3]);
         double dx[4], dy[4];
-        derived_at(x, g, i, dx);
-        derived_at(y, g, i, dy);
+        derived_at(x, i, g.up, g.down, g.used, dx);
+        derived_at(y, i, g.up, g.down, g.used, dy);
         for (int m = 0; m < 4; ++m) acc.d[m].add_value(dx[m], dy[m]);
     }
     using Reduce = cub::BlockReduce<DerivedPartial, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
     const DerivedPartial sum = Reduce(storage).Reduce(acc, AddDerivedPartial{});
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+// Stencils on grids of up to three axes, tiled: a CTA owns kTileX x kTileY
+// interior points of kTileZ planes and walks up the planes with the three it
+// needs (below, at, above) in a shared-memory ring, as doubles with a
+// one-point halo, so each value is read from memory about once and converted
+// once.  The next plane is loaded into registers while this one is computed.
+constexpr int kTileX = 32, kTileY = 8, kTileZ = 32;
+constexpr int kRowW = kTileX + 2, kPlaneW = kRowW * (kTileY + 2);
+constexpr int kPlaneLoads = (kPlaneW + kThreads - 1) / kThreads;
+
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    stencil_tiled_kernel(const T* __restrict__ x, const T* __restrict__ y, Grid g, DerivedPartial* __restrict__ partials) {
+    __shared__ double ring[2][3 * kPlaneW];  // [array][plane slot * kPlaneW + (row * kRowW + column)]
+    const int64_t lo[3] = {g.used[0] ? 1 : 0, g.used[1] ? 1 : 0, g.used[2] ? 1 : 0};
+    const int64_t hi[3] = {static_cast<int64_t>(g.used[0] ? g.n[0] - 1 : g.n[0]),
+                           static_cast<int64_t>(g.used[1] ? g.n[1] - 1 : g.n[1]),
+                           static_cast<int64_t>(g.used[2] ? g.n[2] - 1 : g.n[2])};
+    const int64_t x0 = lo[0] + int64_t{blockIdx.x} * kTileX, y0 = lo[1] + int64_t{blockIdx.y} * kTileY;
+    const int64_t z0 = lo[2] + int64_t{blockIdx.z} * kTileZ;
+    const int64_t z1 = z0 + kTileZ < hi[2] ? z0 + kTileZ : hi[2];
+    const int64_t n0 = static_cast<int64_t>(g.n[0]), n1 = static_cast<int64_t>(g.n[1]), n2 = static_cast<int64_t>(g.n[2]);
+    const int64_t plane_stride = static_cast<int64_t>(g.stride[2]);
+
+    // Plane z of the tile (halo included) into registers; 0 outside the array.
+    T rx[kPlaneLoads], ry[kPlaneLoads];
+    auto fetch = [&](int64_t z) {
+#pragma unroll
+        for (int k = 0; k < kPlaneLoads; ++k) {
+            const int e = threadIdx.x + k * kThreads;
+            const int64_t i0 = x0 - 1 + e % kRowW, i1 = y0 - 1 + e / kRowW;
+            const bool in = e < kPlaneW && z >= 0 && z < n2 && i0 >= 0 && i0 < n0 && i1 >= 0 && i1 < n1;
+            const int64_t i = z * plane_stride + i1 * n0 + i0;
+            rx[k] = in ? x[i] : T(0);
+            ry[k] = in ? y[i] : T(0);
+        }
+    };
+    auto stash = [&](int64_t z) {
+        const int slot = static_cast<int>(((z % 3) + 3) % 3) * kPlaneW;
+#pragma unroll
+        for (int k = 0; k < kPlaneLoads; ++k) {
+            const int e = threadIdx.x + k * kThreads;
+            if (e < kPlaneW) ring[0][slot + e] = rx[k], ring[1][slot + e] = ry[k];
+        }
+    };
+    fetch(z0 - 1);
+    stash(z0 - 1);
+    fetch(z0);
+    stash(z0);
+    fetch(z0 + 1);  // in registers: the plane above
+    const int tx = threadIdx.x % kTileX, ty = threadIdx.x / kTileX;
+    const bool mine = x0 + tx < hi[0] && y0 + ty < hi[1];
+    DerivedPartial acc;
+    for (int64_t z = z0; z < z1; ++z) {
+        stash(z + 1);  // its slot held plane z - 2, last read before the barrier that ended the previous step
+        __syncthreads();
+        if (z + 1 < z1) fetch(z + 2);  // in flight while plane z is worked on
+        if (mine) {
+            const int here = static_cast<int>(z % 3), above = static_cast<int>((z + 1) % 3),
+                      below = static_cast<int>((z + 2) % 3);
+            const int64_t up[4] = {1, kRowW, (above - here) * int64_t{kPlaneW}, 0};
+            const int64_t down[4] = {-1, -kRowW, (below - here) * int64_t{kPlaneW}, 0};
+            const int64_t c = here * int64_t{kPlaneW} + (ty + 1) * kRowW + tx + 1;
+            double dx[4], dy[4];
+            derived_at(ring[0], c, up, down, g.used, dx);
+            derived_at(ring[1], c, up, down, g.used, dy);
+            for (int m = 0; m < 4; ++m) acc.d[m].add_value(dx[m], dy[m]);
+        }
+        __syncthreads();
+    }
+    using Reduce = cub::BlockReduce<DerivedPartial, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
+    __shared__ typename Reduce::TempStorage storage;
+    const DerivedPartial sum = Reduce(storage).Reduce(acc, AddDerivedPartial{});
+    const uint64_t cta = blockIdx.x + uint64_t{gridDim.x} * (blockIdx.y + uint64_t{gridDim.y} * blockIdx.z);
+    if (threadIdx.x == 0) partials[cta] = sum;
 }
 
 template <class T>
@@ -177,42 +252,52 @@ void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Resul
     std::vector<Sums> part;
     cuda::copy_to_host(part, d_sums.data(), chunks, s);
     Sums t;
-    for (const Sums& p : part) t.add(p);
+    const Moments m = combine_chunks(part, t);
     if (!finish_sums(t, r)) return;
-    const PassTwo q = pass_two_of(t, r, o.pdf_bins);
-    cuda::DeviceBuffer<Centered> d_cent(chunks, s);
+    finish_moments(m, t, r);
+    const PassTwo q = pass_two_of(r, o.pdf_bins);
     cuda::DeviceBuffer<unsigned long long> d_hist(2 * size_t{q.bins}, s);
     d_hist.zero(s);
     const size_t shared_bytes = 2 * size_t{q.bins} * sizeof(uint32_t);
     if (shared_bytes <= 32 * 1024) {
-        centered_kernel<T, true><<<static_cast<unsigned>(chunks), kThreads, shared_bytes, s>>>(
-            x, y, n, q, d_cent.data(), d_hist.data(), d_hist.data() + q.bins);
+        pdf_kernel<T, true><<<static_cast<unsigned>(chunks), kThreads, shared_bytes, s>>>(x, y, n, q, d_hist.data(),
+                                                                                       d_hist.data() + q.bins);
     } else {
-        centered_kernel<T, false><<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(
-            x, y, n, q, d_cent.data(), d_hist.data(), d_hist.data() + q.bins);
+        pdf_kernel<T, false><<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(x, y, n, q, d_hist.data(),
+                                                                            d_hist.data() + q.bins);
     }
-    GSZ_CUDA_LAUNCHED("centered_kernel");
-    std::vector<Centered> cpart;
+    GSZ_CUDA_LAUNCHED("pdf_kernel");
     std::vector<unsigned long long> hist;
-    cuda::copy_to_host(cpart, d_cent.data(), chunks, s);
     cuda::copy_to_host(hist, d_hist.data(), 2 * size_t{q.bins}, s);
-    Centered ct;
-    for (const Centered& p : cpart) ct.add(p);
     const std::vector<double> e_counts(hist.begin(), hist.begin() + q.bins), p_counts(hist.begin() + q.bins, hist.end());
-    finish_centered(ct, t, q, e_counts, p_counts, r);
+    finish_pdfs(t, q, e_counts, p_counts, r);
 }
 
 template <class T>
 void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_t s) {
     if (!(g.used[0] || g.used[1] || g.used[2] || g.used[3])) return;
     auto interior = [&](int a) { return g.used[a] ? g.n[a] - 2 : g.n[a]; };
-    const uint64_t e1 = interior(1), e2 = interior(2), rows = e1 * e2 * interior(3);
-    const uint64_t points = rows * (g.used[0] ? g.n[0] - 2 : g.n[0]);
-    const uint64_t want = (points + kThreads - 1) / kThreads;
-    const unsigned ctas = static_cast<unsigned>(want < 8192 ? (want ? want : 1) : 8192);
-    cuda::DeviceBuffer<DerivedPartial> d_part(ctas, s);
-    stencil_kernel<T><<<ctas, kThreads, 0, s>>>(x, y, g, rows, e1, e2, d_part.data());
-    GSZ_CUDA_LAUNCHED("stencil_kernel");
+    cuda::DeviceBuffer<DerivedPartial> d_part;
+    uint64_t ctas = 0;
+    if (g.n[3] == 1) {
+        const uint64_t bx = (interior(0) + kTileX - 1) / kTileX, by = (interior(1) + kTileY - 1) / kTileY,
+                       bz = (interior(2) + kTileZ - 1) / kTileZ;
+        GSZ_CHECK(by < 65536 && bz < 65536 && bx < (1u << 31), GSZ_STATUS_INVALID_ARGUMENT,
+                  "assess: grid too large for the stencil kernel");
+        ctas = bx * by * bz;
+        d_part.allocate(ctas, s);
+        stencil_tiled_kernel<T><<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(by), static_cast<unsigned>(bz)),
+                                  kThreads, 0, s>>>(x, y, g, d_part.data());
+        GSZ_CUDA_LAUNCHED("stencil_tiled_kernel");
+    } else {
+        const uint64_t e1 = interior(1), e2 = interior(2), rows = e1 * e2 * interior(3);
+        const uint64_t points = rows * interior(0);
+        const uint64_t want = (points + kThreads - 1) / kThreads;
+        ctas = want < 8192 ? (want ? want : 1) : 8192;
+        d_part.allocate(ctas, s);
+        stencil_kernel<T><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(x, y, g, rows, e1, e2, d_part.data());
+        GSZ_CUDA_LAUNCHED("stencil_kernel");
+    }
     std::vector<DerivedPartial> part;
     cuda::copy_to_host(part, d_part.data(), ctas, s);
     DerivedPartial t;
@@ -224,16 +309,146 @@ void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_
     r.divergence = finish_derived(t.d[3]);
 }
 
-// ---- SSIM: separable box statistics, one axis per pass (as the CPU does) ------
+// ---- SSIM -------------------------------------------------------------------
+//
+// The window sums are separable and computed in the CPU's order: along axis 0,
+// then 1, then 2 (and 3), each a plain sum of w terms from the first.  Grids
+// of up to three axes with a window of 1 or 7 along axis 2 take the fused
+// kernel; the rest the generic one, one axis per pass through memory.
 
-// The seven per-window statistics, one array each: sums of x, y, x², y², xy,
-// and the min and max of x.
-struct Stats {
-    double* v[7];
+// The seven per-window statistics: sums of x, y, x², y², xy, and the min and
+// max of x (for the window's range).
+constexpr int kStats = 7, kSumStats = 5;
+
+GSZ_HD void stats_init(double* s) {
+    for (int k = 0; k < kSumStats; ++k) s[k] = 0;
+    s[5] = HUGE_VAL, s[6] = -HUGE_VAL;
+}
+// The terms of one point: a is the original, b the decompressed (ssim_terms).
+__device__ __forceinline__ void stats_add_point(double* s, double a, double b) {
+    s[0] += a, s[1] += b, s[2] += a * a, s[3] += b * b, s[4] += a * b;
+    s[5] = min_of(s[5], a), s[6] = max_of(s[6], a);
+}
+__device__ __forceinline__ void stats_add(double* s, const double* o) {
+    for (int k = 0; k < kSumStats; ++k) s[k] += o[k];
+    s[5] = min_of(s[5], o[5]), s[6] = max_of(s[6], o[6]);
+}
+
+// Fused SSIM: a CTA owns kSsimX x kSsimY windows (along axes 0 and 1) of a
+// run of kSsimZ window positions along axis 2.  Per input plane: the tile of
+// both arrays arrives in shared memory (copied asynchronously while the
+// previous plane is worked on) and is turned into SSIM terms; the axis-0 sums
+// of every tile row go to shared memory; each thread sums kWy of them into its
+// window's plane statistics, kept in a ring of registers over the last kWz
+// planes; once a window's last plane is in, the ring's sum (axis 2) gives its
+// SSIM.  The ring is indexed by compile-time slots (the plane loop is unrolled
+// kWz times).
+constexpr int kSsimX = 32, kSsimY = 8, kSsimZ = 64, kSsimThreads = kSsimX * kSsimY;
+
+struct SsimGeometry {
+    int64_t n[3];     // array extents
+    int64_t m[3];     // windows per axis
+    int w[3], step[3];
+    int fx, fy;       // tile extents in the input plane
 };
-constexpr int kSumStats = 5;
 
-// First pass (axis 0) straight from the arrays: thread = one output position.
+template <class T, int kWz>
+__global__ void __launch_bounds__(kSsimThreads, 1)
+    ssim_fused_kernel(const T* __restrict__ x, const T* __restrict__ y, SsimGeometry geo, double* __restrict__ partials) {
+    extern __shared__ double smem[];
+    const int tile = geo.fx * geo.fy;
+    double* terms = smem;                               // [2][tile]: a, b
+    double* rows = terms + 2 * tile;                    // [kStats][fy][kSsimX]: axis-0 sums
+    T* raw = reinterpret_cast<T*>(rows + kStats * geo.fy * kSsimX);  // [2 buffers][2 arrays][tile]
+    const int64_t ox0 = int64_t{blockIdx.x} * kSsimX, oy0 = int64_t{blockIdx.y} * kSsimY;
+    const int64_t oz0 = int64_t{blockIdx.z} * kSsimZ;
+    const int64_t oz1 = oz0 + kSsimZ < geo.m[2] ? oz0 + kSsimZ : geo.m[2];
+    const int64_t ix0 = ox0 * geo.step[0], iy0 = oy0 * geo.step[1];
+    const int64_t p_begin = oz0 * geo.step[2], p_end = (oz1 - 1) * geo.step[2] + kWz;  // planes [p_begin, p_end)
+    const int tx = threadIdx.x % kSsimX, ty = threadIdx.x / kSsimX;
+    const bool mine = ox0 + tx < geo.m[0] && oy0 + ty < geo.m[1];
+
+    // Plane p of the tile into raw buffer `buf`, asynchronously (zeros outside the array).
+    auto issue = [&](int64_t p, int buf) {
+        T* dx = raw + (2 * buf) * tile;
+        T* dy = dx + tile;
+        const int64_t plane = p * geo.n[0] * geo.n[1];
+        for (int e = threadIdx.x; e < tile; e += kSsimThreads) {
+            const int64_t i0 = ix0 + e % geo.fx, i1 = iy0 + e / geo.fx;
+            if (i0 < geo.n[0] && i1 < geo.n[1]) {
+                const int64_t i = plane + i1 * geo.n[0] + i0;
+                __pipeline_memcpy_async(dx + e, x + i, sizeof(T));
+                __pipeline_memcpy_async(dy + e, y + i, sizeof(T));
+            } else {
+                dx[e] = T(0), dy[e] = T(0);
+            }
+        }
+        __pipeline_commit();
+    };
+
+    double ring[kWz][kStats];
+    double ssim_sum = 0;
+    issue(p_begin, 0);
+    for (int64_t p0 = p_begin; p0 < p_end; p0 += kWz) {
+#pragma unroll
+        for (int slot = 0; slot < kWz; ++slot) {
+            const int64_t p = p0 + slot;
+            if (p >= p_end) break;
+            const int buf = static_cast<int>((p - p_begin) & 1);
+            __pipeline_wait_prior(0);
+            __syncthreads();  // plane p has landed; every thread is done with the last plane's rows
+            if (p + 1 < p_end) issue(p + 1, buf ^ 1);
+            const T* rx = raw + (2 * buf) * tile;
+            const T* ry = rx + tile;
+            for (int e = threadIdx.x; e < tile; e += kSsimThreads) ssim_terms(rx[e], ry[e], terms[e], terms[tile + e]);
+            __syncthreads();
+            // Axis 0: the sums of w[0] terms for every tile row and window column.
+            for (int e = threadIdx.x; e < geo.fy * kSsimX; e += kSsimThreads) {
+                const int r = e / kSsimX, c = e % kSsimX;
+                const double* ta = terms + r * geo.fx + c * geo.step[0];
+                const double* tb = ta + tile;
+                double st[kStats];
+                stats_init(st);
+                for (int k = 0; k < geo.w[0]; ++k) stats_add_point(st, ta[k], tb[k]);
+#pragma unroll
+                for (int k = 0; k < kStats; ++k) rows[(k * geo.fy + r) * kSsimX + c] = st[k];
+            }
+            __syncthreads();
+            // Axis 1: this thread's window over w[1] rows, into the ring.
+            double* st = ring[slot];
+            stats_init(st);
+            for (int k = 0; k < geo.w[1]; ++k) {
+                const int r = ty * geo.step[1] + k;
+                if (r >= geo.fy) break;
+                double o[kStats];
+#pragma unroll
+                for (int j = 0; j < kStats; ++j) o[j] = rows[(j * geo.fy + r) * kSsimX + tx];
+                stats_add(st, o);
+            }
+            // Axis 2: a window ends at plane p when its first plane p - kWz + 1 is a window start.
+            const int64_t first = p - (kWz - 1);
+            if (first >= p_begin && (first - p_begin) % geo.step[2] == 0 && mine) {
+                double sum[kStats];
+                stats_init(sum);
+#pragma unroll
+                for (int t = 0; t < kWz; ++t) stats_add(sum, ring[(slot + 1 + t) % kWz]);
+                const double count = static_cast<double>(geo.w[0]) * geo.w[1] * kWz;
+                ssim_sum += ssim_of_window(sum[0], sum[1], sum[2], sum[3], sum[4], sum[6] - sum[5], count);
+            }
+        }
+    }
+    using Reduce = cub::BlockReduce<double, kSsimThreads>;
+    __shared__ typename Reduce::TempStorage storage;
+    const double total = Reduce(storage).Sum(ssim_sum);
+    const uint64_t cta = blockIdx.x + uint64_t{gridDim.x} * (blockIdx.y + uint64_t{gridDim.y} * blockIdx.z);
+    if (threadIdx.x == 0) partials[cta] = total;
+}
+
+// Generic SSIM, first pass (axis 0) straight from the arrays: thread = one output position.
+struct Stats {
+    double* v[kStats];
+};
+
 template <class T>
 __global__ void ssim_first_axis_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n0, uint64_t rest,
                                        uint64_t w, uint64_t step, uint64_t m0, Stats out) {
@@ -241,15 +456,14 @@ __global__ void ssim_first_axis_kernel(const T* __restrict__ x, const T* __restr
     if (k >= m0 * rest) return;
     const uint64_t o = k / m0, p = k - o * m0;
     const uint64_t src = o * n0 + p * step;
-    double acc[7] = {0, 0, 0, 0, 0, HUGE_VAL, -HUGE_VAL};
+    double acc[kStats];
+    stats_init(acc);
     for (uint64_t j = 0; j < w; ++j) {
-        const double xv = x[src + j], yv = y[src + j];
-        const bool ok = finite_value(xv) && finite_value(yv);
-        const double a = ok ? xv : 0.0, b = ok ? yv : 0.0;
-        acc[0] += a, acc[1] += b, acc[2] += a * a, acc[3] += b * b, acc[4] += a * b;
-        acc[5] = min_of(acc[5], a), acc[6] = max_of(acc[6], a);
+        double a, b;
+        ssim_terms(x[src + j], y[src + j], a, b);
+        stats_add_point(acc, a, b);
     }
-    for (int s = 0; s < 7; ++s) out.v[s][k] = acc[s];
+    for (int s = 0; s < kStats; ++s) out.v[s][k] = acc[s];
 }
 
 // Later passes: along an axis with `inner` elements below it.
@@ -259,7 +473,7 @@ __global__ void ssim_axis_kernel(Stats in, uint64_t n_axis, uint64_t inner, uint
     if (k >= inner * m_axis * outer) return;
     const uint64_t j = k % inner, p = (k / inner) % m_axis, o = k / (inner * m_axis);
     const uint64_t src = (o * n_axis + p * step) * inner + j;
-    for (int s = 0; s < 7; ++s) {
+    for (int s = 0; s < kStats; ++s) {
         double acc = s < kSumStats ? 0.0 : (s == 5 ? HUGE_VAL : -HUGE_VAL);
         for (uint64_t t = 0; t < w; ++t) {
             const double v = in.v[s][src + t * inner];
@@ -269,26 +483,12 @@ __global__ void ssim_axis_kernel(Stats in, uint64_t n_axis, uint64_t inner, uint
     }
 }
 
-__device__ __forceinline__ double ssim_of_window(const Stats& st, uint64_t i, double count) {
-    constexpr double k1 = 0.01, k2 = 0.03;
-    const double mx = st.v[0][i] / count, my = st.v[1][i] / count;
-    const double vx0 = st.v[2][i] / count - mx * mx, vy0 = st.v[3][i] / count - my * my;
-    const double vx = vx0 > 0 ? vx0 : 0.0, vy = vy0 > 0 ? vy0 : 0.0;
-    const double cxy = st.v[4][i] / count - mx * my;
-    const double range = st.v[6][i] - st.v[5][i];
-    const double c1 = range > 0 ? (k1 * range) * (k1 * range) : k1 * k1;
-    const double c2 = range > 0 ? (k2 * range) * (k2 * range) : k2 * k2;
-    const double c3 = c2 / 2;
-    const double sx = sqrt(vx), sy = sqrt(vy);
-    return (2 * mx * my + c1) / (mx * mx + my * my + c1) * ((2 * sx * sy + c2) / (vx + vy + c2)) *
-           ((cxy + c3) / (sx * sy + c3));
-}
-
 __global__ void __launch_bounds__(kThreads) ssim_mean_kernel(Stats st, uint64_t windows, double count,
                                                              double* __restrict__ partials) {
     double sum = 0;
     for (uint64_t i = blockIdx.x * uint64_t{kThreads} + threadIdx.x; i < windows; i += uint64_t{gridDim.x} * kThreads)
-        sum += ssim_of_window(st, i, count);
+        sum += ssim_of_window(st.v[0][i], st.v[1][i], st.v[2][i], st.v[3][i], st.v[4][i], st.v[6][i] - st.v[5][i],
+                              count);
     using Reduce = cub::BlockReduce<double, kThreads>;
     __shared__ typename Reduce::TempStorage storage;
     const double total = Reduce(storage).Sum(sum);
@@ -301,54 +501,94 @@ unsigned blocks_for(uint64_t items) {
     return static_cast<unsigned>(b ? b : 1);
 }
 
+// The fused kernel's shared memory for a geometry (0 when it does not apply).
+template <class T>
+size_t ssim_fused_bytes(const SsimGeometry& geo) {
+    const size_t tile = size_t(geo.fx) * geo.fy;
+    return 2 * tile * sizeof(double) + size_t{kStats} * geo.fy * kSsimX * sizeof(double) + 4 * tile * sizeof(T);
+}
+
+template <class T, int kWz>
+void launch_ssim_fused(const T* x, const T* y, const SsimGeometry& geo, size_t bytes, double* partials, dim3 grid,
+                       cudaStream_t s) {
+    GSZ_CUDA(cudaFuncSetAttribute(ssim_fused_kernel<T, kWz>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)));
+    ssim_fused_kernel<T, kWz><<<grid, kSsimThreads, bytes, s>>>(x, y, geo, partials);
+    GSZ_CUDA_LAUNCHED("ssim_fused_kernel");
+}
+
 template <class T>
 void ssim_cuda(const T* x, const T* y, const Grid& g, const Options& o, Result& r, cudaStream_t s) {
-    uint64_t ext[4] = {g.n[0], g.n[1], g.n[2], g.n[3]}, w[4];
+    uint64_t ext[4] = {g.n[0], g.n[1], g.n[2], g.n[3]}, w[4], m[4];
+    auto step_of = [&](int a) { return g.n[a] > 1 ? uint64_t{o.ssim_step} : uint64_t{1}; };
     for (int a = 0; a < 4; ++a) {
         w[a] = o.ssim_window < g.n[a] ? o.ssim_window : g.n[a];
         r.ssim_window_used[a] = a < static_cast<int>(g.rank) ? static_cast<uint32_t>(w[a]) : 0;
+        m[a] = (g.n[a] - w[a]) / step_of(a) + 1;
     }
-    auto step_of = [&](int a) { return g.n[a] > 1 ? uint64_t{o.ssim_step} : uint64_t{1}; };
-    cuda::DeviceBuffer<double> bufs[2][7];
+    const uint64_t windows = m[0] * m[1] * m[2] * m[3];
+    r.ssim_computed = windows > 0;
+    r.ssim_windows = windows;
+    const double count = static_cast<double>(w[0] * w[1] * w[2] * w[3]);
+
+    // The fused kernel where it applies.
+    SsimGeometry geo{};
+    for (int a = 0; a < 3; ++a) {
+        geo.n[a] = static_cast<int64_t>(g.n[a]), geo.m[a] = static_cast<int64_t>(m[a]);
+        geo.w[a] = static_cast<int>(w[a]), geo.step[a] = static_cast<int>(step_of(a));
+    }
+    geo.fx = static_cast<int>((kSsimX - 1) * step_of(0) + w[0]);
+    geo.fy = static_cast<int>((kSsimY - 1) * step_of(1) + w[1]);
+    const size_t fused_bytes = ssim_fused_bytes<T>(geo);
+    const uint64_t gx = (m[0] + kSsimX - 1) / kSsimX, gy = (m[1] + kSsimY - 1) / kSsimY, gz = (m[2] + kSsimZ - 1) / kSsimZ;
+    if (g.n[3] == 1 && (w[2] == 1 || w[2] == 7) && fused_bytes <= 160 * 1024 && gy < 65536 && gz < 65536) {
+        cuda::DeviceBuffer<double> d_part(gx * gy * gz, s);
+        const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz));
+        if (w[2] == 1) launch_ssim_fused<T, 1>(x, y, geo, fused_bytes, d_part.data(), grid, s);
+        else launch_ssim_fused<T, 7>(x, y, geo, fused_bytes, d_part.data(), grid, s);
+        std::vector<double> part;
+        cuda::copy_to_host(part, d_part.data(), gx * gy * gz, s);
+        double total = 0;
+        for (double v : part) total += v;
+        r.ssim = windows ? total / static_cast<double>(windows) : 0;
+        return;
+    }
+
+    cuda::DeviceBuffer<double> bufs[2][kStats];
     auto stats_of = [&](int which) {
         Stats st;
-        for (int k = 0; k < 7; ++k) st.v[k] = bufs[which][k].data();
+        for (int k = 0; k < kStats; ++k) st.v[k] = bufs[which][k].data();
         return st;
     };
     // axis 0
-    uint64_t m = (ext[0] - w[0]) / step_of(0) + 1, rest = ext[1] * ext[2] * ext[3];
-    for (int k = 0; k < 7; ++k) bufs[0][k].allocate(m * rest, s);
-    ssim_first_axis_kernel<T><<<blocks_for(m * rest), kThreads, 0, s>>>(x, y, ext[0], rest, w[0], step_of(0), m,
-                                                                        stats_of(0));
+    uint64_t rest = ext[1] * ext[2] * ext[3];
+    for (int k = 0; k < kStats; ++k) bufs[0][k].allocate(m[0] * rest, s);
+    ssim_first_axis_kernel<T><<<blocks_for(m[0] * rest), kThreads, 0, s>>>(x, y, ext[0], rest, w[0], step_of(0), m[0],
+                                                                           stats_of(0));
     GSZ_CUDA_LAUNCHED("ssim_first_axis_kernel");
-    ext[0] = m;
+    ext[0] = m[0];
     int cur = 0;
     for (int a = 1; a < 4; ++a) {
         if (g.n[a] == 1) continue;
-        const uint64_t ma = (ext[a] - w[a]) / step_of(a) + 1;
         uint64_t inner = 1, outer = 1;
         for (int b = 0; b < a; ++b) inner *= ext[b];
         for (int b = a + 1; b < 4; ++b) outer *= ext[b];
-        for (int k = 0; k < 7; ++k) bufs[1 - cur][k].allocate(inner * ma * outer, s);
-        ssim_axis_kernel<<<blocks_for(inner * ma * outer), kThreads, 0, s>>>(stats_of(cur), ext[a], inner, outer, w[a],
-                                                                             step_of(a), ma, stats_of(1 - cur));
+        for (int k = 0; k < kStats; ++k) bufs[1 - cur][k].allocate(inner * m[a] * outer, s);
+        ssim_axis_kernel<<<blocks_for(inner * m[a] * outer), kThreads, 0, s>>>(stats_of(cur), ext[a], inner, outer,
+                                                                               w[a], step_of(a), m[a], stats_of(1 - cur));
         GSZ_CUDA_LAUNCHED("ssim_axis_kernel");
-        for (int k = 0; k < 7; ++k) bufs[cur][k].release();
-        ext[a] = ma;
+        for (int k = 0; k < kStats; ++k) bufs[cur][k].release();
+        ext[a] = m[a];
         cur = 1 - cur;
     }
-    const uint64_t windows = ext[0] * ext[1] * ext[2] * ext[3];
     const unsigned ctas = blocks_for(windows) < 4096 ? blocks_for(windows) : 4096;
     cuda::DeviceBuffer<double> d_part(ctas, s);
-    ssim_mean_kernel<<<ctas, kThreads, 0, s>>>(stats_of(cur), windows, static_cast<double>(w[0] * w[1] * w[2] * w[3]),
-                                               d_part.data());
+    ssim_mean_kernel<<<ctas, kThreads, 0, s>>>(stats_of(cur), windows, count, d_part.data());
     GSZ_CUDA_LAUNCHED("ssim_mean_kernel");
     std::vector<double> part;
     cuda::copy_to_host(part, d_part.data(), ctas, s);
     double total = 0;
     for (double v : part) total += v;
-    r.ssim_computed = windows > 0;
-    r.ssim_windows = windows;
     r.ssim = windows ? total / static_cast<double>(windows) : 0;
 }
 
@@ -455,10 +695,7 @@ Result assess_cuda(const T* d_original, const T* d_decompressed, const Shape& sh
     validate(shape, options);
     Shape sh = shape;
     for (uint32_t a = shape.rank; a < 4; ++a) sh.dims[a] = 1;
-    Grid g;
-    g.rank = sh.rank;
-    uint64_t st = 1;
-    for (int a = 0; a < 4; ++a) g.n[a] = sh.dims[a], g.stride[a] = st, st *= g.n[a], g.used[a] = g.n[a] >= 3;
+    const Grid g = make_grid(sh);
     Result r;
     r.num_elements = sh.count();
     if (options.reductions) reductions_cuda(d_original, d_decompressed, r.num_elements, options, r, stream);

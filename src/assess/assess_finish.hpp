@@ -11,6 +11,21 @@
 
 namespace gsz::assess {
 
+// The grid of a shape (axes past the rank have extent 1).
+inline Grid make_grid(const Shape& s) {
+    Grid g;
+    g.rank = s.rank;
+    uint64_t st = 1;
+    for (int a = 0; a < 4; ++a) {
+        g.n[a] = a < static_cast<int>(s.rank) ? s.dims[a] : 1;
+        g.stride[a] = st;
+        g.up[a] = static_cast<int64_t>(st), g.down[a] = -static_cast<int64_t>(st);
+        st *= g.n[a];
+        g.used[a] = g.n[a] >= 3;
+    }
+    return g;
+}
+
 inline double psnr_of(double range, double mse) {
     if (mse == 0) return std::numeric_limits<double>::infinity();
     return 20 * std::log10(range) - 10 * std::log10(mse);
@@ -49,29 +64,29 @@ inline bool finish_sums(const Sums& t, Result& r) {
     return true;
 }
 
-// What the second pass needs from the first.
-struct PassTwo {
-    double mx, my, mid;
-    double e_lo, e_width, p_lo, p_width;
-    uint32_t bins;
-};
-
-inline PassTwo pass_two_of(const Sums& t, const Result& r, uint32_t bins) {
+inline PassTwo pass_two_of(const Result& r, uint32_t bins) {
     PassTwo q;
-    q.mx = r.orig_mean, q.my = r.dec_mean, q.mid = t.xmin + r.value_range / 2;
     q.bins = bins;
     q.e_lo = r.err_min, q.e_width = (r.err_max - r.err_min) / bins;
     q.p_lo = r.pwr_pdf_min, q.p_width = (r.pwr_pdf_max - r.pwr_pdf_min) / bins;
+    q.e_inv = q.e_width > 0 ? 1 / q.e_width : 0, q.p_inv = q.p_width > 0 ? 1 / q.p_width : 0;
     return q;
 }
 
-// The second pass's results: Pearson, SNR and the PDFs from the bin counts
-// (error bins then point-wise relative bins, `bins` each).
-inline void finish_centered(const Centered& ct, const Sums& t, const PassTwo& q,
-                            const std::vector<double>& e_counts, const std::vector<double>& p_counts, Result& r) {
+// Pearson and SNR from the merged moments (SNR's variance about the
+// mid-range: sum (x - mid)^2 = mxx + n (mean - mid)^2).
+inline void finish_moments(const Moments& m, const Sums& t, Result& r) {
+    const double n = static_cast<double>(t.finite);
+    const double mid = t.xmin + r.value_range / 2, off = m.mx - mid;
+    const double cxx = m.mxx > 0 ? m.mxx : 0.0, cyy = m.myy > 0 ? m.myy : 0.0, vmid = cxx + n * off * off;
+    r.pearson = cxx > 0 && cyy > 0 ? m.mxy / std::sqrt(cxx * cyy) : (cxx == cyy ? 1.0 : 0.0);
+    r.snr = r.mse > 0 ? 10 * std::log10((vmid / n) / r.mse) : std::numeric_limits<double>::infinity();
+}
+
+// The PDFs from the bin counts (error bins then point-wise relative bins, `bins` each).
+inline void finish_pdfs(const Sums& t, const PassTwo& q, const std::vector<double>& e_counts,
+                        const std::vector<double>& p_counts, Result& r) {
     const double m = static_cast<double>(t.finite);
-    r.pearson = ct.cxx > 0 && ct.cyy > 0 ? ct.cxy / std::sqrt(ct.cxx * ct.cyy) : (ct.cxx == ct.cyy ? 1.0 : 0.0);
-    r.snr = r.mse > 0 ? 10 * std::log10((ct.vmid / m) / r.mse) : std::numeric_limits<double>::infinity();
     const uint32_t e_bins = q.e_width > 0 ? q.bins : 1, p_bins = q.p_width > 0 ? q.bins : 1;
     r.error_pdf.assign(e_bins, 0.0);
     std::vector<double> pp(p_bins, 0.0);

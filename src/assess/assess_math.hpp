@@ -20,13 +20,64 @@ GSZ_HD double max_of(double a, double b) { return b > a ? b : a; }
 GSZ_HD bool finite_value(double v) { return v - v == 0; }  // false for NaN and +-Inf
 GSZ_HD double clamp_pwr(double v) { return v < -kPwrClip ? -kPwrClip : (v > kPwrClip ? kPwrClip : v); }
 
-// First pass: counts, sums and extremes of one chunk.
+// Sums about a per-chunk shift (k = the chunk's first element, 0 where it is
+// not finite) for the centered statistics (Pearson, SNR's variance about the
+// mid-range): one pass over the data instead of a second one about the global
+// means.  Shifting by a value inside the chunk keeps the subtraction below
+// from cancelling; chunks are then merged by Chan et al.'s formula (Moments).
+struct Shifted {
+    double kx = 0, ky = 0;
+    double dx = 0, dy = 0, dxx = 0, dyy = 0, dxy = 0;
+    GSZ_HD void add_value(double xv, double yv) {
+        const double a = xv - kx, b = yv - ky;
+        dx += a, dy += b, dxx += a * a, dyy += b * b, dxy += a * b;
+    }
+    GSZ_HD void add(const Shifted& o) {  // same chunk, same shift
+        dx += o.dx, dy += o.dy, dxx += o.dxx, dyy += o.dyy, dxy += o.dxy;
+    }
+};
+
+// Count, means and centered second moments of some values, merged pairwise.
+struct Moments {
+    double n = 0, mx = 0, my = 0, mxx = 0, myy = 0, mxy = 0;
+    static Moments of(const Shifted& s, uint64_t count) {
+        Moments m;
+        if (count == 0) return m;
+        const double c = static_cast<double>(count);
+        m.n = c;
+        m.mx = s.kx + s.dx / c, m.my = s.ky + s.dy / c;
+        m.mxx = s.dxx - s.dx * (s.dx / c), m.myy = s.dyy - s.dy * (s.dy / c), m.mxy = s.dxy - s.dx * (s.dy / c);
+        return m;
+    }
+    void add(const Moments& o) {
+        if (o.n == 0) return;
+        if (n == 0) {
+            *this = o;
+            return;
+        }
+        const double total = n + o.n, ddx = o.mx - mx, ddy = o.my - my, w = n * o.n / total;
+        mxx += o.mxx + ddx * ddx * w, myy += o.myy + ddy * ddy * w, mxy += o.mxy + ddx * ddy * w;
+        mx += ddx * (o.n / total), my += ddy * (o.n / total);
+        n = total;
+    }
+};
+
+// First pass: counts, sums, extremes and shifted moments of one chunk
+// (partials of one chunk add with `add`; chunks merge their moments by
+// Moments::add, in chunk order, on the host).
 struct Sums {
     uint64_t finite = 0, nonfinite = 0, mismatches = 0, pwr = 0;
     double sx = 0, sy = 0, se = 0, sae = 0, see = 0, syy = 0, spwr = 0;
     double xmin = HUGE_VAL, xmax = -HUGE_VAL, ymin = HUGE_VAL, ymax = -HUGE_VAL, emin = HUGE_VAL, emax = -HUGE_VAL;
     double aemin = HUGE_VAL, aemax = -1, pwrmin = HUGE_VAL, pwrmax = -HUGE_VAL, spwr_lo = HUGE_VAL, spwr_hi = -HUGE_VAL;
     uint64_t aemax_index = 0;
+    Shifted shifted;
+
+    // The shift of the chunk that starts with original x0 and decompressed y0.
+    GSZ_HD void set_shift(double x0, double y0) {
+        shifted.kx = finite_value(x0) ? x0 : 0.0;
+        shifted.ky = finite_value(x0) && finite_value(y0) ? y0 : 0.0;
+    }
 
     GSZ_HD void add_value(double xv, double yv, uint64_t index) {
         const double e = yv - xv, ae = fabs(e);
@@ -38,12 +89,14 @@ struct Sums {
         aemin = min_of(aemin, ae);
         if (ae > aemax || (ae == aemax && index < aemax_index)) aemax = ae, aemax_index = index;
         if (xv != 0) {
-            const double rel = ae / fabs(xv), signed_rel = clamp_pwr(e / xv);
+            // |e| / |x| == |e / x| exactly (division rounds symmetrically): one division.
+            const double q = e / xv, rel = fabs(q), signed_rel = clamp_pwr(q);
             ++pwr;
             spwr += rel;
             pwrmin = min_of(pwrmin, rel), pwrmax = max_of(pwrmax, rel);
             spwr_lo = min_of(spwr_lo, signed_rel), spwr_hi = max_of(spwr_hi, signed_rel);
         }
+        shifted.add_value(xv, yv);
     }
     GSZ_HD void add(const Sums& o) {
         finite += o.finite, nonfinite += o.nonfinite, mismatches += o.mismatches, pwr += o.pwr;
@@ -56,24 +109,53 @@ struct Sums {
         if (o.aemax > aemax || (o.aemax == aemax && o.aemax_index < aemax_index)) aemax = o.aemax, aemax_index = o.aemax_index;
         pwrmin = min_of(pwrmin, o.pwrmin), pwrmax = max_of(pwrmax, o.pwrmax);
         spwr_lo = min_of(spwr_lo, o.spwr_lo), spwr_hi = max_of(spwr_hi, o.spwr_hi);
+        shifted.add(o.shifted);
     }
 };
 
-// Second pass: sums about the means (Pearson) and the mid-range (SNR).
-struct Centered {
-    double cxx = 0, cyy = 0, cxy = 0, vmid = 0;
-    GSZ_HD void add_value(double xv, double yv, double mx, double my, double mid) {
-        const double dx = xv - mx, dy = yv - my;
-        cxx += dx * dx, cyy += dy * dy, cxy += dx * dy, vmid += (xv - mid) * (xv - mid);
+// Chunk partials (in chunk order) -> totals and merged moments.
+template <class Range>
+inline Moments combine_chunks(const Range& chunks, Sums& total) {
+    Moments m;
+    for (const Sums& c : chunks) {
+        total.add(c);
+        m.add(Moments::of(c.shifted, c.finite));
     }
-    GSZ_HD void add(const Centered& o) { cxx += o.cxx, cyy += o.cyy, cxy += o.cxy, vmid += o.vmid; }
-};
+    return m;
+}
 
 // Bin of v in `bins` equal bins from lo with this width (the top edge in the last bin).
 GSZ_HD uint32_t bin_of(double v, double lo, double width, uint32_t bins) {
     if (!(width > 0)) return 0;
     const double b = (v - lo) / width;
     return b >= bins ? bins - 1 : static_cast<uint32_t>(b > 0 ? b : 0);
+}
+
+// bin_of without its division where that cannot change the answer: the
+// product (v - lo) * inv_width (inv_width = 1 / width) is within a few ulps of
+// the quotient, so unless it lies within 1e-6 of a whole number (a bin edge) its
+// floor is the quotient's (|b| <= bins <= 2^24: the two differ by < 1e-8).
+// Same bins as bin_of, for about a tenth of the cost.
+GSZ_HD uint32_t bin_of_fast(double v, double lo, double width, double inv_width, uint32_t bins) {
+    if (!(width > 0)) return 0;
+    const double b = (v - lo) * inv_width, f = floor(b);
+    if (!(b - f >= 1e-6 && b - f <= 1 - 1e-6)) return bin_of(v, lo, width, bins);  // near an edge, or not finite
+    return f >= bins ? bins - 1 : static_cast<uint32_t>(f > 0 ? f : 0);
+}
+
+// What the PDF pass needs from the first.
+struct PassTwo {
+    double e_lo, e_width, e_inv, p_lo, p_width, p_inv;
+    uint32_t bins;
+};
+
+// The bins of one finite original x and its decompressed y (the point-wise
+// relative bin only where x != 0).
+GSZ_HD void pdf_bins_of(double xv, double yv, const PassTwo& q, uint32_t& e_bin, uint32_t& p_bin, bool& has_p) {
+    const double e = yv - xv;
+    e_bin = bin_of_fast(e, q.e_lo, q.e_width, q.e_inv, q.bins);
+    has_p = xv != 0;
+    p_bin = has_p ? bin_of_fast(clamp_pwr(e / xv), q.p_lo, q.p_width, q.p_inv, q.bins) : 0;
 }
 
 // A derived field of both arrays compared point by point.
@@ -99,30 +181,58 @@ struct DerivedAccum {
 struct Grid {
     uint32_t rank = 1;
     uint64_t n[4] = {1, 1, 1, 1}, stride[4] = {1, 1, 1, 1};
+    int64_t up[4] = {1, 1, 1, 1}, down[4] = {-1, -1, -1, -1};  // +-stride, for derived_at
     bool used[4] = {false, false, false, false};
 };
 
 // Gradient magnitude, Hessian Frobenius norm, Laplacian and divergence of f
-// at interior point i.
-template <class T>
-GSZ_HD void derived_at(const T* f, const Grid& g, uint64_t i, double out[4]) {
+// at index c: the neighbour one step up along axis a is f[c + up[a]], one step
+// down f[c + down[a]] (on the array: +-stride; in a GPU tile whose planes
+// rotate through a ring, whatever offsets reach them).
+template <class P>
+GSZ_HD void derived_at(const P* f, int64_t c, const int64_t up[4], const int64_t down[4], const bool used[4],
+                       double out[4]) {
     double grad2 = 0, hess2 = 0, lap = 0, div = 0;
-    const double c = f[i];
+    const double v = f[c];
     for (int a = 0; a < 4; ++a) {
-        if (!g.used[a]) continue;
-        const uint64_t sa = g.stride[a];
-        const double p = f[i + sa], m = f[i - sa];
-        const double d1 = (p - m) / 2, d2 = p - 2 * c + m;
+        if (!used[a]) continue;
+        const double p = f[c + up[a]], m = f[c + down[a]];
+        const double d1 = (p - m) / 2, d2 = p - 2 * v + m;
         grad2 += d1 * d1, hess2 += d2 * d2, lap += d2, div += d1;
         for (int b = a + 1; b < 4; ++b) {
-            if (!g.used[b]) continue;
-            const uint64_t sb = g.stride[b];
-            const double mixed =
-                (static_cast<double>(f[i + sa + sb]) - f[i + sa - sb] - f[i - sa + sb] + f[i - sa - sb]) / 4;
+            if (!used[b]) continue;
+            const double mixed = (static_cast<double>(f[c + up[a] + up[b]]) - f[c + up[a] + down[b]] -
+                                  f[c + down[a] + up[b]] + f[c + down[a] + down[b]]) /
+                                 4;
             hess2 += 2 * mixed * mixed;
         }
     }
     out[0] = sqrt(grad2), out[1] = sqrt(hess2), out[2] = lap, out[3] = div;
+}
+
+// SSIM of one window from its sums of x, y, x^2, y^2, xy over `count` points
+// and the range of x in it (C1, C2 from that range; Wang et al.'s K1, K2).
+GSZ_HD double ssim_of_window(double sx, double sy, double sxx, double syy, double sxy, double range, double count) {
+    constexpr double k1 = 0.01, k2 = 0.03;
+    const double mx = sx / count, my = sy / count;
+    const double vx0 = sxx / count - mx * mx, vy0 = syy / count - my * my;
+    const double vx = vx0 > 0 ? vx0 : 0.0, vy = vy0 > 0 ? vy0 : 0.0;
+    const double cxy = sxy / count - mx * my;
+    const double c1 = range > 0 ? (k1 * range) * (k1 * range) : k1 * k1;
+    const double c2 = range > 0 ? (k2 * range) * (k2 * range) : k2 * k2;
+    const double c3 = c2 / 2;
+    const double sdx = sqrt(vx), sdy = sqrt(vy);
+    const double l = (2 * mx * my + c1) / (mx * mx + my * my + c1);
+    const double cc = (2 * sdx * sdy + c2) / (vx + vy + c2);
+    const double st = (cxy + c3) / (sdx * sdy + c3);
+    return l * cc * st;
+}
+
+// The values SSIM sums over a window, from one original/decompressed pair:
+// both 0 unless both are finite.
+GSZ_HD void ssim_terms(double xv, double yv, double& a, double& b) {
+    const bool ok = finite_value(xv) && finite_value(yv);
+    a = ok ? xv : 0.0, b = ok ? yv : 0.0;
 }
 
 }  // namespace gsz::assess

@@ -5,6 +5,7 @@
 #include "test_util.hpp"
 
 #include "assess/assess.hpp"
+#include "assess/assess_math.hpp"
 #include "runtime/status.hpp"
 
 #include <algorithm>
@@ -332,6 +333,34 @@ TEST(Assess, IdenticalArraysAndNonFiniteOriginals) {
     EXPECT_TRUE(std::isinf(r.psnr));
     EXPECT_EQ(r.error_pdf.size(), 1u);  // zero-width error range: one bin
     EXPECT_DOUBLE_EQ(r.error_pdf[0], 1.0);
+}
+
+// The PDF binning without a division must give bin_of's bin for every value,
+// at the bin edges above all (values a few ulps either side of each edge).
+TEST(Assess, FastBinningEqualsDivision) {
+    using gsz::assess::bin_of;
+    using gsz::assess::bin_of_fast;
+    std::mt19937_64 rng(42);
+    for (const double lo : {-3.7e-3, 0.0, 12.5, -1000.0}) {
+        for (const double range : {1e-9, 7.3e-3, 1.0, 2000.0, 3e10}) {
+            for (const uint32_t bins : {1u, 7u, 2000u, 1u << 20}) {
+                const double width = range / bins, inv = 1 / width;
+                std::uniform_real_distribution<double> u(lo, lo + range);
+                auto check = [&](double v) {
+                    ASSERT_EQ(bin_of_fast(v, lo, width, inv, bins), bin_of(v, lo, width, bins))
+                        << "v " << v << " lo " << lo << " width " << width << " bins " << bins;
+                };
+                for (int k = 0; k < 2000; ++k) check(u(rng));
+                for (uint32_t b = 0; b <= bins && b < 3000; ++b) {
+                    double edge = lo + b * width;
+                    for (int s = 0; s < 4; ++s) edge = std::nextafter(edge, -HUGE_VAL);
+                    for (int s = 0; s < 9; ++s, edge = std::nextafter(edge, HUGE_VAL)) check(edge);
+                }
+            }
+        }
+    }
+    EXPECT_EQ(bin_of_fast(1.0, 0.0, 0.0, 0.0, 10), 0u);  // zero width: one bin
+    EXPECT_EQ(bin_of_fast(1.0, 0.0, 1e-320, HUGE_VAL, 10), bin_of(1.0, 0.0, 1e-320, 10));  // 1/width overflows
 }
 
 TEST(Assess, BadOptionsAreRefused) {

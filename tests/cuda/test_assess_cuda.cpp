@@ -26,11 +26,11 @@ void close(double got, double want, const char* what) {
 }
 
 template <class T>
-void same_as_cpu(const std::vector<T>& x, const std::vector<T>& y, const std::vector<uint64_t>& dims) {
+void same_as_cpu(const std::vector<T>& x, const std::vector<T>& y, const std::vector<uint64_t>& dims,
+                 gsz::assess::Options o = {}) {
     gsz::assess::Shape shape;
     shape.rank = static_cast<uint32_t>(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) shape.dims[d] = dims[d];
-    gsz::assess::Options o;
     o.autocorr_lags = 20;
     const auto c = gsz::assess::assess_cpu(x.data(), y.data(), shape, o);
     const auto g = gsz::assess::assess_cuda_host(x.data(), y.data(), shape, o);
@@ -105,7 +105,8 @@ TEST(CudaAssess, RealFieldsMatchCpu) {
 
 TEST(CudaAssess, ShapesAndNonFiniteMatchCpu) {
     REQUIRE_GPU();
-    for (const auto& dims : std::vector<std::vector<uint64_t>>{{1}, {2}, {100003}, {300, 7}, {2, 500}, {17, 9, 5}, {9, 8, 7, 3}}) {
+    for (const auto& dims : std::vector<std::vector<uint64_t>>{{1}, {2}, {100003}, {300, 7}, {2, 500}, {17, 9, 5}, {9, 8, 7, 3},
+                                                                        {40, 11, 70}, {35, 3, 3}, {70, 40, 1, 1}}) {
         uint64_t n = 1;
         for (auto d : dims) n *= d;
         std::vector<float> x(n);
@@ -121,6 +122,32 @@ TEST(CudaAssess, ShapesAndNonFiniteMatchCpu) {
         same_as_cpu(x, y, dims);
         same_as_cpu(xd, yd, dims);
         same_as_cpu(x, x, dims);  // identical: zero-width PDF, infinite PSNR
+    }
+}
+
+// SSIM windows and steps: the fused kernel (window 1 or 7 along axis 2) and
+// the generic passes (any other), on 1-D to 4-D grids with partial tiles.
+TEST(CudaAssess, SsimWindowsAndStepsMatchCpu) {
+    REQUIRE_GPU();
+    struct Case {
+        std::vector<uint64_t> dims;
+        uint32_t window, step;
+    };
+    const Case cases[] = {{{91, 91, 91}, 7, 2}, {{70, 45, 20}, 3, 1}, {{70, 45, 20}, 8, 1}, {{70, 45, 9}, 7, 3},
+                          {{300, 77}, 11, 1},   {{300, 77}, 7, 2},   {{5000}, 7, 1},       {{33, 34, 7}, 7, 1},
+                          {{12, 10, 8, 5}, 7, 1}, {{40, 9, 30}, 16, 4}};
+    for (const Case& c : cases) {
+        uint64_t n = 1;
+        for (auto d : c.dims) n *= d;
+        SCOPED_TRACE(testing::Message() << "dims " << c.dims.size() << "-D, n " << n << ", window " << c.window
+                                        << ", step " << c.step);
+        std::vector<float> x(n);
+        for (uint64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::cos(i * 0.003) * 20 + (i % 7) * 0.5);
+        auto y = perturbed(x, 0.2, 11);
+        x[n / 2] = std::numeric_limits<float>::quiet_NaN();
+        gsz::assess::Options o;
+        o.ssim_window = c.window, o.ssim_step = c.step;
+        same_as_cpu(x, y, c.dims, o);
     }
 }
 
