@@ -115,27 +115,49 @@ void stencils(const T* x, const T* y, const Grid& g, const Options& o, Result& r
 
 // ac(d) = [sum_{pairs} (e_i - m)(e_j - m) / pairs] / [sum (e_i - m)^2 / N]
 // (Z-checker's estimator for large N), with the mean m and variance over the
-// whole error field (non-finite originals count as error 0).
-template <class T>
+// whole error field (non-finite originals count as error 0).  Lags go in
+// batches of kLagBatch per pass over the field, which is cut into fixed chunks
+// whose partial sums are added in order: the result does not depend on the
+// thread count.
+constexpr uint32_t kLagBatch = 8;
+
 std::vector<double> autocorr_along(const std::vector<double>& e, double mean, double var, const Grid& g, int axis,
                                    uint32_t lags, int threads) {
-    const uint64_t extent = axis < 0 ? e.size() : g.n[axis];
+    const uint64_t n = e.size();
+    const uint64_t extent = axis < 0 ? n : g.n[axis];
     const uint64_t stride = axis < 0 ? 1 : g.stride[axis];
     const uint32_t max_lag = static_cast<uint32_t>(std::min<uint64_t>(lags, extent > 0 ? extent - 1 : 0));
     std::vector<double> ac(max_lag, 0.0);
     if (var <= 0) return ac;
-    const uint64_t n = e.size();
-    for (uint32_t d = 1; d <= max_lag; ++d) {
-        const uint64_t shift = d * stride;
-        double sum = 0;
-        uint64_t pairs = 0;
-#pragma omp parallel for reduction(+ : sum, pairs) schedule(static) num_threads(threads)
-        for (int64_t i = 0; i < static_cast<int64_t>(n - shift); ++i) {
-            if (axis >= 0 && (static_cast<uint64_t>(i) / stride) % extent + d >= extent) continue;
-            sum += (e[i] - mean) * (e[i + shift] - mean);
-            ++pairs;
+    const uint64_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<std::array<double, kLagBatch>> part(chunks);
+    for (uint32_t first = 1; first <= max_lag; first += kLagBatch) {
+        const uint32_t count = std::min(kLagBatch, max_lag - first + 1);
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
+            std::array<double, kLagBatch> acc{};
+            const uint64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
+            // The coordinate along the axis, kept up to date without a division per element.
+            uint64_t inner = begin % stride, coord = (begin / stride) % extent;
+            for (uint64_t i = begin; i < end; ++i) {
+                const double a = e[i] - mean;
+                for (uint32_t l = 0; l < count; ++l) {
+                    const uint64_t d = first + l;
+                    if (coord + d < extent) acc[l] += a * (e[i + d * stride] - mean);
+                }
+                if (++inner == stride) {
+                    inner = 0;
+                    if (++coord == extent) coord = 0;
+                }
+            }
+            part[c] = acc;
         }
-        ac[d - 1] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+        for (uint32_t l = 0; l < count; ++l) {
+            double sum = 0;
+            for (const auto& p : part) sum += p[l];
+            const uint64_t d = first + l, pairs = (extent - d) * (n / extent);
+            ac[d - 1] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+        }
     }
     return ac;
 }
@@ -161,10 +183,10 @@ void autocorrelation(const T* x, const T* y, const Grid& g, const Options& o, Re
         sq += s;
     }
     const double var = sq / static_cast<double>(n);
-    r.error_autocorr = autocorr_along<T>(e, mean, var, g, -1, o.autocorr_lags, threads);
+    r.error_autocorr = autocorr_along(e, mean, var, g, -1, o.autocorr_lags, threads);
     r.error_autocorr_axis.clear();
     for (uint32_t a = 0; a < g.rank; ++a)
-        r.error_autocorr_axis.push_back(autocorr_along<T>(e, mean, var, g, static_cast<int>(a), o.autocorr_lags, threads));
+        r.error_autocorr_axis.push_back(autocorr_along(e, mean, var, g, static_cast<int>(a), o.autocorr_lags, threads));
 }
 
 // Box sums (or min/max) of width w at positions 0, step, 2*step, ... along one

@@ -38,52 +38,104 @@ __device__ __forceinline__ bool same_bits(double a, double b) {
     return __double_as_longlong(a) == __double_as_longlong(b);
 }
 
-// Pass 1: CTA c reduces chunk c (kChunk elements) into partials[c]: every sum,
-// extreme and the shifted moments, so only the PDFs need a second pass.
+// 16-byte loads of a chunk (float4 / double2), streaming past the caches.
 template <class T>
-__global__ void __launch_bounds__(kThreads, 2) sums_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n,
-                                                        Sums* __restrict__ partials) {
+struct Vec16;
+template <>
+struct Vec16<float> {
+    using type = float4;
+};
+template <>
+struct Vec16<double> {
+    using type = double2;
+};
+template <class T>
+__device__ __forceinline__ void load16(const T* p, T* out) {
+    const auto v = __ldcs(reinterpret_cast<const typename Vec16<T>::type*>(p));
+    if constexpr (sizeof(T) == 4) {
+        out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+    } else {
+        out[0] = v.x, out[1] = v.y;
+    }
+}
+
+// Calls take(x_i, y_i, i) for every i of chunk `blockIdx.x` (kChunk elements
+// from blockIdx.x * kChunk), each thread a strided share.  kVector: both
+// arrays are 16-byte aligned, so a thread loads 16 bytes at a time, two loads
+// per array in flight; otherwise four scalar loads.
+template <class T, bool kVector, class Take>
+__device__ __forceinline__ void for_chunk(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, Take&& take) {
+    constexpr int kVec = kVector ? static_cast<int>(16 / sizeof(T)) : 1;
+    constexpr int kLoads = kVector ? 2 : 4;
     const uint64_t begin = blockIdx.x * kChunk;
     const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
-    Sums s;
-    s.set_shift(x[begin], y[begin]);
-    constexpr int kUnroll = 4;  // loads in flight per thread and array
-    for (uint64_t base = begin + threadIdx.x; base < end; base += kUnroll * kThreads) {
-        T xv[kUnroll], yv[kUnroll];
+    const uint64_t vecs = (end - begin) / kVec;
+    for (uint64_t v0 = threadIdx.x; v0 < vecs; v0 += kLoads * kThreads) {
+        T xv[kLoads][kVec], yv[kLoads][kVec];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            const uint64_t i = base + u * kThreads;
-            xv[u] = i < end ? __ldcs(x + i) : T(0);
-            yv[u] = i < end ? __ldcs(y + i) : T(0);
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            const uint64_t i = base + u * kThreads;
-            if (i >= end) break;
-            if (!finite_value(xv[u])) {
-                ++s.nonfinite;
-                s.mismatches += !same_bits(xv[u], yv[u]);
+        for (int u = 0; u < kLoads; ++u) {
+            const uint64_t v = v0 + u * kThreads;
+            if (v >= vecs) continue;
+            if constexpr (kVector) {
+                load16(x + begin + v * kVec, xv[u]);
+                load16(y + begin + v * kVec, yv[u]);
             } else {
-                s.add_value(xv[u], yv[u], i);
+                xv[u][0] = __ldcs(x + begin + v);
+                yv[u][0] = __ldcs(y + begin + v);
             }
         }
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) {
+            const uint64_t v = v0 + u * kThreads;
+            if (v >= vecs) break;
+#pragma unroll
+            for (int j = 0; j < kVec; ++j) take(xv[u][j], yv[u][j], begin + v * kVec + j);
+        }
     }
+    for (uint64_t i = begin + vecs * kVec + threadIdx.x; i < end; i += kThreads) take(x[i], y[i], i);
+}
+
+// Pass 1: CTA c reduces chunk c (kChunk elements) into partials[c]: every sum,
+// extreme and the shifted moments, so only the PDFs need a second pass.
+template <class T, bool kVector>
+__global__ void __launch_bounds__(kThreads, 2) sums_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n,
+                                                           Sums* __restrict__ partials) {
+    Sums s;
+    s.set_shift(x[blockIdx.x * kChunk], y[blockIdx.x * kChunk]);
+    for_chunk<T, kVector>(x, y, n, [&](T xv, T yv, uint64_t i) {
+        if (!finite_value(xv)) {
+            ++s.nonfinite;
+            s.mismatches += !same_bits(xv, yv);
+        } else {
+            s.add_value(xv, yv, i);
+        }
+    });
     using Reduce = cub::BlockReduce<Sums, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
     const Sums total = Reduce(storage).Reduce(s, AddSums{});
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-// One count into a shared-memory histogram, the lanes of a warp that hit the
-// same bin adding together (error PDFs pile up in a few central bins).
-__device__ __forceinline__ void count_in(uint32_t* hist, uint32_t bin, unsigned active) {
-    const unsigned same = __match_any_sync(active, bin);
-    if ((__ffs(same) - 1) == static_cast<int>(threadIdx.x & 31)) atomicAdd(&hist[bin], __popc(same));
-}
+// Counts into one bin, a run at a time: a thread keeps adding to its current
+// bin in a register and hands the run to the histogram when the bin changes
+// (the point-wise relative PDF piles up in a few bins, whose shared-memory
+// atomics would otherwise serialize).
+struct BinRun {
+    uint32_t bin = 0, count = 0;
+    template <class Flush>
+    __device__ __forceinline__ void add(uint32_t b, Flush&& flush) {
+        if (b == bin) {
+            ++count;
+            return;
+        }
+        if (count) flush(bin, count);
+        bin = b, count = 1;
+    }
+};
 
 // Pass 2: both PDFs, in shared-memory histograms when they fit (integer
 // atomics either way: counts do not depend on order).
-template <class T, bool kShared>
+template <class T, bool kVector, bool kShared>
 __global__ void __launch_bounds__(kThreads)
     pdf_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, PassTwo q,
                unsigned long long* __restrict__ e_hist, unsigned long long* __restrict__ p_hist) {
@@ -92,35 +144,25 @@ __global__ void __launch_bounds__(kThreads)
         for (uint32_t b = threadIdx.x; b < 2 * q.bins; b += kThreads) shared_hist[b] = 0;
         __syncthreads();
     }
-    const uint64_t begin = blockIdx.x * kChunk;
-    const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
-    constexpr int kUnroll = 4;
-    // Every lane runs the same trip count, so whole warps reach count_in.
-    for (uint64_t base = begin + threadIdx.x; base - threadIdx.x < end; base += kUnroll * kThreads) {
-        T xl[kUnroll], yl[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            const uint64_t i = base + u * kThreads;
-            xl[u] = i < end ? __ldcs(x + i) : T(0);
-            yl[u] = i < end ? __ldcs(y + i) : T(0);
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            const bool live = base + u * kThreads < end && finite_value(xl[u]);
-            uint32_t eb = 0, pb = 0;
-            bool has_p = false;
-            if (live) pdf_bins_of(xl[u], yl[u], q, eb, pb, has_p);
-            if constexpr (kShared) {
-                const unsigned e_lanes = __ballot_sync(0xffffffffu, live);
-                const unsigned p_lanes = __ballot_sync(0xffffffffu, live && has_p);
-                if (live) count_in(shared_hist, eb, e_lanes);
-                if (live && has_p) count_in(shared_hist + q.bins, pb, p_lanes);
-            } else {
-                if (live) atomicAdd(&e_hist[eb], 1ull);
-                if (live && has_p) atomicAdd(&p_hist[pb], 1ull);
-            }
-        }
-    }
+    auto flush_e = [&](uint32_t b, uint32_t c) {
+        if constexpr (kShared) atomicAdd(&shared_hist[b], c);
+        else atomicAdd(&e_hist[b], static_cast<unsigned long long>(c));
+    };
+    auto flush_p = [&](uint32_t b, uint32_t c) {
+        if constexpr (kShared) atomicAdd(&shared_hist[q.bins + b], c);
+        else atomicAdd(&p_hist[b], static_cast<unsigned long long>(c));
+    };
+    BinRun e_run, p_run;
+    for_chunk<T, kVector>(x, y, n, [&](T xv, T yv, uint64_t) {
+        if (!finite_value(xv)) return;
+        uint32_t eb, pb;
+        bool has_p;
+        pdf_bins_of(xv, yv, q, eb, pb, has_p);
+        e_run.add(eb, flush_e);
+        if (has_p) p_run.add(pb, flush_p);
+    });
+    if (e_run.count) flush_e(e_run.bin, e_run.count);
+    if (p_run.count) flush_p(p_run.bin, p_run.count);
     if constexpr (kShared) {
         __syncthreads();
         for (uint32_t b = threadIdx.x; b < q.bins; b += kThreads) {
@@ -166,88 +208,107 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
-// Stencils on grids of up to three axes, tiled: a CTA owns kTileX x kTileY
-// interior points of kTileZ planes and walks up the planes with the three it
+// Stencils on grids of up to three axes, tiled: a tile is kTileX x kTileY
+// interior points of kTileZ planes, walked up the planes with the three it
 // needs (below, at, above) in a shared-memory ring, as doubles with a
 // one-point halo, so each value is read from memory about once and converted
 // once.  The next plane is loaded into registers while this one is computed.
+// CTAs stride over the tiles (as many CTAs as fit on the GPU), so the partials
+// are few.
 constexpr int kTileX = 32, kTileY = 8, kTileZ = 32;
 constexpr int kRowW = kTileX + 2, kPlaneW = kRowW * (kTileY + 2);
 constexpr int kPlaneLoads = (kPlaneW + kThreads - 1) / kThreads;
 
+struct TileGrid {
+    int64_t lo[3], hi[3];  // interior bounds per axis
+    int64_t tiles[3];      // tiles per axis
+};
+
 template <class T>
-__global__ void __launch_bounds__(kThreads)
-    stencil_tiled_kernel(const T* __restrict__ x, const T* __restrict__ y, Grid g, DerivedPartial* __restrict__ partials) {
+__global__ void __launch_bounds__(kThreads, 3)  // three CTAs a multiprocessor: 2.46 ms vs 2.58 with two (wmagT, H100)
+    stencil_tiled_kernel(const T* __restrict__ x, const T* __restrict__ y, Grid g, TileGrid tg,
+                         DerivedPartial* __restrict__ partials) {
     __shared__ double ring[2][3 * kPlaneW];  // [array][plane slot * kPlaneW + (row * kRowW + column)]
-    const int64_t lo[3] = {g.used[0] ? 1 : 0, g.used[1] ? 1 : 0, g.used[2] ? 1 : 0};
-    const int64_t hi[3] = {static_cast<int64_t>(g.used[0] ? g.n[0] - 1 : g.n[0]),
-                           static_cast<int64_t>(g.used[1] ? g.n[1] - 1 : g.n[1]),
-                           static_cast<int64_t>(g.used[2] ? g.n[2] - 1 : g.n[2])};
-    const int64_t x0 = lo[0] + int64_t{blockIdx.x} * kTileX, y0 = lo[1] + int64_t{blockIdx.y} * kTileY;
-    const int64_t z0 = lo[2] + int64_t{blockIdx.z} * kTileZ;
-    const int64_t z1 = z0 + kTileZ < hi[2] ? z0 + kTileZ : hi[2];
     const int64_t n0 = static_cast<int64_t>(g.n[0]), n1 = static_cast<int64_t>(g.n[1]), n2 = static_cast<int64_t>(g.n[2]);
     const int64_t plane_stride = static_cast<int64_t>(g.stride[2]);
-
-    // Plane z of the tile (halo included) into registers; 0 outside the array.
-    T rx[kPlaneLoads], ry[kPlaneLoads];
-    auto fetch = [&](int64_t z) {
-#pragma unroll
-        for (int k = 0; k < kPlaneLoads; ++k) {
-            const int e = threadIdx.x + k * kThreads;
-            const int64_t i0 = x0 - 1 + e % kRowW, i1 = y0 - 1 + e / kRowW;
-            const bool in = e < kPlaneW && z >= 0 && z < n2 && i0 >= 0 && i0 < n0 && i1 >= 0 && i1 < n1;
-            const int64_t i = z * plane_stride + i1 * n0 + i0;
-            rx[k] = in ? x[i] : T(0);
-            ry[k] = in ? y[i] : T(0);
-        }
-    };
-    auto stash = [&](int64_t z) {
-        const int slot = static_cast<int>(((z % 3) + 3) % 3) * kPlaneW;
-#pragma unroll
-        for (int k = 0; k < kPlaneLoads; ++k) {
-            const int e = threadIdx.x + k * kThreads;
-            if (e < kPlaneW) ring[0][slot + e] = rx[k], ring[1][slot + e] = ry[k];
-        }
-    };
-    fetch(z0 - 1);
-    stash(z0 - 1);
-    fetch(z0);
-    stash(z0);
-    fetch(z0 + 1);  // in registers: the plane above
     const int tx = threadIdx.x % kTileX, ty = threadIdx.x / kTileX;
-    const bool mine = x0 + tx < hi[0] && y0 + ty < hi[1];
+    const int64_t tiles = tg.tiles[0] * tg.tiles[1] * tg.tiles[2];
     DerivedPartial acc;
-    for (int64_t z = z0; z < z1; ++z) {
-        stash(z + 1);  // its slot held plane z - 2, last read before the barrier that ended the previous step
-        __syncthreads();
-        if (z + 1 < z1) fetch(z + 2);  // in flight while plane z is worked on
-        if (mine) {
-            const int here = static_cast<int>(z % 3), above = static_cast<int>((z + 1) % 3),
-                      below = static_cast<int>((z + 2) % 3);
-            const int64_t up[4] = {1, kRowW, (above - here) * int64_t{kPlaneW}, 0};
-            const int64_t down[4] = {-1, -kRowW, (below - here) * int64_t{kPlaneW}, 0};
-            const int64_t c = here * int64_t{kPlaneW} + (ty + 1) * kRowW + tx + 1;
-            double dx[4], dy[4];
-            derived_at(ring[0], c, up, down, g.used, dx);
-            derived_at(ring[1], c, up, down, g.used, dy);
-            for (int m = 0; m < 4; ++m) acc.d[m].add_value(dx[m], dy[m]);
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int64_t bx = t % tg.tiles[0], by = (t / tg.tiles[0]) % tg.tiles[1], bz = t / (tg.tiles[0] * tg.tiles[1]);
+        const int64_t x0 = tg.lo[0] + bx * kTileX, y0 = tg.lo[1] + by * kTileY, z0 = tg.lo[2] + bz * kTileZ;
+        const int64_t z1 = z0 + kTileZ < tg.hi[2] ? z0 + kTileZ : tg.hi[2];
+
+        // Plane z of the tile (halo included) into registers; 0 outside the array.
+        T rx[kPlaneLoads], ry[kPlaneLoads];
+        auto fetch = [&](int64_t z) {
+#pragma unroll
+            for (int k = 0; k < kPlaneLoads; ++k) {
+                const int e = threadIdx.x + k * kThreads;
+                const int64_t i0 = x0 - 1 + e % kRowW, i1 = y0 - 1 + e / kRowW;
+                const bool in = e < kPlaneW && z >= 0 && z < n2 && i0 >= 0 && i0 < n0 && i1 >= 0 && i1 < n1;
+                const int64_t i = z * plane_stride + i1 * n0 + i0;
+                rx[k] = in ? x[i] : T(0);
+                ry[k] = in ? y[i] : T(0);
+            }
+        };
+        auto stash = [&](int64_t z) {
+            const int slot = static_cast<int>(((z % 3) + 3) % 3) * kPlaneW;
+#pragma unroll
+            for (int k = 0; k < kPlaneLoads; ++k) {
+                const int e = threadIdx.x + k * kThreads;
+                if (e < kPlaneW) ring[0][slot + e] = rx[k], ring[1][slot + e] = ry[k];
+            }
+        };
+        fetch(z0 - 1);
+        stash(z0 - 1);
+        fetch(z0);
+        stash(z0);
+        fetch(z0 + 1);  // in registers: the plane above
+        const bool mine = x0 + tx < tg.hi[0] && y0 + ty < tg.hi[1];
+        for (int64_t z = z0; z < z1; ++z) {
+            stash(z + 1);  // its slot held plane z - 2, last read before the barrier that ended the previous step
+            __syncthreads();
+            if (z + 1 < z1) fetch(z + 2);  // in flight while plane z is worked on
+            if (mine) {
+                const int here = static_cast<int>(z % 3), above = static_cast<int>((z + 1) % 3),
+                          below = static_cast<int>((z + 2) % 3);
+                const int64_t up[4] = {1, kRowW, (above - here) * int64_t{kPlaneW}, 0};
+                const int64_t down[4] = {-1, -kRowW, (below - here) * int64_t{kPlaneW}, 0};
+                const int64_t c = here * int64_t{kPlaneW} + (ty + 1) * kRowW + tx + 1;
+                double dx[4], dy[4];
+                derived_at(ring[0], c, up, down, g.used, dx);
+                derived_at(ring[1], c, up, down, g.used, dy);
+                for (int m = 0; m < 4; ++m) acc.d[m].add_value(dx[m], dy[m]);
+            }
+            __syncthreads();
         }
-        __syncthreads();
     }
     using Reduce = cub::BlockReduce<DerivedPartial, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
     const DerivedPartial sum = Reduce(storage).Reduce(acc, AddDerivedPartial{});
-    const uint64_t cta = blockIdx.x + uint64_t{gridDim.x} * (blockIdx.y + uint64_t{gridDim.y} * blockIdx.z);
-    if (threadIdx.x == 0) partials[cta] = sum;
+    if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+// CTAs that fit on the device at once for a kernel (at least 1).
+template <class Kernel>
+unsigned resident_ctas(Kernel kernel, int threads, size_t shared_bytes) {
+    int device = 0, sms = 0, per_sm = 0;
+    GSZ_CUDA(cudaGetDevice(&device));
+    GSZ_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    GSZ_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes));
+    return static_cast<unsigned>(std::max(1, sms * std::max(1, per_sm)));
 }
 
 template <class T>
 void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Result& r, cudaStream_t s) {
     const uint64_t chunks = (n + kChunk - 1) / kChunk;
     GSZ_CHECK(chunks < (1u << 31), GSZ_STATUS_INVALID_ARGUMENT, "assess: array too large for one launch");
+    const bool vec = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+    const unsigned grid = static_cast<unsigned>(chunks);
     cuda::DeviceBuffer<Sums> d_sums(chunks, s);
-    sums_kernel<T><<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(x, y, n, d_sums.data());
+    if (vec) sums_kernel<T, true><<<grid, kThreads, 0, s>>>(x, y, n, d_sums.data());
+    else sums_kernel<T, false><<<grid, kThreads, 0, s>>>(x, y, n, d_sums.data());
     GSZ_CUDA_LAUNCHED("sums_kernel");
     std::vector<Sums> part;
     cuda::copy_to_host(part, d_sums.data(), chunks, s);
@@ -258,13 +319,14 @@ void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Resul
     const PassTwo q = pass_two_of(r, o.pdf_bins);
     cuda::DeviceBuffer<unsigned long long> d_hist(2 * size_t{q.bins}, s);
     d_hist.zero(s);
+    unsigned long long *e_hist = d_hist.data(), *p_hist = d_hist.data() + q.bins;
     const size_t shared_bytes = 2 * size_t{q.bins} * sizeof(uint32_t);
     if (shared_bytes <= 32 * 1024) {
-        pdf_kernel<T, true><<<static_cast<unsigned>(chunks), kThreads, shared_bytes, s>>>(x, y, n, q, d_hist.data(),
-                                                                                       d_hist.data() + q.bins);
+        if (vec) pdf_kernel<T, true, true><<<grid, kThreads, shared_bytes, s>>>(x, y, n, q, e_hist, p_hist);
+        else pdf_kernel<T, false, true><<<grid, kThreads, shared_bytes, s>>>(x, y, n, q, e_hist, p_hist);
     } else {
-        pdf_kernel<T, false><<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(x, y, n, q, d_hist.data(),
-                                                                            d_hist.data() + q.bins);
+        if (vec) pdf_kernel<T, true, false><<<grid, kThreads, 0, s>>>(x, y, n, q, e_hist, p_hist);
+        else pdf_kernel<T, false, false><<<grid, kThreads, 0, s>>>(x, y, n, q, e_hist, p_hist);
     }
     GSZ_CUDA_LAUNCHED("pdf_kernel");
     std::vector<unsigned long long> hist;
@@ -280,14 +342,18 @@ void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_
     cuda::DeviceBuffer<DerivedPartial> d_part;
     uint64_t ctas = 0;
     if (g.n[3] == 1) {
-        const uint64_t bx = (interior(0) + kTileX - 1) / kTileX, by = (interior(1) + kTileY - 1) / kTileY,
-                       bz = (interior(2) + kTileZ - 1) / kTileZ;
-        GSZ_CHECK(by < 65536 && bz < 65536 && bx < (1u << 31), GSZ_STATUS_INVALID_ARGUMENT,
-                  "assess: grid too large for the stencil kernel");
-        ctas = bx * by * bz;
+        TileGrid tg;
+        const int tile_extent[3] = {kTileX, kTileY, kTileZ};
+        for (int a = 0; a < 3; ++a) {
+            tg.lo[a] = g.used[a] ? 1 : 0;
+            tg.hi[a] = static_cast<int64_t>(g.used[a] ? g.n[a] - 1 : g.n[a]);
+            tg.tiles[a] = (tg.hi[a] - tg.lo[a] + tile_extent[a] - 1) / tile_extent[a];
+        }
+        const uint64_t tiles = static_cast<uint64_t>(tg.tiles[0] * tg.tiles[1] * tg.tiles[2]);
+        const unsigned fit = resident_ctas(stencil_tiled_kernel<T>, kThreads, 0);
+        ctas = tiles < fit ? tiles : fit;
         d_part.allocate(ctas, s);
-        stencil_tiled_kernel<T><<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(by), static_cast<unsigned>(bz)),
-                                  kThreads, 0, s>>>(x, y, g, d_part.data());
+        stencil_tiled_kernel<T><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(x, y, g, tg, d_part.data());
         GSZ_CUDA_LAUNCHED("stencil_tiled_kernel");
     } else {
         const uint64_t e1 = interior(1), e2 = interior(2), rows = e1 * e2 * interior(3);
@@ -341,8 +407,9 @@ __device__ __forceinline__ void stats_add(double* s, const double* o) {
 // of every tile row go to shared memory; each thread sums kWy of them into its
 // window's plane statistics, kept in a ring of registers over the last kWz
 // planes; once a window's last plane is in, the ring's sum (axis 2) gives its
-// SSIM.  The ring is indexed by compile-time slots (the plane loop is unrolled
-// kWz times).
+// SSIM.  The ring's five sums live in registers indexed by compile-time slots
+// (the plane loop is unrolled kWz times), its min and max in shared memory,
+// so that two CTAs fit on a multiprocessor.
 constexpr int kSsimX = 32, kSsimY = 8, kSsimZ = 64, kSsimThreads = kSsimX * kSsimY;
 
 struct SsimGeometry {
@@ -353,13 +420,14 @@ struct SsimGeometry {
 };
 
 template <class T, int kWz>
-__global__ void __launch_bounds__(kSsimThreads, 1)
+__global__ void __launch_bounds__(kSsimThreads, 2)
     ssim_fused_kernel(const T* __restrict__ x, const T* __restrict__ y, SsimGeometry geo, double* __restrict__ partials) {
     extern __shared__ double smem[];
     const int tile = geo.fx * geo.fy;
     double* terms = smem;                               // [2][tile]: a, b
     double* rows = terms + 2 * tile;                    // [kStats][fy][kSsimX]: axis-0 sums
-    T* raw = reinterpret_cast<T*>(rows + kStats * geo.fy * kSsimX);  // [2 buffers][2 arrays][tile]
+    double* extremes = rows + kStats * geo.fy * kSsimX;  // [kWz slots][min, max][kSsimThreads]
+    T* raw = reinterpret_cast<T*>(extremes + 2 * kWz * kSsimThreads);  // [2 buffers][2 arrays][tile]
     const int64_t ox0 = int64_t{blockIdx.x} * kSsimX, oy0 = int64_t{blockIdx.y} * kSsimY;
     const int64_t oz0 = int64_t{blockIdx.z} * kSsimZ;
     const int64_t oz1 = oz0 + kSsimZ < geo.m[2] ? oz0 + kSsimZ : geo.m[2];
@@ -386,7 +454,7 @@ __global__ void __launch_bounds__(kSsimThreads, 1)
         __pipeline_commit();
     };
 
-    double ring[kWz][kStats];
+    double ring[kWz][kSumStats];
     double ssim_sum = 0;
     issue(p_begin, 0);
     for (int64_t p0 = p_begin; p0 < p_end; p0 += kWz) {
@@ -415,7 +483,7 @@ __global__ void __launch_bounds__(kSsimThreads, 1)
             }
             __syncthreads();
             // Axis 1: this thread's window over w[1] rows, into the ring.
-            double* st = ring[slot];
+            double st[kStats];
             stats_init(st);
             for (int k = 0; k < geo.w[1]; ++k) {
                 const int r = ty * geo.step[1] + k;
@@ -425,13 +493,23 @@ __global__ void __launch_bounds__(kSsimThreads, 1)
                 for (int j = 0; j < kStats; ++j) o[j] = rows[(j * geo.fy + r) * kSsimX + tx];
                 stats_add(st, o);
             }
+#pragma unroll
+            for (int j = 0; j < kSumStats; ++j) ring[slot][j] = st[j];
+            extremes[(2 * slot) * kSsimThreads + threadIdx.x] = st[5];
+            extremes[(2 * slot + 1) * kSsimThreads + threadIdx.x] = st[6];
             // Axis 2: a window ends at plane p when its first plane p - kWz + 1 is a window start.
             const int64_t first = p - (kWz - 1);
             if (first >= p_begin && (first - p_begin) % geo.step[2] == 0 && mine) {
                 double sum[kStats];
                 stats_init(sum);
 #pragma unroll
-                for (int t = 0; t < kWz; ++t) stats_add(sum, ring[(slot + 1 + t) % kWz]);
+                for (int t = 0; t < kWz; ++t) {
+                    const int r = (slot + 1 + t) % kWz;
+                    const double o[kStats] = {ring[r][0], ring[r][1], ring[r][2], ring[r][3], ring[r][4],
+                                              extremes[(2 * r) * kSsimThreads + threadIdx.x],
+                                              extremes[(2 * r + 1) * kSsimThreads + threadIdx.x]};
+                    stats_add(sum, o);
+                }
                 const double count = static_cast<double>(geo.w[0]) * geo.w[1] * kWz;
                 ssim_sum += ssim_of_window(sum[0], sum[1], sum[2], sum[3], sum[4], sum[6] - sum[5], count);
             }
@@ -502,10 +580,11 @@ unsigned blocks_for(uint64_t items) {
 }
 
 // The fused kernel's shared memory for a geometry (0 when it does not apply).
-template <class T>
+template <class T, int kWz>
 size_t ssim_fused_bytes(const SsimGeometry& geo) {
     const size_t tile = size_t(geo.fx) * geo.fy;
-    return 2 * tile * sizeof(double) + size_t{kStats} * geo.fy * kSsimX * sizeof(double) + 4 * tile * sizeof(T);
+    return 2 * tile * sizeof(double) + size_t{kStats} * geo.fy * kSsimX * sizeof(double) +
+           2 * size_t{kWz} * kSsimThreads * sizeof(double) + 4 * tile * sizeof(T);
 }
 
 template <class T, int kWz>
@@ -539,9 +618,9 @@ void ssim_cuda(const T* x, const T* y, const Grid& g, const Options& o, Result& 
     }
     geo.fx = static_cast<int>((kSsimX - 1) * step_of(0) + w[0]);
     geo.fy = static_cast<int>((kSsimY - 1) * step_of(1) + w[1]);
-    const size_t fused_bytes = ssim_fused_bytes<T>(geo);
+    const size_t fused_bytes = w[2] == 1 ? ssim_fused_bytes<T, 1>(geo) : ssim_fused_bytes<T, 7>(geo);
     const uint64_t gx = (m[0] + kSsimX - 1) / kSsimX, gy = (m[1] + kSsimY - 1) / kSsimY, gz = (m[2] + kSsimZ - 1) / kSsimZ;
-    if (g.n[3] == 1 && (w[2] == 1 || w[2] == 7) && fused_bytes <= 160 * 1024 && gy < 65536 && gz < 65536) {
+    if (g.n[3] == 1 && (w[2] == 1 || w[2] == 7) && fused_bytes <= 100 * 1024 && gy < 65536 && gz < 65536) {
         cuda::DeviceBuffer<double> d_part(gx * gy * gz, s);
         const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz));
         if (w[2] == 1) launch_ssim_fused<T, 1>(x, y, geo, fused_bytes, d_part.data(), grid, s);
@@ -617,29 +696,37 @@ __global__ void __launch_bounds__(kThreads) moment_kernel(const double* __restri
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-constexpr int kLagBatch = 8;
+constexpr int kLagBatch = 32;  // lags per pass over the error field
 
-// Per CTA and lag of a batch: sum over the pairs (i, i + d*stride) that stay
-// inside the axis (extent along it) of (e_i - mean)(e_j - mean).
+// Per chunk (a CTA: kChunk elements, as the CPU cuts them) and lag of a batch:
+// the sum over the pairs (i, i + d*stride) inside the axis (extent along it)
+// of (e_i - mean)(e_j - mean).  The coordinate along the axis is carried from
+// element to element (the thread strides by kThreads = q_mod lines of the
+// axis plus r_inner elements) rather than divided out.
 __global__ void __launch_bounds__(kThreads)
     autocorr_kernel(const double* __restrict__ e, uint64_t n, double mean, uint64_t stride, uint64_t extent,
-                    uint32_t first_lag, uint32_t lags, double* __restrict__ partials) {
+                    uint64_t q_mod, uint64_t r_inner, uint32_t first_lag, uint32_t lags, double* __restrict__ partials) {
+    const uint64_t begin = blockIdx.x * kChunk, end = begin + kChunk < n ? begin + kChunk : n;
     double acc[kLagBatch] = {};
-    for (uint64_t i = blockIdx.x * uint64_t{kThreads} + threadIdx.x; i < n; i += uint64_t{gridDim.x} * kThreads) {
-        const uint64_t coord = (i / stride) % extent;
+    uint64_t i = begin + threadIdx.x;
+    uint64_t inner = i % stride, coord = (i / stride) % extent;
+    for (; i < end; i += kThreads) {
         const double a = e[i] - mean;
 #pragma unroll
         for (int l = 0; l < kLagBatch; ++l) {
             const uint64_t d = first_lag + l;
             if (static_cast<uint32_t>(l) < lags && coord + d < extent) acc[l] += a * (e[i + d * stride] - mean);
         }
+        inner += r_inner, coord += q_mod;
+        if (inner >= stride) inner -= stride, ++coord;
+        if (coord >= extent) coord -= extent;
     }
     using Reduce = cub::BlockReduce<double, kThreads>;
     __shared__ typename Reduce::TempStorage storage;
 #pragma unroll
     for (int l = 0; l < kLagBatch; ++l) {
         const double total = Reduce(storage).Sum(acc[l]);
-        if (threadIdx.x == 0) partials[blockIdx.x * kLagBatch + l] = total;
+        if (threadIdx.x == 0) partials[blockIdx.x * uint64_t{kLagBatch} + l] = total;
         __syncthreads();
     }
 }
@@ -648,7 +735,9 @@ template <class T>
 void autocorr_cuda(const T* x, const T* y, const Grid& g, const Options& o, Result& r, cudaStream_t s) {
     const uint64_t n = g.n[0] * g.n[1] * g.n[2] * g.n[3];
     const unsigned ctas = blocks_for(n) < 2048 ? blocks_for(n) : 2048;
-    cuda::DeviceBuffer<double> e(n, s), part(size_t{ctas} * kLagBatch, s);
+    const uint64_t chunks = (n + kChunk - 1) / kChunk;
+    GSZ_CHECK(chunks < (1u << 31), GSZ_STATUS_INVALID_ARGUMENT, "assess: array too large for one launch");
+    cuda::DeviceBuffer<double> e(n, s), part(std::max<uint64_t>(chunks * kLagBatch, ctas), s);
     error_field_kernel<T><<<ctas, kThreads, 0, s>>>(x, y, n, e.data());
     GSZ_CUDA_LAUNCHED("error_field_kernel");
     auto moment = [&](double shift, int power) {
@@ -667,15 +756,17 @@ void autocorr_cuda(const T* x, const T* y, const Grid& g, const Options& o, Resu
         const uint32_t max_lag = static_cast<uint32_t>(o.autocorr_lags < extent - 1 ? o.autocorr_lags : extent - 1);
         std::vector<double> ac(max_lag, 0.0);
         if (var <= 0) return ac;
+        const uint64_t q_mod = (kThreads / stride) % extent, r_inner = kThreads % stride;
         for (uint32_t first = 1; first <= max_lag; first += kLagBatch) {
             const uint32_t lags = max_lag - first + 1 < kLagBatch ? max_lag - first + 1 : kLagBatch;
-            autocorr_kernel<<<ctas, kThreads, 0, s>>>(e.data(), n, mean, stride, extent, first, lags, part.data());
+            autocorr_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(e.data(), n, mean, stride, extent, q_mod,
+                                                                              r_inner, first, lags, part.data());
             GSZ_CUDA_LAUNCHED("autocorr_kernel");
             std::vector<double> p;
-            cuda::copy_to_host(p, part.data(), size_t{ctas} * kLagBatch, s);
+            cuda::copy_to_host(p, part.data(), chunks * kLagBatch, s);
             for (uint32_t l = 0; l < lags; ++l) {
                 double sum = 0;
-                for (unsigned c = 0; c < ctas; ++c) sum += p[size_t{c} * kLagBatch + l];
+                for (uint64_t c = 0; c < chunks; ++c) sum += p[c * kLagBatch + l];
                 const uint64_t d = first + l, pairs = (extent - d) * (n / extent);
                 ac[d - 1] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
             }

@@ -7,6 +7,7 @@
 
 #include "runtime/host_device.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -17,7 +18,24 @@ inline constexpr uint64_t kChunk = 65536;    // elements per reduction partial
 
 GSZ_HD double min_of(double a, double b) { return b < a ? b : a; }
 GSZ_HD double max_of(double a, double b) { return b > a ? b : a; }
-GSZ_HD bool finite_value(double v) { return v - v == 0; }  // false for NaN and +-Inf
+// False for NaN and +-Inf: an exponent of all ones.  A bit test, so the GPU
+// spends integer instructions on it rather than double-precision ones.
+GSZ_HD bool finite_value(double v) {
+#if defined(__CUDA_ARCH__)
+    const uint64_t bits = static_cast<uint64_t>(__double_as_longlong(v));
+#else
+    const uint64_t bits = std::bit_cast<uint64_t>(v);
+#endif
+    return (bits & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
+GSZ_HD bool finite_value(float v) {
+#if defined(__CUDA_ARCH__)
+    const uint32_t bits = __float_as_uint(v);
+#else
+    const uint32_t bits = std::bit_cast<uint32_t>(v);
+#endif
+    return (bits & 0x7f800000u) != 0x7f800000u;
+}
 GSZ_HD double clamp_pwr(double v) { return v < -kPwrClip ? -kPwrClip : (v > kPwrClip ? kPwrClip : v); }
 
 // Sums about a per-chunk shift (k = the chunk's first element, 0 where it is
