@@ -731,13 +731,90 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// Up to kTileLags lags, the pairs come from shared-memory tiles of (e - mean),
+// each element read from memory about once a direction instead of once a lag.
+// A tile covers a stretch of positions along the axis plus the kTileLags
+// that follow (zeros past the line's end, which add nothing).  CTAs stride
+// over the tiles and keep one partial per lag.
+constexpr int kTileLags = 128;
+constexpr int kRowPositions = 2048;  // stride 1: positions per tile
+constexpr int kColPositions = 128;   // stride > 1: positions per tile, for 32 neighbouring columns
+
+// Stride 1 (the flattened array, axis 0): a tile is one stretch of a line;
+// thread t takes lag t % 128 + 1 over half of the stretch.
+__global__ void __launch_bounds__(kThreads)
+    autocorr_rows_kernel(const double* __restrict__ e, double mean, uint64_t extent, uint64_t lines, uint32_t lags,
+                         double* __restrict__ partials) {
+    __shared__ double a[kRowPositions + kTileLags];
+    __shared__ double other_half[kTileLags];
+    const uint32_t d = threadIdx.x % kTileLags + 1, half = threadIdx.x / kTileLags;
+    const uint64_t tiles_per_line = (extent + kRowPositions - 1) / kRowPositions, tiles = tiles_per_line * lines;
+    double acc = 0;
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint64_t line = t / tiles_per_line, c0 = (t % tiles_per_line) * kRowPositions;
+        const double* src = e + line * extent;
+        const uint32_t valid = static_cast<uint32_t>(extent - c0 < kRowPositions ? extent - c0 : kRowPositions);
+        __syncthreads();  // the last tile is done with
+        for (uint32_t k = threadIdx.x; k < valid + lags; k += kThreads) a[k] = c0 + k < extent ? src[c0 + k] - mean : 0.0;
+        __syncthreads();
+        if (d <= lags) {
+            const uint32_t mid = (valid + 1) / 2, begin = half ? mid : 0, end = half ? valid : mid;
+            for (uint32_t k = begin; k < end; ++k) acc += a[k] * a[k + d];
+        }
+    }
+    if (half == 1) other_half[d - 1] = acc;
+    __syncthreads();
+    if (half == 0) partials[blockIdx.x * uint64_t{kTileLags} + d - 1] = acc + other_half[d - 1];
+}
+
+// Stride > 1: a tile is kColPositions positions of 32 neighbouring columns
+// (consecutive inner indices, so loads coalesce); warp w takes lags w + 1,
+// w + 9, ... for its lane's column, then the lanes' sums are added.
+constexpr int kColLagsPerThread = kTileLags / (kThreads / 32);
+
+__global__ void __launch_bounds__(kThreads)
+    autocorr_columns_kernel(const double* __restrict__ e, double mean, uint64_t stride, uint64_t extent,
+                            uint64_t outer, uint32_t lags, double* __restrict__ partials) {
+    extern __shared__ double tile[];  // [kColPositions + lags][32]
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint64_t col_tiles = (stride + 31) / 32, pos_tiles = (extent + kColPositions - 1) / kColPositions;
+    const uint64_t tiles = outer * pos_tiles * col_tiles;
+    double acc[kColLagsPerThread] = {};
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint64_t jt = t % col_tiles, ct = (t / col_tiles) % pos_tiles, o = t / (col_tiles * pos_tiles);
+        const uint64_t j0 = jt * 32, c0 = ct * kColPositions;
+        const uint32_t valid = static_cast<uint32_t>(extent - c0 < kColPositions ? extent - c0 : kColPositions);
+        __syncthreads();
+        for (uint32_t k = threadIdx.x; k < (valid + lags) * 32; k += kThreads) {
+            const uint64_t c = c0 + k / 32, j = j0 + k % 32;
+            tile[k] = c < extent && j < stride ? e[(o * extent + c) * stride + j] - mean : 0.0;
+        }
+        __syncthreads();
+        for (uint32_t k = 0; k < valid; ++k) {
+            const double v = tile[k * 32 + lane];
+#pragma unroll
+            for (int m = 0; m < kColLagsPerThread; ++m) {
+                const uint32_t d = warp + 1 + m * (kThreads / 32);
+                if (d <= lags) acc[m] += v * tile[(k + d) * 32 + lane];
+            }
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < kColLagsPerThread; ++m) {
+        double v = acc[m];
+        for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+        const uint32_t d = warp + 1 + m * (kThreads / 32);
+        if (lane == 0) partials[blockIdx.x * uint64_t{kTileLags} + d - 1] = v;
+    }
+}
+
 template <class T>
 void autocorr_cuda(const T* x, const T* y, const Grid& g, const Options& o, Result& r, cudaStream_t s) {
     const uint64_t n = g.n[0] * g.n[1] * g.n[2] * g.n[3];
     const unsigned ctas = blocks_for(n) < 2048 ? blocks_for(n) : 2048;
     const uint64_t chunks = (n + kChunk - 1) / kChunk;
     GSZ_CHECK(chunks < (1u << 31), GSZ_STATUS_INVALID_ARGUMENT, "assess: array too large for one launch");
-    cuda::DeviceBuffer<double> e(n, s), part(std::max<uint64_t>(chunks * kLagBatch, ctas), s);
+    cuda::DeviceBuffer<double> e(n, s), part(std::max<uint64_t>(chunks * kLagBatch, ctas), s), tiled;
     error_field_kernel<T><<<ctas, kThreads, 0, s>>>(x, y, n, e.data());
     GSZ_CUDA_LAUNCHED("error_field_kernel");
     auto moment = [&](double shift, int power) {
@@ -756,6 +833,34 @@ void autocorr_cuda(const T* x, const T* y, const Grid& g, const Options& o, Resu
         const uint32_t max_lag = static_cast<uint32_t>(o.autocorr_lags < extent - 1 ? o.autocorr_lags : extent - 1);
         std::vector<double> ac(max_lag, 0.0);
         if (var <= 0) return ac;
+        if (max_lag <= static_cast<uint32_t>(kTileLags)) {
+            unsigned tiled_ctas;
+            if (stride == 1) {
+                tiled_ctas = resident_ctas(autocorr_rows_kernel, kThreads, 0);
+                tiled.allocate(size_t{tiled_ctas} * kTileLags, s);
+                autocorr_rows_kernel<<<tiled_ctas, kThreads, 0, s>>>(e.data(), mean, extent, n / extent, max_lag, tiled.data());
+                GSZ_CUDA_LAUNCHED("autocorr_rows_kernel");
+            } else {
+                const size_t bytes = size_t{kColPositions + max_lag} * 32 * sizeof(double);
+                GSZ_CUDA(cudaFuncSetAttribute(autocorr_columns_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(bytes)));
+                tiled_ctas = resident_ctas(autocorr_columns_kernel, kThreads, bytes);
+                tiled.allocate(size_t{tiled_ctas} * kTileLags, s);
+                autocorr_columns_kernel<<<tiled_ctas, kThreads, bytes, s>>>(e.data(), mean, stride, extent,
+                                                                      n / (extent * stride), max_lag, tiled.data());
+                GSZ_CUDA_LAUNCHED("autocorr_columns_kernel");
+            }
+            std::vector<double> p;
+            cuda::copy_to_host(p, tiled.data(), size_t{tiled_ctas} * kTileLags, s);
+            for (uint32_t l = 0; l < max_lag; ++l) {
+                double sum = 0;
+                for (unsigned c = 0; c < tiled_ctas; ++c) sum += p[size_t{c} * kTileLags + l];
+                const uint64_t d = l + 1, pairs = (extent - d) * (n / extent);
+                ac[l] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+            }
+            return ac;
+        }
+        // More lags: batches of kLagBatch, each a pass over the field.
         const uint64_t q_mod = (kThreads / stride) % extent, r_inner = kThreads % stride;
         for (uint32_t first = 1; first <= max_lag; first += kLagBatch) {
             const uint32_t lags = max_lag - first + 1 < kLagBatch ? max_lag - first + 1 : kLagBatch;

@@ -256,19 +256,40 @@ enum ChunkResult : uint32_t { kChunkOk = 0, kChunkBadCode, kChunkWrongLength, kC
 // reject rules as huffman.cpp's decode_chunk.  `words` holds the chunk's
 // num_words words; the buffer is fed zeros past them, so an overrun shows up
 // in the final bit count.  out(i, symbol) receives each decoded symbol.
+//
+// The words arrive in blocks of kPrefetchWords: while the symbols of one
+// block are decoded the next block's loads are in flight (a refill only
+// shifts registers that have arrived).  Each thread of the decode kernel reads
+// its own chunk, so the 32 lanes of a warp touch 32 scattered places and a
+// load takes long; loading one word ahead left the kernel stalled on it.
+constexpr int kPrefetchWords = 8;
+
 template <class Out>
 __host__ __device__ inline uint32_t decode_chunk(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
                                                  uint32_t num_bits, uint32_t count, Out& out) {
     uint64_t buf = 0;
     int avail = 0;
-    uint64_t next_word = 0;
-    // words[next_word] (or 0 past the end), loaded one refill early to hide its latency.
-    uint32_t ahead = num_words > 0 ? load_ro(words) : 0u;
+    uint64_t next_word = 0;  // words taken into buf
+    uint32_t cur[kPrefetchWords], nxt[kPrefetchWords];  // cur[0] is words[next_word]
+    auto load_block = [&](uint64_t first, uint32_t* dst) {
+#pragma unroll
+        for (int k = 0; k < kPrefetchWords; ++k) dst[k] = first + k < num_words ? load_ro(words + first + k) : 0u;
+    };
+    load_block(0, cur);
+    load_block(kPrefetchWords, nxt);
+    int left = kPrefetchWords;  // words of cur not yet taken
     for (uint32_t i = 0; i < count; ++i) {
         if (avail <= 32) {
-            const uint64_t w = ahead;
+            const uint64_t w = cur[0];
+#pragma unroll
+            for (int k = 0; k + 1 < kPrefetchWords; ++k) cur[k] = cur[k + 1];
             ++next_word;
-            ahead = next_word < num_words ? load_ro(words + next_word) : 0u;
+            if (--left == 0) {
+#pragma unroll
+                for (int k = 0; k < kPrefetchWords; ++k) cur[k] = nxt[k];
+                load_block(next_word + kPrefetchWords, nxt);
+                left = kPrefetchWords;
+            }
             buf |= w << (32 - avail);
             avail += 32;
         }

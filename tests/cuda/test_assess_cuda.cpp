@@ -25,13 +25,18 @@ void close(double got, double want, const char* what) {
     EXPECT_NEAR(got, want, 1e-9 * std::max(1.0, std::fabs(want))) << what;
 }
 
+gsz::assess::Options twenty_lags() {
+    gsz::assess::Options o;
+    o.autocorr_lags = 20;
+    return o;
+}
+
 template <class T>
 void same_as_cpu(const std::vector<T>& x, const std::vector<T>& y, const std::vector<uint64_t>& dims,
-                 gsz::assess::Options o = {}) {
+                 const gsz::assess::Options& o = twenty_lags()) {
     gsz::assess::Shape shape;
     shape.rank = static_cast<uint32_t>(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) shape.dims[d] = dims[d];
-    o.autocorr_lags = 20;
     const auto c = gsz::assess::assess_cpu(x.data(), y.data(), shape, o);
     const auto g = gsz::assess::assess_cuda_host(x.data(), y.data(), shape, o);
     EXPECT_EQ(g.num_nonfinite, c.num_nonfinite);
@@ -145,9 +150,31 @@ TEST(CudaAssess, SsimWindowsAndStepsMatchCpu) {
         for (uint64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::cos(i * 0.003) * 20 + (i % 7) * 0.5);
         auto y = perturbed(x, 0.2, 11);
         x[n / 2] = std::numeric_limits<float>::quiet_NaN();
-        gsz::assess::Options o;
+        gsz::assess::Options o = twenty_lags();
         o.ssim_window = c.window, o.ssim_step = c.step;
         same_as_cpu(x, y, c.dims, o);
+    }
+}
+
+// Autocorrelation lags: up to 128 from shared-memory tiles (rows for stride 1,
+// columns otherwise), more from batches over the field; lines shorter and
+// longer than a tile.
+TEST(CudaAssess, AutocorrLagsMatchCpu) {
+    REQUIRE_GPU();
+    const std::vector<std::vector<uint64_t>> shapes = {{5000}, {300, 77}, {40, 11, 70}, {2100, 3}};
+    for (const auto& dims : shapes) {
+        uint64_t n = 1;
+        for (auto d : dims) n *= d;
+        std::vector<double> x(n);
+        for (uint64_t i = 0; i < n; ++i) x[i] = std::sin(i * 0.002) * 30 + (i % 13) * 0.1;
+        const auto y = perturbed(x, 0.05, 21);
+        for (const uint32_t lags : {1u, 100u, 128u, 129u, 150u}) {
+            SCOPED_TRACE(testing::Message() << dims.size() << "-D, n " << n << ", lags " << lags);
+            gsz::assess::Options o;
+            o.autocorr_lags = lags;
+            o.reductions = o.stencils = o.ssim = false;
+            same_as_cpu(x, y, dims, o);
+        }
     }
 }
 
