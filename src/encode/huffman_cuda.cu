@@ -45,6 +45,7 @@ constexpr uint32_t kSliceSymbols = 4096;  // longest run one lane group packs; l
 constexpr uint32_t kLaneSymbols = 64;     // aimed-for symbols per lane
 constexpr int kCodecThreads = 256;
 constexpr int kDecodeThreads = 128;
+constexpr uint32_t kSharedSorted = 16384;  // symbols by code staged in shared memory (32 KiB) up to this many
 constexpr int kHistThreads = 512;
 constexpr uint32_t kHistMaxReplicas = 8;
 constexpr size_t kHistSmallSmem = 48 * 1024;  // no opt-in needed, several blocks per SM
@@ -245,7 +246,8 @@ struct DecodeTables {
     const uint32_t* limit = nullptr;        // [kMaxLen + 1] end of length-l codes, left-aligned in 24 bits
     const uint32_t* first_code = nullptr;   // [kMaxLen + 1]
     const uint32_t* first_index = nullptr;  // [kMaxLen + 1]
-    const uint16_t* sorted = nullptr;       // global
+    const uint16_t* sorted = nullptr;       // global, or shared when sorted_shared
+    bool sorted_shared = false;
     uint32_t num_sorted = 0;
     uint32_t max_length = 0;
 };
@@ -257,39 +259,33 @@ enum ChunkResult : uint32_t { kChunkOk = 0, kChunkBadCode, kChunkWrongLength, kC
 // num_words words; the buffer is fed zeros past them, so an overrun shows up
 // in the final bit count.  out(i, symbol) receives each decoded symbol.
 //
-// The words arrive in blocks of kPrefetchWords: while the symbols of one
-// block are decoded the next block's loads are in flight (a refill only
-// shifts registers that have arrived).  Each thread of the decode kernel reads
-// its own chunk, so the 32 lanes of a warp touch 32 scattered places and a
-// load takes long; loading one word ahead left the kernel stalled on it.
-constexpr int kPrefetchWords = 8;
-
+// Codes longer than kLutBits take no loop and no global load: their length is
+// kLutBits + 1 plus the number of longer lengths' limits the window reaches
+// (canonical limits grow with the length), compared against limits held in
+// registers, and the symbol comes from `sorted` in shared memory where it fits.
+// A warp decodes 32 chunks in lock step, so one lane's slow path holds all 32:
+// with the length loop and a global load per long code the kernel spent most
+// of its time waiting there.
 template <class Out>
 __host__ __device__ inline uint32_t decode_chunk(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
                                                  uint32_t num_bits, uint32_t count, Out& out) {
+    constexpr int kLongLengths = kMaxLen - kLutBits;
+    uint32_t limit[kLongLengths];  // of lengths kLutBits + 1 ..; none reach past max_length
+#pragma unroll
+    for (int k = 0; k < kLongLengths; ++k) {
+        const uint32_t len = kLutBits + 1 + k;
+        limit[k] = len <= t.max_length ? t.limit[len] : 0xFFFFFFFFu;
+    }
     uint64_t buf = 0;
     int avail = 0;
-    uint64_t next_word = 0;  // words taken into buf
-    uint32_t cur[kPrefetchWords], nxt[kPrefetchWords];  // cur[0] is words[next_word]
-    auto load_block = [&](uint64_t first, uint32_t* dst) {
-#pragma unroll
-        for (int k = 0; k < kPrefetchWords; ++k) dst[k] = first + k < num_words ? load_ro(words + first + k) : 0u;
-    };
-    load_block(0, cur);
-    load_block(kPrefetchWords, nxt);
-    int left = kPrefetchWords;  // words of cur not yet taken
+    uint64_t next_word = 0;
+    // words[next_word] (or 0 past the end), loaded one refill early to hide its latency.
+    uint32_t ahead = num_words > 0 ? load_ro(words) : 0u;
     for (uint32_t i = 0; i < count; ++i) {
         if (avail <= 32) {
-            const uint64_t w = cur[0];
-#pragma unroll
-            for (int k = 0; k + 1 < kPrefetchWords; ++k) cur[k] = cur[k + 1];
+            const uint64_t w = ahead;
             ++next_word;
-            if (--left == 0) {
-#pragma unroll
-                for (int k = 0; k < kPrefetchWords; ++k) cur[k] = nxt[k];
-                load_block(next_word + kPrefetchWords, nxt);
-                left = kPrefetchWords;
-            }
+            ahead = next_word < num_words ? load_ro(words + next_word) : 0u;
             buf |= w << (32 - avail);
             avail += 32;
         }
@@ -301,11 +297,12 @@ __host__ __device__ inline uint32_t decode_chunk(const DecodeTables& t, const ui
         } else {
             const auto window = static_cast<uint32_t>(buf >> (64 - kMaxLen));
             len = kLutBits + 1;
-            while (len <= t.max_length && window >= t.limit[len]) ++len;
+#pragma unroll
+            for (int k = 0; k < kLongLengths; ++k) len += window >= limit[k] ? 1u : 0u;
             if (len > t.max_length) return kChunkBadCode;
             const uint32_t rank = t.first_index[len] + (window >> (kMaxLen - len)) - t.first_code[len];
             if (rank >= t.num_sorted) return kChunkBadCode;  // unreachable with a Kraft-valid book
-            symbol = load_ro(t.sorted + rank);
+            symbol = t.sorted_shared ? t.sorted[rank] : load_ro(t.sorted + rank);
         }
         out(i, symbol);
         buf <<= len;
@@ -536,7 +533,11 @@ __global__ void __launch_bounds__(kDecodeThreads)
                           uint32_t* d_corrupt) {
     __shared__ uint32_t s_lut[kLutSize];
     __shared__ uint32_t s_limit[kMaxLen + 1], s_first_code[kMaxLen + 1], s_first_index[kMaxLen + 1];
+    extern __shared__ uint16_t s_sorted[];  // the symbols by code, when they fit (kSharedSorted)
+    const bool sorted_shared = num_sorted <= kSharedSorted;
     for (uint32_t i = threadIdx.x; i < kLutSize; i += blockDim.x) s_lut[i] = __ldg(d_lut + i);
+    if (sorted_shared)
+        for (uint32_t i = threadIdx.x; i < num_sorted; i += blockDim.x) s_sorted[i] = __ldg(d_sorted + i);
     for (uint32_t len = threadIdx.x; len <= kMaxLen; len += blockDim.x) {
         const uint32_t fc = __ldg(d_first_code + len);
         s_first_code[len] = fc;
@@ -549,7 +550,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
     t.limit = s_limit;
     t.first_code = s_first_code;
     t.first_index = s_first_index;
-    t.sorted = d_sorted;
+    t.sorted = sorted_shared ? s_sorted : d_sorted;
+    t.sorted_shared = sorted_shared;
     t.num_sorted = num_sorted;
     t.max_length = max_length;
 
@@ -745,7 +747,9 @@ void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words,
     const uint64_t num_chunks = ceil_div(num_symbols, chunk_symbols);
     if (num_chunks == 0) return;
     const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(ceil_div(num_chunks, kDecodeThreads), 1u << 20));
-    huffman_decode_kernel<<<blocks, kDecodeThreads, 0, stream>>>(
+    const size_t sorted_bytes =
+        book.sorted_symbols.size() <= kSharedSorted ? book.sorted_symbols.size() * sizeof(uint16_t) : 0;
+    huffman_decode_kernel<<<blocks, kDecodeThreads, sorted_bytes, stream>>>(
         book.lut.data(), book.first_code.data(), book.first_index.data(), book.count.data(),
         book.sorted_symbols.data(), static_cast<uint32_t>(book.sorted_symbols.size()), book.max_length, d_words,
         num_words, d_chunk_bits, d_chunk_word_offset, num_symbols, chunk_symbols, num_chunks, d_out, d_corrupt);
