@@ -81,7 +81,9 @@ void check_golden(const Golden& g) {
                                           "the format version and regenerate with GSZ_UPDATE_GOLDEN=1";
     const auto info = ctx.inspect(golden.data(), golden.size());
     EXPECT_EQ(info.pipeline, g.pipeline) << "the golden must pin the pipeline's own format, not the store fallback";
-    if (g.lossless == GSZ_LOSSLESS_RUNS) EXPECT_EQ(info.lossless, GSZ_LOSSLESS_RUNS);
+    if (g.lossless == GSZ_LOSSLESS_RUNS) {
+        EXPECT_EQ(info.lossless, GSZ_LOSSLESS_RUNS);
+    }
     const auto dec = ctx.decompress<T>(golden, GSZ_DEVICE_CPU);
     const auto r = check_bound(input, dec, info.error_bound_abs);
     EXPECT_EQ(r.violations, 0u);
