@@ -320,6 +320,44 @@ TEST(Assess, ThreadCountDoesNotChangeResults) {
     }
 }
 
+// Pearson and SNR come from moments shifted per chunk and merged across
+// chunks: they must keep their digits where a two-pass formula would, on data
+// whose mean dwarfs its spread (1e8 + O(1)) and whose chunks differ in mean.
+TEST(Assess, CenteredStatisticsSurviveLargeOffsets) {
+    const uint64_t n = 3 * 65536 + 777;  // several chunks and a short one
+    std::vector<double> x(n), y(n);
+    std::mt19937 rng(3);
+    std::normal_distribution<double> g(0, 1e-3);
+    for (uint64_t i = 0; i < n; ++i) {
+        x[i] = 1e8 + std::sin(i * 1e-3) + (i / 65536) * 50.0;  // a step between chunks
+        y[i] = x[i] + g(rng);
+    }
+    Shape shape;
+    shape.dims[0] = n;
+    Options o;
+    o.stencils = o.autocorr = o.ssim = false;
+    const Result r = gsz::assess::assess_cpu(x.data(), y.data(), shape, o);
+    // Two passes in long double about the exact means.
+    long double mx = 0, my = 0, xmin = x[0], xmax = x[0], see = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        mx += x[i], my += y[i], see += (long double)(y[i] - x[i]) * (y[i] - x[i]);
+        xmin = std::min<long double>(xmin, x[i]), xmax = std::max<long double>(xmax, x[i]);
+    }
+    mx /= n, my /= n;
+    long double cxx = 0, cyy = 0, cxy = 0, vmid = 0;
+    const long double mid = xmin + (xmax - xmin) / 2;
+    for (uint64_t i = 0; i < n; ++i) {
+        const long double a = x[i] - mx, b = y[i] - my;
+        cxx += a * a, cyy += b * b, cxy += a * b, vmid += (x[i] - mid) * (x[i] - mid);
+    }
+    const double pearson = static_cast<double>(cxy / std::sqrt(cxx * cyy));
+    const double snr = static_cast<double>(10 * std::log10((vmid / n) / (see / n)));
+    EXPECT_NEAR(r.pearson, pearson, 1e-12);
+    EXPECT_NEAR(r.snr, snr, 1e-9 * std::fabs(snr));
+    EXPECT_LT(r.pearson, 1.0);  // the noise is there: 1 - pearson ~ 1e-8, not lost to rounding
+    EXPECT_GT(1.0 - r.pearson, 1e-10);
+}
+
 TEST(Assess, IdenticalArraysAndNonFiniteOriginals) {
     auto p = noisy<float>({64, 64}, 5, 0.0);
     p.y = p.x;
