@@ -74,7 +74,9 @@ typedef enum gsz_pipeline {
     GSZ_PIPELINE_STORE = 0,    /* lossless: values kept verbatim, zstd-compressed */
     GSZ_PIPELINE_LORENZO = 1,  /* Lorenzo + dual quantization + Huffman (cuSZ) */
     GSZ_PIPELINE_FAST = 2,     /* constant blocks + truncated leading-byte coding (SZx/cuSZx) */
-    GSZ_PIPELINE_INTERP = 3    /* anchored spline interpolation + Huffman (cuSZ-i G-Interp) */
+    GSZ_PIPELINE_INTERP = 3,   /* anchored spline interpolation + Huffman (cuSZ-i G-Interp) */
+    GSZ_PIPELINE_AUTO = 255    /* compression only: lorenzo and interp both run and the smaller archive is
+                                  kept (lorenzo on a tie); archives record the pipeline that was kept */
 } gsz_pipeline;
 
 /* Cubic spline of the interp pipeline. */

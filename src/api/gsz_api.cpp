@@ -173,7 +173,12 @@ gsz_status gsz_compress_device(gsz_ctx* ctx, const gsz_params* params, const voi
         GSZ_CHECK(params && d_data && archive && archive_bytes, GSZ_STATUS_INVALID_ARGUMENT, "null argument");
         gsz::pipeline::params_validate(*params);
         check_memory(ctx, gsz::pipeline::compress_workspace_bytes(*params), "compression");
-        const std::vector<uint8_t> bytes = gsz::pipeline::compress_cuda_device(*params, d_data, cuda_stream);
+        const auto on_device = [&](const gsz_params& q) {
+            return gsz::pipeline::compress_cuda_device(q, d_data, cuda_stream);
+        };
+        const std::vector<uint8_t> bytes = params->pipeline == GSZ_PIPELINE_AUTO
+                                               ? gsz::pipeline::smaller_of_lorenzo_and_interp(*params, on_device)
+                                               : on_device(*params);
         GSZ_CHECK(bytes.size() <= capacity, GSZ_STATUS_BUFFER_TOO_SMALL,
                   "archive needs %zu bytes, the buffer holds %zu", bytes.size(), capacity);
         if (archive_on_device)

@@ -30,7 +30,7 @@ void params_validate(const gsz_params& p) {
     GSZ_CHECK(std::isfinite(p.error_bound) && p.error_bound >= 0, bad,
               "error bound %g must be finite and >= 0", p.error_bound);
     GSZ_CHECK(pipeline == GSZ_PIPELINE_LORENZO || pipeline == GSZ_PIPELINE_FAST || pipeline == GSZ_PIPELINE_INTERP ||
-                  pipeline == GSZ_PIPELINE_STORE,
+                  pipeline == GSZ_PIPELINE_STORE || pipeline == GSZ_PIPELINE_AUTO,
               bad, "pipeline %d is not available", pipeline);
     GSZ_CHECK(p.block_size == 0 || p.block_size == 64 || p.block_size == 128 || p.block_size == 256, bad,
               "block size %u is not 64, 128 or 256", p.block_size);
@@ -120,6 +120,8 @@ std::vector<uint8_t> smaller_of_lossy_and_store(std::vector<uint8_t> lossy, cons
 
 std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
     params_validate(p);
+    if (p.pipeline == GSZ_PIPELINE_AUTO)
+        return smaller_of_lorenzo_and_interp(p, [&](const gsz_params& q) { return compress(q, data); });
     if (choose_backend(p.device) == Backend::cuda) return compress_cuda(p, data);
     const uint64_t n = params_num_elements(p);
     const FiniteRange range = p.dtype == GSZ_DTYPE_F32
@@ -175,6 +177,7 @@ void decompress(const format::Archive& archive, void* out, gsz_device device, in
         case GSZ_PIPELINE_INTERP:
             if (backend == Backend::cuda) return decompress_cuda(archive, out);
             return interp_decompress(archive, out, num_threads);
+        case GSZ_PIPELINE_AUTO: break;  // a choice made at compression, never in an archive (archive_parse refuses it)
     }
     fail(GSZ_STATUS_UNSUPPORTED, format_message("pipeline %d is not supported", archive.header.pipeline));
 }

@@ -58,6 +58,19 @@ std::vector<uint8_t> smaller_of_lossy_and_store(std::vector<uint8_t> lossy, cons
 
 std::vector<uint8_t> compress(const gsz_params& params, const void* data);
 
+// GSZ_PIPELINE_AUTO: `compress_with` run with the lorenzo and the interp
+// pipeline; the smaller archive (lorenzo's on a tie).  Each pipeline's archive
+// is the same on both backends, so the choice is too.
+template <class Compress>
+std::vector<uint8_t> smaller_of_lorenzo_and_interp(const gsz_params& params, Compress&& compress_with) {
+    gsz_params lorenzo = params, interp = params;
+    lorenzo.pipeline = GSZ_PIPELINE_LORENZO;
+    interp.pipeline = GSZ_PIPELINE_INTERP;
+    std::vector<uint8_t> a = compress_with(lorenzo);
+    std::vector<uint8_t> b = compress_with(interp);
+    return b.size() < a.size() ? b : a;
+}
+
 // Every section of the archive is one its pipeline uses (the missing ones
 // are reported where they are read).  GSZ_STATUS_CORRUPT names the stray one.
 void check_section_set(const format::Archive& archive);

@@ -49,6 +49,18 @@ grep -q "lorenzo" "$T/out" && ok || bad "info does not name the pipeline"
 expect_exit 0 "info --json" "$GSZ" info -i "$T/a.gsz" --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['dims']==[91,91,91] and j['dtype']=='f32'" && ok || bad "info --json"
 
+# -p auto: the smaller of lorenzo's and interp's archives (interp on the smooth sample at 1e-2), named by
+# the pipeline it kept; bench refuses it
+expect_exit 0 "compress -p auto" "$GSZ" compress -i "$SAMPLE" -o "$T/auto.gsz" -t f32 -l 91x91x91 -m rel -e 1e-2 \
+    -p auto --verify --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['pipeline']=='interp' and j['bound_violations']==0, j" \
+    && ok || bad "compress -p auto --json: $(cat "$T/out")"
+expect_exit 0 "compress -p interp" "$GSZ" compress -i "$SAMPLE" -o "$T/interp.gsz" -t f32 -l 91x91x91 -m rel -e 1e-2 \
+    -p interp
+cmp -s "$T/auto.gsz" "$T/interp.gsz" && ok || bad "-p auto did not keep interp's archive"
+expect_exit 1 "bench -p auto" "$GSZ" bench -i "$SAMPLE" -t f32 -l 91x91x91 -m rel -e 1e-2 -p auto --device cpu
+grep -q "bench lorenzo and interp" "$T/err" && ok || bad "bench -p auto: $(cat "$T/err")"
+
 # the fast pipeline: round trip, info names it and its blocks, --block checked
 expect_exit 0 "compress -p fast" "$GSZ" compress -i "$SAMPLE" -o "$T/f.gsz" -t f32 -l 91x91x91 -m rel -e 1e-3 \
     -p fast --block 256 --verify --json

@@ -495,6 +495,17 @@ TEST(CudaBackend, InterpKernelsMatchCpu) {
     interp_matches_cpu(rough, {70, 30, 20}, 0.01);   // many outliers
 }
 
+// gsz_compress_device from device data into a host archive (empty on failure, reported).
+std::vector<uint8_t> compress_from_device(gsz::Context& ctx, const gsz_params& p, const void* d_data) {
+    size_t cap = 0, bytes = 0;
+    EXPECT_EQ(gsz_compress_bound(&p, &cap), GSZ_STATUS_OK);
+    std::vector<uint8_t> archive(cap);
+    const gsz_status st = gsz_compress_device(ctx.get(), &p, d_data, archive.data(), cap, &bytes, 0, nullptr);
+    EXPECT_EQ(st, GSZ_STATUS_OK) << gsz_ctx_last_error(ctx.get());
+    archive.resize(st == GSZ_STATUS_OK ? bytes : 0);
+    return archive;
+}
+
 TEST(CudaBackend, InterpDevicePointerApi) {
     REQUIRE_GPU();
     const auto data = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
@@ -507,13 +518,9 @@ TEST(CudaBackend, InterpDevicePointerApi) {
     ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(float)), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&d_out, data.size() * sizeof(float)), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
-    size_t cap = 0, bytes = 0;
-    ASSERT_EQ(gsz_compress_bound(&p, &cap), GSZ_STATUS_OK);
-    std::vector<uint8_t> archive(cap);
-    ASSERT_EQ(gsz_compress_device(ctx.get(), &p, d_data, archive.data(), cap, &bytes, 0, nullptr), GSZ_STATUS_OK)
-        << gsz_ctx_last_error(ctx.get());
-    archive.resize(bytes);
+    const auto archive = compress_from_device(ctx, p, d_data);
     EXPECT_TRUE(archive == expect);
+    const size_t bytes = archive.size();
     ASSERT_EQ(gsz_decompress_device(ctx.get(), archive.data(), bytes, 0, d_out, data.size() * sizeof(float), nullptr),
               GSZ_STATUS_OK);
     std::vector<float> dec(data.size());
@@ -521,6 +528,33 @@ TEST(CudaBackend, InterpDevicePointerApi) {
     EXPECT_TRUE(dec == ctx.decompress<float>(archive, GSZ_DEVICE_CPU));
     cudaFree(d_data);
     cudaFree(d_out);
+}
+
+// -p auto: the same choice and the same archive from host data on either
+// backend and from device data, for fields where each pipeline wins.
+TEST(CudaBackend, AutoSameOnBothBackendsAndFromDevicePointers) {
+    REQUIRE_GPU();
+    const auto data = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    gsz::Context ctx;
+    float* d_data = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    for (double eb : {1e-2, 1e-4}) {
+        auto p = make_params(GSZ_DTYPE_F32, {91, 91, 91}, GSZ_ERROR_REL, eb);
+        p.pipeline = GSZ_PIPELINE_AUTO;
+        p.device = GSZ_DEVICE_CPU;
+        const auto on_cpu = ctx.compress(p, data.data());
+        p.device = GSZ_DEVICE_CUDA;
+        const auto on_gpu = ctx.compress(p, data.data());
+        EXPECT_TRUE(on_gpu == on_cpu) << "rel " << eb;
+        EXPECT_TRUE(compress_from_device(ctx, p, d_data) == on_cpu) << "rel " << eb;
+        p.pipeline = GSZ_PIPELINE_LORENZO;
+        const auto lorenzo = ctx.compress(p, data.data());
+        p.pipeline = GSZ_PIPELINE_INTERP;
+        const auto interp = ctx.compress(p, data.data());
+        EXPECT_EQ(on_cpu.size(), std::min(lorenzo.size(), interp.size())) << "rel " << eb;
+    }
+    cudaFree(d_data);
 }
 
 // The lossless stage "runs" forced on every shared field, both pipelines:

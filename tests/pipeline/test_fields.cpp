@@ -261,6 +261,39 @@ TEST(SharedData, LosslessStageChangesBytesNotValues) {
     EXPECT_GE(runs_chosen, 10) << "auto should pick runs on about half the fields at rel 1e-2";
 }
 
+// -p auto keeps whichever of lorenzo's and interp's archives is smaller, byte
+// for byte (lorenzo's on a tie); both win somewhere among these fields
+// (interp on the smooth 3-D wmag at 1e-2, lorenzo on the 1-D membrane).
+TEST(SharedData, AutoKeepsTheSmallerOfLorenzoAndInterp) {
+    int checked = 0, interp_kept = 0, lorenzo_kept = 0;
+    for (const Field& f : shared_fields()) {
+        if (f.name != "sperr_wmag_91x91x91" && f.name != "mpl_membrane_12000" && f.name != "sperr_pressure2d_384x384" &&
+            f.name != "ncl_atm_temp3d_17x96x192" && f.name != "geocat_mpas_psurf_163842")
+            continue;
+        gsz::Context ctx;
+        const auto bytes = read_bytes(f.path);
+        for (double eb : {1e-2, 1e-4}) {
+            auto p = make_params(f.dtype, f.dims, GSZ_ERROR_REL, eb);
+            p.pipeline = GSZ_PIPELINE_LORENZO;
+            const auto lorenzo = ctx.compress(p, bytes.data());
+            p.pipeline = GSZ_PIPELINE_INTERP;
+            const auto interp = ctx.compress(p, bytes.data());
+            p.pipeline = GSZ_PIPELINE_AUTO;
+            const auto chosen = ctx.compress(p, bytes.data());
+            const bool interp_smaller = interp.size() < lorenzo.size();
+            EXPECT_EQ(chosen, interp_smaller ? interp : lorenzo) << f.name << " rel " << eb;
+            const auto info = ctx.inspect(chosen.data(), chosen.size());
+            EXPECT_EQ(info.pipeline, interp_smaller ? GSZ_PIPELINE_INTERP : GSZ_PIPELINE_LORENZO) << f.name;
+            interp_kept += interp_smaller, lorenzo_kept += !interp_smaller;
+            ++checked;
+        }
+    }
+    if (checked == 0) GTEST_SKIP() << "shared fields not found at " << shared_data_dir();
+    EXPECT_EQ(checked, 10);
+    EXPECT_GE(interp_kept, 1);
+    EXPECT_GE(lorenzo_kept, 1);
+}
+
 // The archive depends only on the data and the options, never on threads.
 TEST(SharedData, ThreadCountDoesNotChangeArchive) {
     int checked = 0;
