@@ -1,9 +1,11 @@
-// CUDA backend of the assessment reductions and stencils (docs/METRICS.md),
-// fused by access pattern as cuZ-Checker designs them: one pass over both
-// arrays for every sum and extreme, one pass for the centered sums and both
-// PDFs, one pass over the interior for all four derived fields.  Each CTA
-// writes a partial (the same structs as the CPU backend, assess_math.hpp);
-// the host combines them in CTA order.
+// CUDA backend of the assessment metrics (docs/METRICS.md), fused by access
+// pattern as cuZ-Checker designs them: one pass over both arrays for every
+// sum, extreme and the Pearson/SNR moments, one for both PDFs (their bins need
+// the error range), one tiled pass over the interior for all four derived
+// fields, one fused tiled kernel for SSIM, and shared-memory tiles of the
+// error field for the autocorrelation.  Each CTA writes partials (the structs
+// of assess_math.hpp, shared with the CPU backend); the host combines them in
+// CTA order, so results do not depend on scheduling.
 #include "assess/assess.hpp"
 #include "assess/assess_finish.hpp"
 #include "assess/assess_math.hpp"
@@ -696,7 +698,7 @@ __global__ void __launch_bounds__(kThreads) moment_kernel(const double* __restri
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-constexpr int kLagBatch = 32;  // lags per pass over the error field
+constexpr int kLagBatch = 32;  // lags per pass over the error field, past kTileLags
 
 // Per chunk (a CTA: kChunk elements, as the CPU cuts them) and lag of a batch:
 // the sum over the pairs (i, i + d*stride) inside the axis (extent along it)
