@@ -155,8 +155,7 @@ std::vector<double> autocorr_along(const std::vector<double>& e, double mean, do
         for (uint32_t l = 0; l < count; ++l) {
             double sum = 0;
             for (const auto& p : part) sum += p[l];
-            const uint64_t d = first + l, pairs = (extent - d) * (n / extent);
-            ac[d - 1] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+            ac[first + l - 1] = autocorr_of(sum, first + l, extent, n, var);
         }
     }
     return ac;

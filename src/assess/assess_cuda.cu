@@ -857,8 +857,7 @@ void autocorr_cuda(const T* x, const T* y, const Grid& g, const Options& o, Resu
             for (uint32_t l = 0; l < max_lag; ++l) {
                 double sum = 0;
                 for (unsigned c = 0; c < tiled_ctas; ++c) sum += p[size_t{c} * kTileLags + l];
-                const uint64_t d = l + 1, pairs = (extent - d) * (n / extent);
-                ac[l] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+                ac[l] = autocorr_of(sum, l + 1, extent, n, var);
             }
             return ac;
         }
@@ -874,8 +873,7 @@ void autocorr_cuda(const T* x, const T* y, const Grid& g, const Options& o, Resu
             for (uint32_t l = 0; l < lags; ++l) {
                 double sum = 0;
                 for (uint64_t c = 0; c < chunks; ++c) sum += p[c * kLagBatch + l];
-                const uint64_t d = first + l, pairs = (extent - d) * (n / extent);
-                ac[d - 1] = pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+                ac[first + l - 1] = autocorr_of(sum, first + l, extent, n, var);
             }
         }
         return ac;

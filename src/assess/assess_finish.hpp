@@ -26,6 +26,14 @@ inline Grid make_grid(const Shape& s) {
     return g;
 }
 
+// Error autocorrelation at lag d from the sum of (e_i - mean)(e_j - mean) over
+// the pairs d apart along an axis of this extent (Z-checker's estimator):
+// [sum / pairs] / variance, 0 without pairs.
+inline double autocorr_of(double sum, uint64_t d, uint64_t extent, uint64_t n, double var) {
+    const uint64_t pairs = (extent - d) * (n / extent);
+    return pairs ? (sum / static_cast<double>(pairs)) / var : 0;
+}
+
 inline double psnr_of(double range, double mse) {
     if (mse == 0) return std::numeric_limits<double>::infinity();
     return 20 * std::log10(range) - 10 * std::log10(mse);
