@@ -261,6 +261,8 @@ json info_json(const gsz_archive_info& a) {
         for (uint32_t d = 0; d < a.interp_rank; ++d)
             splines.push_back(a.interp_spline[d] == 'n' ? "natural" : "not-a-knot");
         j["interp_spline"] = splines;
+        j["interp_anchors"] = a.interp_anchors == GSZ_INTERP_ANCHORS_RAW ? "raw" : "coded";
+        j["interp_listed_anchors"] = a.interp_listed_anchors;
     }
     if (a.pipeline == GSZ_PIPELINE_FAST) {
         j["block_size"] = a.block_size;
@@ -282,7 +284,7 @@ struct ArrayArgs {
     uint32_t radius = 0;
     uint32_t block = 128;
     double interp_alpha = 0, interp_beta = 0;
-    std::string interp_spline = "auto", interp_order = "auto", lossless = "auto";
+    std::string interp_spline = "auto", interp_order = "auto", interp_anchors = "auto", lossless = "auto";
     int threads = 0;
     bool json = false;
 };
@@ -313,6 +315,10 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
     c->add_option("--interp-order", a.interp_order,
                   "interp: dims in processing order, letters x (fastest), y, z of the dims of size > 1, e.g. zyx "
                   "(auto: least smooth first)")
+        ->capture_default_str();
+    c->add_option("--interp-anchors", a.interp_anchors,
+                  "interp: anchors coded (quantized at half the coarsest level's bound, Lorenzo over the anchor grid, "
+                  "Huffman), raw (stored exactly, as cuSZ-i), or auto (coded unless too many would be outliers)")
         ->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
                                         "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32763)")
@@ -351,6 +357,10 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     else if (a.interp_spline == "not-a-knot") p.interp_spline = GSZ_INTERP_SPLINE_NOT_A_KNOT;
     else if (a.interp_spline == "natural") p.interp_spline = GSZ_INTERP_SPLINE_NATURAL;
     else die("--interp-spline " + a.interp_spline + ": expected auto, not-a-knot or natural");
+    if (a.interp_anchors == "auto") p.interp_anchors = GSZ_INTERP_ANCHORS_AUTO;
+    else if (a.interp_anchors == "coded") p.interp_anchors = GSZ_INTERP_ANCHORS_CODED;
+    else if (a.interp_anchors == "raw") p.interp_anchors = GSZ_INTERP_ANCHORS_RAW;
+    else die("--interp-anchors " + a.interp_anchors + ": expected auto, coded or raw");
     if (a.interp_order != "auto") {
         if (a.interp_order.empty() || a.interp_order.size() > 3) die("--interp-order " + a.interp_order + ": expected auto or up to 3 letters x, y, z");
         std::snprintf(p.interp_order, sizeof p.interp_order, "%s", a.interp_order.c_str());
@@ -570,6 +580,11 @@ int run_info(const std::string& input, bool as_json) {
         std::printf("interp          radius %u, %llu outliers stored exactly, %llu anchors (every %u points)\n",
                     info.radius, static_cast<unsigned long long>(info.num_outliers),
                     static_cast<unsigned long long>(info.interp_num_anchors), info.interp_anchor_stride);
+        if (info.interp_anchors == GSZ_INTERP_ANCHORS_RAW)
+            std::printf("interp anchors  raw (stored exactly)\n");
+        else
+            std::printf("interp anchors  coded (Lorenzo over the anchor grid), %llu of them outliers\n",
+                        static_cast<unsigned long long>(info.interp_listed_anchors));
         std::printf("interp tuning   alpha %g, beta %g, order %s (first to last), cubic", info.interp_alpha,
                     info.interp_beta, std::string(info.interp_order, strnlen(info.interp_order, 4)).c_str());
         for (uint32_t d = 0; d < info.interp_rank; ++d)

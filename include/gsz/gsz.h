@@ -86,6 +86,14 @@ typedef enum gsz_interp_spline {
     GSZ_INTERP_SPLINE_NATURAL = 2      /* (-3, 23, 23, -3) / 40 */
 } gsz_interp_spline;
 
+/* How the interp pipeline stores its anchors (one point in 8^3 / 16^2 / 512). */
+typedef enum gsz_interp_anchors {
+    GSZ_INTERP_ANCHORS_AUTO = 0,    /* coded, unless too many of them would be outliers */
+    GSZ_INTERP_ANCHORS_CODED = 1,   /* quantized at half the coarsest level's bound, Lorenzo over the anchor
+                                       grid, Huffman coded with the other codes */
+    GSZ_INTERP_ANCHORS_RAW = 2      /* stored exactly, as cuSZ-i does */
+} gsz_interp_anchors;
+
 /* The second lossless stage of the lorenzo and interp pipelines (what the
  * Huffman coder codes).  Never changes the decompressed values. */
 typedef enum gsz_lossless {
@@ -119,6 +127,7 @@ typedef struct gsz_params {
     gsz_interp_spline interp_spline;
     char interp_order[4];           /* dims in processing order, letters x (fastest), y, z of the
                                        array with size-1 dims dropped, e.g. "zyx"; "" = auto */
+    gsz_interp_anchors interp_anchors;  /* default GSZ_INTERP_ANCHORS_AUTO */
     gsz_lossless lossless;          /* lorenzo and interp; default GSZ_LOSSLESS_AUTO */
 } gsz_params;
 
@@ -150,6 +159,8 @@ typedef struct gsz_archive_info {
     double interp_alpha, interp_beta;
     char interp_order[4];           /*   processing order, e.g. "zyx" */
     char interp_spline[4];          /*   cubic per dim x, y, z: 'k' not-a-knot, 'n' natural */
+    gsz_interp_anchors interp_anchors;  /* CODED or RAW as stored */
+    uint64_t interp_listed_anchors; /*   CODED: anchors stored as outliers (residual listed apart) */
     uint64_t archive_bytes;
     uint64_t original_bytes;
 } gsz_archive_info;

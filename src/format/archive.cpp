@@ -216,9 +216,9 @@ Archive archive_parse(std::span<const uint8_t> bytes) {
               "archive: not a gsz archive (bad magic)");
     // Before the checksum: a future version may hash differently, and its
     // reader deserves "unsupported version", not "corrupt".
-    GSZ_CHECK(p[kOffVersion] == kFormatVersion, GSZ_STATUS_UNSUPPORTED,
-              "archive format version %u is not supported (this gsz reads version %u)", p[kOffVersion],
-              kFormatVersion);
+    GSZ_CHECK(p[kOffVersion] >= kOldestFormatVersion && p[kOffVersion] <= kFormatVersion, GSZ_STATUS_UNSUPPORTED,
+              "archive format version %u is not supported (this gsz reads versions %u to %u)", p[kOffVersion],
+              kOldestFormatVersion, kFormatVersion);
 
     // The header checksum covers the table, so its extent is checked first.
     const uint32_t num_sections = load<uint32_t>(p + kOffNumSections);

@@ -19,7 +19,7 @@ void InterpParams::write(ByteWriter& out) const {
     for (uint32_t t : layout.tile) out.put(t);
     for (uint8_t o : config.order) out.put(o);
     for (uint8_t s : config.spline) out.put(s);
-    out.put(uint16_t{0});   // reserved
+    out.put(uint16_t{config.anchors});
     out.put(config.alpha);
     out.put(config.beta);
     for (uint32_t l = 0; l < layout.num_levels; ++l) out.put(config.level_eb[l]);
@@ -42,7 +42,7 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     for (uint32_t& t : tile) t = in.get<uint32_t>("tile extent");
     for (uint8_t& o : p.config.order) o = in.get<uint8_t>("order");
     for (uint8_t& s : p.config.spline) s = in.get<uint8_t>("spline");
-    const uint16_t reserved = in.get<uint16_t>("reserved");
+    const uint16_t anchors = in.get<uint16_t>("anchor coding");
     p.config.alpha = in.get<double>("alpha");
     p.config.beta = in.get<double>("beta");
     GSZ_CHECK(levels == L.num_levels, bad, "pipeline_params: %u levels, the dims give %u", levels, L.num_levels);
@@ -53,7 +53,12 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     in.expect_end();
 
     GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, bad, "pipeline_params: radius %u out of range", p.radius);
-    GSZ_CHECK(reserved == 0 && reserved2 == 0, bad, "pipeline_params: reserved fields are not 0");
+    GSZ_CHECK(reserved2 == 0, bad, "pipeline_params: reserved field is not 0");
+    GSZ_CHECK(anchors <= predict::kAnchorsCoded, bad, "pipeline_params: anchor coding %u is not 0 (raw) or 1 (coded)",
+              anchors);
+    GSZ_CHECK(anchors == predict::kAnchorsRaw || h.format_version >= 2, bad,
+              "pipeline_params: reserved field is not 0 (format version %u has no coded anchors)", h.format_version);
+    p.config.anchors = static_cast<uint8_t>(anchors);
     GSZ_CHECK(rank == L.rank && stride == L.anchor_stride, bad,
               "pipeline_params: rank %u, anchor stride %u; the dims give %u, %u", rank, stride, L.rank,
               L.anchor_stride);
@@ -99,6 +104,13 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
         default: fail(bad, format_message("interp spline %d is not auto, not-a-knot or natural",
                                           enum_bits(params.interp_spline)));
     }
+    switch (enum_bits(params.interp_anchors)) {
+        case GSZ_INTERP_ANCHORS_AUTO: ov.anchors = -1; break;
+        case GSZ_INTERP_ANCHORS_CODED: ov.anchors = predict::kAnchorsCoded; break;
+        case GSZ_INTERP_ANCHORS_RAW: ov.anchors = predict::kAnchorsRaw; break;
+        default: fail(bad, format_message("interp anchors %d is not auto, coded or raw",
+                                          enum_bits(params.interp_anchors)));
+    }
     const size_t len = strnlen(params.interp_order, sizeof params.interp_order);
     if (len > 0) {
         GSZ_CHECK(len == rank, bad,
@@ -120,9 +132,8 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
 template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
                                      const std::optional<RunTokensParams>& runs, const encode::HuffmanCodebook& book,
-                                     const encode::HuffmanStream& stream,
-                                     std::span<const T> anchors, std::span<const uint64_t> outlier_index,
-                                     std::span<const T> outlier_value) {
+                                     const encode::HuffmanStream& stream, const InterpAnchorSection<T>& anchors,
+                                     std::span<const uint64_t> outlier_index, std::span<const T> outlier_value) {
     ByteWriter params_bytes, anchor_bytes, index_bytes, value_bytes;
     CodeStageSections cs;
     InterpParams p = params;
@@ -130,7 +141,17 @@ std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpP
     p.num_outliers = outlier_index.size();
     p.write(params_bytes);
     code_stage_write(runs, book, stream, cs);
-    anchor_bytes.put_array(anchors);
+    if (p.config.anchors == predict::kAnchorsRaw) {
+        anchor_bytes.put_array(std::span<const T>(anchors.raw));
+    } else {
+        GSZ_CHECK(anchors.listed.size() == anchors.listed_residual.size(), GSZ_STATUS_INTERNAL,
+                  "interp_assemble: %zu listed anchors, %zu residuals", anchors.listed.size(),
+                  anchors.listed_residual.size());
+        for (size_t k = 0; k < anchors.listed.size(); ++k) {
+            anchor_bytes.put(anchors.listed[k]);
+            anchor_bytes.put(anchors.listed_residual[k]);
+        }
+    }
     index_bytes.put_array(outlier_index);
     value_bytes.put_array(outlier_value);
     std::vector<format::SectionData> sections = {
@@ -158,8 +179,11 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
     const uint64_t n = h.num_elements();
 
     const auto anchors = archive.section(format::SectionKind::interp_anchors);
-    GSZ_CHECK(anchors.size() == p.layout.num_anchors * sizeof(T), bad, "interp_anchors: %zu bytes for %llu anchors",
-              anchors.size(), static_cast<unsigned long long>(p.layout.num_anchors));
+    const bool raw = p.config.anchors == predict::kAnchorsRaw;
+    GSZ_CHECK(raw ? anchors.size() == p.layout.num_anchors * sizeof(T)
+                  : anchors.size() % 16 == 0 && anchors.size() / 16 <= p.layout.num_anchors,
+              bad, "interp_anchors: %zu bytes for %llu %s anchors", anchors.size(),
+              static_cast<unsigned long long>(p.layout.num_anchors), raw ? "raw" : "coded");
     const auto index = archive.section(format::SectionKind::outlier_indices);
     const auto value = archive.section(format::SectionKind::outlier_values);
     GSZ_CHECK(index.size() == p.num_outliers * sizeof(uint64_t) && value.size() == p.num_outliers * sizeof(T), bad,
@@ -168,8 +192,23 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
 
     plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n);
 
-    plan.anchors.resize(p.layout.num_anchors);
-    if (!anchors.empty()) std::memcpy(plan.anchors.data(), anchors.data(), anchors.size());
+    if (raw) {
+        plan.anchors.raw.resize(p.layout.num_anchors);
+        if (!anchors.empty()) std::memcpy(plan.anchors.raw.data(), anchors.data(), anchors.size());
+    } else {
+        ByteReader in(anchors, "interp_anchors");
+        const size_t listed = anchors.size() / 16;
+        plan.anchors.listed.resize(listed);
+        plan.anchors.listed_residual.resize(listed);
+        for (size_t k = 0; k < listed; ++k) {
+            plan.anchors.listed[k] = in.get<uint64_t>("listed anchor");
+            plan.anchors.listed_residual[k] = in.get<uint64_t>("listed residual");
+            GSZ_CHECK(plan.anchors.listed[k] < p.layout.num_anchors &&
+                          (k == 0 || plan.anchors.listed[k] > plan.anchors.listed[k - 1]),
+                      bad, "interp_anchors: entry %zu (anchor %llu) is not increasing inside the grid", k,
+                      static_cast<unsigned long long>(plan.anchors.listed[k]));
+        }
+    }
     plan.outlier_index.resize(p.num_outliers);
     plan.outlier_value.resize(p.num_outliers);
     if (p.num_outliers) {
@@ -186,12 +225,12 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
 template std::vector<uint8_t> interp_assemble<float>(const format::Header&, const InterpParams&,
                                                      const std::optional<RunTokensParams>&,
                                                      const encode::HuffmanCodebook&, const encode::HuffmanStream&,
-                                                     std::span<const float>, std::span<const uint64_t>,
+                                                     const InterpAnchorSection<float>&, std::span<const uint64_t>,
                                                      std::span<const float>);
 template std::vector<uint8_t> interp_assemble<double>(const format::Header&, const InterpParams&,
                                                       const std::optional<RunTokensParams>&,
                                                       const encode::HuffmanCodebook&, const encode::HuffmanStream&,
-                                                      std::span<const double>, std::span<const uint64_t>,
+                                                      const InterpAnchorSection<double>&, std::span<const uint64_t>,
                                                       std::span<const double>);
 template InterpDecodePlan<float> interp_plan_decode<float>(const format::Archive&);
 template InterpDecodePlan<double> interp_plan_decode<double>(const format::Archive&);
@@ -211,12 +250,19 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
                                          header.value_max - header.value_min,
                                          interp_overrides(params, p.layout.rank));
 
+    const predict::InterpAnchors<T> anchors =
+        predict::interp_anchors_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius,
+                                           interp_overrides(params, p.layout.rank).anchors, threads);
+    p.config.anchors = anchors.mode;
     predict::InterpEncoded<T> enc;
-    predict::interp_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius, enc, threads);
+    predict::interp_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius, anchors, enc, threads);
     EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, params.lossless, threads);
     enc.codes = {};
-    return interp_assemble<T>(header, p, ec.runs, ec.book, ec.stream, enc.anchors, enc.outlier_index,
-                              enc.outlier_value);
+    InterpAnchorSection<T> section;
+    if (anchors.mode == predict::kAnchorsRaw) section.raw = anchors.start;
+    section.listed = anchors.listed;
+    section.listed_residual = anchors.listed_residual;
+    return interp_assemble<T>(header, p, ec.runs, ec.book, ec.stream, section, enc.outlier_index, enc.outlier_value);
 }
 
 template <class T>
@@ -224,7 +270,10 @@ void decompress_typed(const format::Archive& archive, T* out, int threads) {
     const InterpDecodePlan<T> plan = interp_plan_decode<T>(archive);
     std::vector<uint16_t> codes(archive.header.num_elements());
     code_stage_decode_cpu(plan.codes, plan.params.radius, codes, threads);
-    predict::interp_decode_cpu<T>(codes, plan.anchors, plan.outlier_index, plan.outlier_value, plan.params.layout,
+    const std::vector<T> anchors = predict::interp_anchors_decode_cpu<T>(
+        codes, plan.anchors.raw, plan.anchors.listed, plan.anchors.listed_residual, plan.outlier_index,
+        plan.outlier_value, plan.params.layout, plan.params.config, plan.params.radius);
+    predict::interp_decode_cpu<T>(codes, anchors, plan.outlier_index, plan.outlier_value, plan.params.layout,
                                   plan.params.config, plan.params.radius, out, threads);
 }
 
@@ -252,6 +301,9 @@ void interp_describe(const format::Archive& archive, gsz_archive_info& info) {
     info.interp_num_anchors = p.layout.num_anchors;
     info.interp_alpha = p.config.alpha;
     info.interp_beta = p.config.beta;
+    const bool raw = p.config.anchors == predict::kAnchorsRaw;
+    info.interp_anchors = raw ? GSZ_INTERP_ANCHORS_RAW : GSZ_INTERP_ANCHORS_CODED;
+    info.interp_listed_anchors = raw ? 0 : archive.section(format::SectionKind::interp_anchors).size() / 16;
     std::memset(info.interp_order, 0, sizeof info.interp_order);
     std::memset(info.interp_spline, 0, sizeof info.interp_spline);
     for (uint32_t k = 0; k < p.layout.rank; ++k) {

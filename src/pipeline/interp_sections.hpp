@@ -34,12 +34,18 @@ struct InterpParams {
 // GSZ_STATUS_INVALID_ARGUMENT names a bad one).
 predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t predictor_rank);
 
+// The interp_anchors section: raw values, or the listed coded anchors.
+template <class T>
+struct InterpAnchorSection {
+    std::vector<T> raw;
+    std::vector<uint64_t> listed, listed_residual;
+};
+
 template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
                                      const std::optional<RunTokensParams>& runs, const encode::HuffmanCodebook& book,
-                                     const encode::HuffmanStream& stream,
-                                     std::span<const T> anchors, std::span<const uint64_t> outlier_index,
-                                     std::span<const T> outlier_value);
+                                     const encode::HuffmanStream& stream, const InterpAnchorSection<T>& anchors,
+                                     std::span<const uint64_t> outlier_index, std::span<const T> outlier_value);
 
 // Everything a decoder needs, validated: sizes against the header, outlier
 // indices strictly increasing and inside the array.
@@ -47,7 +53,7 @@ template <class T>
 struct InterpDecodePlan {
     InterpParams params;
     CodeStagePlan codes;
-    std::vector<T> anchors;
+    InterpAnchorSection<T> anchors;   // listed indices checked: increasing, inside the grid
     std::vector<uint64_t> outlier_index;
     std::vector<T> outlier_value;
 };

@@ -347,6 +347,9 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     p.config = predict::interp_configure(p.layout, samples, dc.header.error_bound_abs,
                                          dc.header.value_max - dc.header.value_min,
                                          interp_overrides(params, p.layout.rank));
+    predict::interp_anchors_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius,
+                                        interp_overrides(params, p.layout.rank).anchors, dc.enc, stream);
+    p.config.anchors = dc.enc.anchor_mode;
     predict::interp_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc, stream);
     code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, params.lossless, dc.codes, stream);
 }
@@ -358,9 +361,13 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
     if (dc.header.pipeline == GSZ_PIPELINE_STORE)
         return store_compress(dc.header, host_view(h_data, d_data, n, host_copy, stream));
     const encode::HuffmanStream stream_host = fetch_stream(dc.codes, stream);
-    std::vector<T> anchors, outlier_value;
+    InterpAnchorSection<T> anchors;
+    std::vector<T> outlier_value;
     std::vector<uint64_t> outlier_index;
-    cuda::copy_to_host(anchors, dc.enc.anchors.data(), dc.params.layout.num_anchors, stream);
+    if (dc.enc.anchor_mode == predict::kAnchorsRaw)
+        cuda::copy_to_host(anchors.raw, dc.enc.anchor_start.data(), dc.params.layout.num_anchors, stream);
+    anchors.listed = dc.enc.listed;
+    anchors.listed_residual = dc.enc.listed_residual;
     cuda::copy_to_host(outlier_index, dc.enc.outlier_index.data(), dc.enc.num_outliers, stream);
     cuda::copy_to_host(outlier_value, dc.enc.outlier_value.data(), dc.enc.num_outliers, stream);
     std::vector<uint8_t> archive = interp_assemble<T>(dc.header, dc.params, dc.codes.runs, dc.codes.book, stream_host,
@@ -373,15 +380,17 @@ template <class T>
 struct InterpDeviceArchive {
     InterpDecodePlan<T> plan;
     DeviceCodeSections code_sections;
-    cuda::DeviceBuffer<uint64_t> outlier_index;
-    cuda::DeviceBuffer<T> anchors, outlier_value;
+    cuda::DeviceBuffer<uint64_t> outlier_index, anchor_listed, anchor_residual;
+    cuda::DeviceBuffer<T> raw_anchors, outlier_value;
 };
 
 template <class T>
 void interp_upload_archive(const format::Archive& archive, InterpDeviceArchive<T>& da, cudaStream_t stream) {
     da.plan = interp_plan_decode<T>(archive);
     upload_code_sections(da.plan.codes, da.code_sections, stream);
-    upload(da.anchors, da.plan.anchors.data(), da.plan.anchors.size(), stream);
+    upload(da.raw_anchors, da.plan.anchors.raw.data(), da.plan.anchors.raw.size(), stream);
+    upload(da.anchor_listed, da.plan.anchors.listed.data(), da.plan.anchors.listed.size(), stream);
+    upload(da.anchor_residual, da.plan.anchors.listed_residual.data(), da.plan.anchors.listed_residual.size(), stream);
     upload(da.outlier_index, da.plan.outlier_index.data(), da.plan.outlier_index.size(), stream);
     upload(da.outlier_value, da.plan.outlier_value.data(), da.plan.outlier_value.size(), stream);
     GSZ_CUDA(cudaStreamSynchronize(stream));
@@ -395,7 +404,13 @@ void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_
     d_corrupt.zero(stream);
     code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, d_codes.data(), n, d_corrupt.data(),
                            stream);
-    predict::interp_decode_cuda<T>(d_codes.data(), da.anchors.data(), da.outlier_index.data(),
+    cuda::DeviceBuffer<T> d_anchors(plan.params.layout.num_anchors, stream);
+    predict::interp_anchors_decode_cuda<T>(d_codes.data(), da.raw_anchors.data(), da.anchor_listed.data(),
+                                           da.anchor_residual.data(), plan.anchors.listed.size(),
+                                           da.outlier_index.data(), da.outlier_value.data(),
+                                           plan.outlier_index.size(), plan.params.layout, plan.params.config,
+                                           plan.params.radius, d_anchors.data(), d_corrupt.data() + 1, stream);
+    predict::interp_decode_cuda<T>(d_codes.data(), d_anchors.data(), da.outlier_index.data(),
                                    da.outlier_value.data(), plan.outlier_index.size(), plan.params.layout,
                                    plan.params.config, plan.params.radius, d_out, d_corrupt.data() + 1, stream);
     std::vector<uint32_t> corrupt;
@@ -403,7 +418,8 @@ void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_
     GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
               "huffman_bitstream: a chunk does not decode, or the run tokens do not add up to the codes");
     GSZ_CHECK(corrupt[1] == 0, GSZ_STATUS_CORRUPT,
-              "interp: the zero quant-codes are not the listed outliers, or an anchor's code is not the radius");
+              "interp: the zero quant-codes are not the listed outliers, a raw anchor's code is not the radius, or "
+              "the listed coded anchors are not those with code 0");
 }
 
 template <class T>

@@ -26,13 +26,15 @@ template <class T>
 std::vector<uint8_t> compress_on(gsz_device device, const std::vector<T>& data, const std::vector<uint64_t>& dims,
                                  gsz_error_mode mode, double eb, uint32_t radius = 512,
                                  gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128,
-                                 gsz_lossless lossless = GSZ_LOSSLESS_AUTO) {
+                                 gsz_lossless lossless = GSZ_LOSSLESS_AUTO,
+                                 gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_AUTO) {
     auto p = make_params(dtype_of<T>(), dims, mode, eb);
     p.device = device;
     p.radius = radius;
     p.pipeline = pipeline;
     p.block_size = block;
     p.lossless = lossless;
+    p.interp_anchors = anchors;
     gsz::Context ctx;
     return ctx.compress(p, data.data());
 }
@@ -42,9 +44,9 @@ std::vector<uint8_t> compress_on(gsz_device device, const std::vector<T>& data, 
 template <class T>
 void same_on_both(const std::vector<T>& data, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
                   uint32_t radius = 512, gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128,
-                  gsz_lossless lossless = GSZ_LOSSLESS_AUTO) {
-    const auto cpu = compress_on(GSZ_DEVICE_CPU, data, dims, mode, eb, radius, pipeline, block, lossless);
-    const auto gpu = compress_on(GSZ_DEVICE_CUDA, data, dims, mode, eb, radius, pipeline, block, lossless);
+                  gsz_lossless lossless = GSZ_LOSSLESS_AUTO, gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_AUTO) {
+    const auto cpu = compress_on(GSZ_DEVICE_CPU, data, dims, mode, eb, radius, pipeline, block, lossless, anchors);
+    const auto gpu = compress_on(GSZ_DEVICE_CUDA, data, dims, mode, eb, radius, pipeline, block, lossless, anchors);
     ASSERT_EQ(cpu.size(), gpu.size());
     ASSERT_TRUE(cpu == gpu) << "archives differ";
     gsz::Context ctx;
@@ -388,11 +390,20 @@ TEST(CudaBackend, InterpRealFieldsByteIdentical) {
     for (const Field& f : fields) {
         for (const auto& [mode, eb] : {std::pair{GSZ_ERROR_REL, 1e-2}, std::pair{GSZ_ERROR_REL, 1e-3},
                                        std::pair{GSZ_ERROR_REL, 1e-4}, std::pair{GSZ_ERROR_ABS, 1e-2}}) {
-            SCOPED_TRACE(f.name + (mode == GSZ_ERROR_REL ? " rel " : " abs ") + std::to_string(eb));
-            if (f.dtype == GSZ_DTYPE_F32)
-                same_on_both(read_raw<float>(f.path), f.dims, mode, eb, 512, GSZ_PIPELINE_INTERP);
-            else
-                same_on_both(read_raw<double>(f.path), f.dims, mode, eb, 512, GSZ_PIPELINE_INTERP);
+            // Radius 512 lists some coded anchors; the default (32763) codes
+            // them all; raw anchors as cuSZ-i.
+            for (const auto& [radius, anchors] :
+                 {std::pair{512u, GSZ_INTERP_ANCHORS_AUTO}, std::pair{0u, GSZ_INTERP_ANCHORS_CODED},
+                  std::pair{0u, GSZ_INTERP_ANCHORS_RAW}}) {
+                SCOPED_TRACE(f.name + (mode == GSZ_ERROR_REL ? " rel " : " abs ") + std::to_string(eb) + " radius " +
+                             std::to_string(radius) + " anchors " + std::to_string(anchors));
+                if (f.dtype == GSZ_DTYPE_F32)
+                    same_on_both(read_raw<float>(f.path), f.dims, mode, eb, radius, GSZ_PIPELINE_INTERP, 128,
+                                 GSZ_LOSSLESS_AUTO, anchors);
+                else
+                    same_on_both(read_raw<double>(f.path), f.dims, mode, eb, radius, GSZ_PIPELINE_INTERP, 128,
+                                 GSZ_LOSSLESS_AUTO, anchors);
+            }
         }
     }
 }
@@ -417,6 +428,12 @@ TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
         same_on_both(f, dims, GSZ_ERROR_REL, 1e-3, 512, GSZ_PIPELINE_INTERP);
         same_on_both(f, dims, GSZ_ERROR_ABS, 1e-4, 512, GSZ_PIPELINE_INTERP);
         same_on_both(d, dims, GSZ_ERROR_REL, 1e-6, 512, GSZ_PIPELINE_INTERP);
+        same_on_both(f, dims, GSZ_ERROR_REL, 1e-3, 0, GSZ_PIPELINE_INTERP, 128, GSZ_LOSSLESS_AUTO,
+                     GSZ_INTERP_ANCHORS_CODED);
+        same_on_both(d, dims, GSZ_ERROR_ABS, 1e-6, 512, GSZ_PIPELINE_INTERP, 128, GSZ_LOSSLESS_AUTO,
+                     GSZ_INTERP_ANCHORS_CODED);   // most anchors listed
+        same_on_both(f, dims, GSZ_ERROR_REL, 1e-3, 0, GSZ_PIPELINE_INTERP, 128, GSZ_LOSSLESS_AUTO,
+                     GSZ_INTERP_ANCHORS_RAW);
     }
     const auto w = walk<float>(64 * 64 * 8, 9, 5.0);
     same_on_both(w, {64, 64, 8}, GSZ_ERROR_ABS, 0.1, 1, GSZ_PIPELINE_INTERP);       // nearly all outliers
@@ -424,18 +441,25 @@ TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
     same_on_both(walk<float>(40 * 40 * 40, 11, 1000.0), {40, 40, 40}, GSZ_ERROR_ABS, 0.01, 512, GSZ_PIPELINE_INTERP);
 }
 
-// The kernels against the CPU backend stage by stage: codes, anchors,
-// outliers, decoded values; and a zero code without an outlier is reported.
+// The kernels against the CPU backend stage by stage: the anchor stage (start
+// values, codes, listed anchors), codes, outliers, the anchors rebuilt by the
+// decoder, decoded values; a zero code without an outlier and a coded anchor
+// list that does not match the codes are reported.
 template <class T>
-void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>& dims, double eb) {
+void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>& dims, double eb, int mode,
+                        uint32_t radius) {
     namespace pr = gsz::predict;
+    SCOPED_TRACE(testing::Message() << dims.size() << "-D, eb " << eb << ", anchors " << mode << ", radius "
+                                    << radius);
     const pr::InterpLayout L = pr::interp_layout(static_cast<uint32_t>(dims.size()), dims.data());
     const auto idx = pr::interp_tune_indices(L);
     std::vector<double> samples(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) samples[i] = static_cast<double>(data[idx[i]]);
-    const pr::InterpConfig cfg = pr::interp_configure(L, samples, eb, 1.0, {});
+    pr::InterpConfig cfg = pr::interp_configure(L, samples, eb, 1.0, {});
+    const pr::InterpAnchors<T> cpu_anchors = pr::interp_anchors_encode_cpu(data.data(), L, cfg, eb, radius, mode, 2);
+    cfg.anchors = cpu_anchors.mode;
     pr::InterpEncoded<T> cpu;
-    pr::interp_encode_cpu(data.data(), L, cfg, eb, 512, cpu, 2);
+    pr::interp_encode_cpu(data.data(), L, cfg, eb, radius, cpu_anchors, cpu, 2);
 
     T* d_data = nullptr;
     T* d_out = nullptr;
@@ -444,38 +468,84 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
     ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
     EXPECT_TRUE(pr::interp_gather_cuda(d_data, idx, nullptr) == samples);
     pr::InterpDeviceEncoded<T> gpu;
-    pr::interp_encode_cuda(d_data, L, cfg, eb, 512, gpu, nullptr);
+    pr::interp_anchors_encode_cuda(d_data, L, cfg, eb, radius, mode, gpu, nullptr);
+    ASSERT_EQ(gpu.anchor_mode, cpu_anchors.mode);
+    std::vector<T> start;
+    gsz::cuda::copy_to_host(start, gpu.anchor_start.data(), L.num_anchors, nullptr);
+    ASSERT_EQ(start.size(), cpu_anchors.start.size());
+    EXPECT_EQ(0, std::memcmp(start.data(), cpu_anchors.start.data(), start.size() * sizeof(T)));
+    if (gpu.anchor_mode == pr::kAnchorsCoded) {
+        std::vector<uint16_t> anchor_codes;
+        gsz::cuda::copy_to_host(anchor_codes, gpu.anchor_codes.data(), L.num_anchors, nullptr);
+        EXPECT_TRUE(anchor_codes == cpu_anchors.codes);
+    }
+    EXPECT_TRUE(gpu.listed == cpu_anchors.listed);
+    EXPECT_TRUE(gpu.listed_residual == cpu_anchors.listed_residual);
+
+    pr::interp_encode_cuda(d_data, L, cfg, eb, radius, gpu, nullptr);
     std::vector<uint16_t> codes;
-    std::vector<T> anchors, values;
+    std::vector<T> values;
     std::vector<uint64_t> index;
     gsz::cuda::copy_to_host(codes, gpu.codes.data(), data.size(), nullptr);
-    gsz::cuda::copy_to_host(anchors, gpu.anchors.data(), L.num_anchors, nullptr);
     gsz::cuda::copy_to_host(index, gpu.outlier_index.data(), gpu.num_outliers, nullptr);
     gsz::cuda::copy_to_host(values, gpu.outlier_value.data(), gpu.num_outliers, nullptr);
     EXPECT_TRUE(codes == cpu.codes);
     EXPECT_TRUE(index == cpu.outlier_index);
-    ASSERT_EQ(anchors.size(), cpu.anchors.size());
-    EXPECT_EQ(0, std::memcmp(anchors.data(), cpu.anchors.data(), anchors.size() * sizeof(T)));
     ASSERT_EQ(values.size(), cpu.outlier_value.size());
     EXPECT_EQ(0, std::memcmp(values.data(), cpu.outlier_value.data(), values.size() * sizeof(T)));
 
+    // Decoder: the anchors rebuilt from the codes and the archive's anchor section.
+    const bool raw = cfg.anchors == pr::kAnchorsRaw;
+    const std::vector<T> raw_host = raw ? cpu_anchors.start : std::vector<T>{};
+    gsz::cuda::DeviceBuffer<T> d_raw(raw_host.size(), nullptr);
+    gsz::cuda::DeviceBuffer<uint64_t> d_listed(cpu_anchors.listed.size(), nullptr),
+        d_residual(cpu_anchors.listed.size(), nullptr);
+    ASSERT_EQ(cudaMemcpy(d_raw.data(), raw_host.data(), raw_host.size() * sizeof(T), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_listed.data(), cpu_anchors.listed.data(), cpu_anchors.listed.size() * 8,
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_residual.data(), cpu_anchors.listed_residual.data(), cpu_anchors.listed.size() * 8,
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+    gsz::cuda::DeviceBuffer<T> d_start(L.num_anchors, nullptr);
     gsz::cuda::DeviceBuffer<uint32_t> corrupt(1, nullptr);
     corrupt.zero(nullptr);
-    pr::interp_decode_cuda<T>(gpu.codes.data(), gpu.anchors.data(), gpu.outlier_index.data(), gpu.outlier_value.data(),
-                              gpu.num_outliers, L, cfg, 512, d_out, corrupt.data(), nullptr);
+    auto decode_anchors = [&](uint64_t num_listed) {
+        pr::interp_anchors_decode_cuda<T>(gpu.codes.data(), d_raw.data(), d_listed.data(), d_residual.data(),
+                                          num_listed, gpu.outlier_index.data(), gpu.outlier_value.data(),
+                                          gpu.num_outliers, L, cfg, radius, d_start.data(), corrupt.data(), nullptr);
+    };
+    decode_anchors(cpu_anchors.listed.size());
+    const std::vector<T> ref_start = pr::interp_anchors_decode_cpu<T>(
+        cpu.codes, raw_host, cpu_anchors.listed, cpu_anchors.listed_residual, cpu.outlier_index, cpu.outlier_value,
+        L, cfg, radius);
+    gsz::cuda::copy_to_host(start, d_start.data(), L.num_anchors, nullptr);
+    EXPECT_EQ(0, std::memcmp(start.data(), ref_start.data(), start.size() * sizeof(T)));
+    EXPECT_EQ(0, std::memcmp(start.data(), cpu_anchors.start.data(), start.size() * sizeof(T)))
+        << "the decoder's anchors are not the encoder's";
+
+    pr::interp_decode_cuda<T>(gpu.codes.data(), d_start.data(), gpu.outlier_index.data(), gpu.outlier_value.data(),
+                              gpu.num_outliers, L, cfg, radius, d_out, corrupt.data(), nullptr);
     std::vector<T> out(data.size()), ref(data.size());
     std::vector<uint32_t> flag;
     gsz::cuda::copy_to_host(flag, corrupt.data(), 1, nullptr);
     EXPECT_EQ(flag[0], 0u);
     ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    pr::interp_decode_cpu<T>(cpu.codes, cpu.anchors, cpu.outlier_index, cpu.outlier_value, L, cfg, 512, ref.data(), 1);
+    pr::interp_decode_cpu<T>(cpu.codes, ref_start, cpu.outlier_index, cpu.outlier_value, L, cfg, radius, ref.data(), 1);
     EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T)));
     const auto r = check_bound(data, out, eb);
     EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
 
+    if (!raw && !cpu_anchors.listed.empty()) {   // drop the last listed anchor: the decoder must notice
+        decode_anchors(cpu_anchors.listed.size() - 1);
+        gsz::cuda::copy_to_host(flag, corrupt.data(), 1, nullptr);
+        EXPECT_NE(flag[0], 0u);
+        corrupt.zero(nullptr);
+    }
     if (gpu.num_outliers > 0) {   // hide one outlier: the decoder must notice
-        pr::interp_decode_cuda<T>(gpu.codes.data(), gpu.anchors.data(), gpu.outlier_index.data() + 1,
-                                  gpu.outlier_value.data() + 1, gpu.num_outliers - 1, L, cfg, 512, d_out,
+        pr::interp_decode_cuda<T>(gpu.codes.data(), d_start.data(), gpu.outlier_index.data() + 1,
+                                  gpu.outlier_value.data() + 1, gpu.num_outliers - 1, L, cfg, radius, d_out,
                                   corrupt.data(), nullptr);
         gsz::cuda::copy_to_host(flag, corrupt.data(), 1, nullptr);
         EXPECT_NE(flag[0], 0u);
@@ -486,13 +556,18 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
 
 TEST(CudaBackend, InterpKernelsMatchCpu) {
     REQUIRE_GPU();
-    const auto wmag = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
-    interp_matches_cpu(wmag, {91, 91, 91}, 0.05);
-    interp_matches_cpu(wmag, {91 * 91, 91}, 0.01);
-    interp_matches_cpu(wmag, {wmag.size()}, 0.5);
-    auto rough = walk<double>(70 * 30 * 20, 21, 50.0);
-    rough[100] = std::numeric_limits<double>::quiet_NaN();
-    interp_matches_cpu(rough, {70, 30, 20}, 0.01);   // many outliers
+    auto wmag = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    wmag[8 * 91 + 16] = std::numeric_limits<float>::infinity();   // a listed coded anchor
+    for (int mode : {int{gsz::predict::kAnchorsRaw}, int{gsz::predict::kAnchorsCoded}}) {
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.05, mode, 512);
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.05, mode, 32768);
+        interp_matches_cpu(wmag, {91 * 91, 91}, 0.01, mode, 512);
+        interp_matches_cpu(wmag, {wmag.size()}, 0.5, mode, 32768);
+        auto rough = walk<double>(70 * 30 * 20, 21, 50.0);
+        rough[100] = std::numeric_limits<double>::quiet_NaN();
+        rough[8] = std::numeric_limits<double>::quiet_NaN();   // an anchor
+        interp_matches_cpu(rough, {70, 30, 20}, 0.01, mode, 512);   // many outliers and listed anchors
+    }
 }
 
 // gsz_compress_device from device data into a host archive (empty on failure, reported).

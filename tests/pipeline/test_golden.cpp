@@ -1,10 +1,16 @@
-// Golden archives: small archives committed under tests/golden.  Compressing
-// their source again must give the same bytes (so a format change is a
-// deliberate act: regenerate with GSZ_UPDATE_GOLDEN=1 and bump the version),
-// and decoding them must stay within their bound.
+// Golden archives: small archives committed under tests/golden/v<version>.
+// Compressing their source again must give the archives of the current
+// version byte for byte (so a format change is a deliberate act: bump the
+// version, keep the old directory, regenerate with GSZ_UPDATE_GOLDEN=1), and
+// the archives of every version this gsz reads must keep decoding to the same
+// bits (hash of the output) within their bound.
 #include "test_util.hpp"
 
 #include <fstream>
+
+#include "format/archive.hpp"
+
+#include <xxhash.h>
 
 using namespace gsz::test;
 
@@ -20,6 +26,7 @@ struct Golden {
     uint32_t block = 128;
     uint32_t radius = 0;   // 0: gsz_params_init's
     gsz_lossless lossless = GSZ_LOSSLESS_AUTO;
+    gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_AUTO;
 };
 
 const Golden kGoldens[] = {
@@ -39,6 +46,30 @@ const Golden kGoldens[] = {
      GSZ_LOSSLESS_RUNS},
     {"runs_interp_wmag_40x24x10_f64_rel1e-2.gsz", GSZ_DTYPE_F64, {40, 24, 10}, GSZ_ERROR_REL, 1e-2,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_RUNS},
+    // version 2: interp anchors coded (the default above) or raw; radius 512 lists some coded anchors
+    {"interp_raw_wmag_91x37_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {91, 37}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_INTERP, 128,
+     0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_RAW},
+    {"interp_coded_wmag_40x24x10_f32_abs1e-2_r512.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_ABS, 1e-2,
+     GSZ_PIPELINE_INTERP, 128, 512, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_CODED},
+};
+
+// Archives of older versions: decode only, to the output whose XXH64 is pinned.
+struct OldGolden {
+    Golden source;
+    uint64_t output_hash;
+};
+
+const OldGolden kVersion1[] = {
+    {kGoldens[0], 0xc475dca136af3563},
+    {kGoldens[1], 0xd5cb5be74805d65b},
+    {kGoldens[2], 0x33e2c0ba7355faa3},
+    {kGoldens[3], 0x85b61ac350352257},
+    {kGoldens[4], 0x4df1c2427c3738d8},
+    {kGoldens[5], 0xb4186b21cdd2f3f0},
+    {kGoldens[6], 0x650aad6bec58916e},
+    {kGoldens[7], 0x03998a19b5e86a01},
+    {kGoldens[8], 0x33e2c0ba7355faa3},
+    {kGoldens[9], 0xa0abd5f337f7b7d3},
 };
 
 // The golden's input: the leading box of the bundled 91^3 sample, with one
@@ -63,13 +94,14 @@ std::vector<T> golden_input(const std::vector<uint64_t>& dims) {
 template <class T>
 void check_golden(const Golden& g) {
     const auto input = golden_input<T>(g.dims);
-    const auto path = repo_dir() / "tests" / "golden" / g.file;
+    const auto path = repo_dir() / "tests" / "golden" / ("v" + std::to_string(gsz::format::kFormatVersion)) / g.file;
     gsz::Context ctx;
     auto params = make_params(g.dtype, g.dims, g.mode, g.eb);
     params.pipeline = g.pipeline;
     params.block_size = g.block;
     if (g.radius) params.radius = g.radius;
     params.lossless = g.lossless;
+    params.interp_anchors = g.anchors;
     const auto fresh = ctx.compress(params, input.data());
     if (std::getenv("GSZ_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),
@@ -88,6 +120,35 @@ void check_golden(const Golden& g) {
     const auto r = check_bound(input, dec, info.error_bound_abs);
     EXPECT_EQ(r.violations, 0u);
     EXPECT_EQ(r.nonfinite_changed, 0u);
+}
+
+template <class T>
+void check_old_golden(const OldGolden& old, uint32_t version) {
+    const Golden& g = old.source;
+    const auto input = golden_input<T>(g.dims);
+    const auto path = repo_dir() / "tests" / "golden" / ("v" + std::to_string(version)) / g.file;
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;
+    const auto golden = read_bytes(path);
+    gsz::Context ctx;
+    const auto info = ctx.inspect(golden.data(), golden.size());
+    EXPECT_EQ(info.format_version, version);
+    const auto dec = ctx.decompress<T>(golden, GSZ_DEVICE_CPU);
+    EXPECT_EQ(XXH64(dec.data(), dec.size() * sizeof(T), 0), old.output_hash)
+        << std::hex << "0x" << XXH64(dec.data(), dec.size() * sizeof(T), 0)
+        << ": a version " << version << " archive no longer decodes to the same bits";
+    const auto r = check_bound(input, dec, info.error_bound_abs);
+    EXPECT_EQ(r.violations, 0u);
+    EXPECT_EQ(r.nonfinite_changed, 0u);
+}
+
+TEST(Golden, Version1ArchivesStillDecodeToTheSameBits) {
+    for (const OldGolden& g : kVersion1) {
+        SCOPED_TRACE(g.source.file);
+        if (g.source.dtype == GSZ_DTYPE_F32)
+            check_old_golden<float>(g, 1);
+        else
+            check_old_golden<double>(g, 1);
+    }
 }
 
 TEST(Golden, ArchivesAreStable) {

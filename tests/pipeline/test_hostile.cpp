@@ -6,6 +6,7 @@
 
 #include "format/archive.hpp"
 #include "pipeline/code_stage.hpp"
+#include "pipeline/interp_sections.hpp"
 #include "runtime/byte_io.hpp"
 
 #include <algorithm>
@@ -201,8 +202,10 @@ TEST(Hostile, LyingFastSectionsAreRejected) {
 
 // An interp archive of the small field with several exact outliers (NaN,
 // Inf) and an absolute bound, so every section has content.
-std::vector<uint8_t> interp_archive() {
+// The tests below lie about raw anchors unless they ask for coded ones.
+std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_RAW) {
     auto v = small_field();
+    v[8] = std::numeric_limits<float>::quiet_NaN();   // anchor 1: coded, it is listed
     v[300] = v[301];
     for (size_t i : {7, 55, 999, 1500}) v[i] = std::numeric_limits<float>::quiet_NaN();
     v[123] = std::numeric_limits<float>::infinity();
@@ -210,6 +213,7 @@ std::vector<uint8_t> interp_archive() {
     gsz::Context ctx;
     auto p = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_ABS, 1e-2);
     p.pipeline = GSZ_PIPELINE_INTERP;
+    p.interp_anchors = anchors;
     return ctx.compress(p, v.data());
 }
 
@@ -250,7 +254,8 @@ TEST(Hostile, LyingInterpSectionsAreRejected) {
     for (size_t d = 0; d < 3; ++d)
         for (uint8_t spline : {uint8_t{2}, uint8_t{7}, uint8_t{255}})
             expect_corrupt(patch(31 + d, spline), "spline " + std::to_string(spline) + " of dim " + std::to_string(d));
-    expect_corrupt(patch(34, uint16_t{1}), "reserved u16");
+    expect_corrupt(patch(34, uint16_t{1}), "coded anchors over a raw anchor section");
+    expect_corrupt(patch(34, uint16_t{2}), "anchor coding 2");
     const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
     for (double alpha : {0.5, 0.0, -2.0, nan, inf}) expect_corrupt(patch(36, alpha), "alpha " + std::to_string(alpha));
     for (double beta : {0.5, 0.0, nan, -inf, inf}) expect_corrupt(patch(44, beta), "beta " + std::to_string(beta));
@@ -357,6 +362,65 @@ TEST(Hostile, LyingInterpSectionsAreRejected) {
             EXPECT_EQ(try_decompress(with_section(archive, kind, s)), GSZ_STATUS_OK);
         }
     }
+}
+
+// Coded anchors: the listed (index, residual) pairs must match the anchors
+// whose code is 0 one to one; a garbage residual decodes to something.
+TEST(Hostile, LyingCodedAnchorsAreRejected) {
+    using gsz::format::SectionKind;
+    const auto archive = interp_archive(GSZ_INTERP_ANCHORS_CODED);
+    ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
+    const auto params = section_of(archive, SectionKind::pipeline_params);
+    uint16_t mode = 0;
+    std::memcpy(&mode, params.data() + 34, 2);
+    ASSERT_EQ(mode, 1);
+    const auto anchors = section_of(archive, SectionKind::interp_anchors);
+    ASSERT_EQ(anchors.size(), 16u) << "the NaN anchor is listed";
+    uint64_t listed = 0;
+    std::memcpy(&listed, anchors.data(), 8);
+    ASSERT_EQ(listed, 1u);
+    auto expect_corrupt = [&](const std::vector<uint8_t>& section, const std::string& what) {
+        EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_anchors, section)), GSZ_STATUS_CORRUPT)
+            << what;
+    };
+    expect_corrupt({}, "the code-0 anchor not listed");
+    for (size_t size : {size_t{8}, size_t{15}, size_t{17}, size_t{24}, size_t{36}}) {
+        auto a = anchors;
+        a.resize(size);
+        expect_corrupt(a, "anchor section of " + std::to_string(size) + " bytes");
+    }
+    auto with_index = [&](std::initializer_list<uint64_t> idx) {
+        std::vector<uint8_t> a;
+        for (uint64_t i : idx) {
+            const uint64_t residual = 0;
+            a.insert(a.end(), reinterpret_cast<const uint8_t*>(&i), reinterpret_cast<const uint8_t*>(&i) + 8);
+            a.insert(a.end(), reinterpret_cast<const uint8_t*>(&residual),
+                     reinterpret_cast<const uint8_t*>(&residual) + 8);
+        }
+        return a;
+    };
+    expect_corrupt(with_index({0}), "a listed anchor whose code is not 0");
+    expect_corrupt(with_index({1, 2}), "one listed anchor too many");
+    expect_corrupt(with_index({1, 1}), "listed twice");
+    expect_corrupt(with_index({9}), "an index past the 3x3x1 grid");
+    expect_corrupt(with_index({~uint64_t{0}}), "index 2^64 - 1");
+    std::mt19937 rng(4);
+    for (int trial = 0; trial < 50; ++trial) {
+        auto a = anchors;
+        a[8 + rng() % 8] ^= static_cast<uint8_t>(1u << (rng() % 8));
+        EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_anchors, a)), GSZ_STATUS_OK);
+    }
+    auto raw = params;
+    raw[34] = 0;
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, raw)), GSZ_STATUS_CORRUPT)
+        << "raw anchors over a coded anchor section";
+
+    // Format version 1 had no coded anchors: the field was reserved.
+    auto parsed = gsz::format::archive_parse(archive);
+    parsed.header.format_version = 1;
+    EXPECT_THROW(gsz::pipeline::InterpParams::read(params, parsed.header), gsz::Error);
+    parsed.header.format_version = 2;
+    EXPECT_NO_THROW(gsz::pipeline::InterpParams::read(params, parsed.header));
 }
 
 // Zero codes without an outlier entry (an outlier removed, or a flipped

@@ -478,44 +478,80 @@ std::vector<T> smooth_noisy(uint64_t n, uint32_t seed) {
     return v;
 }
 
+// The anchor stage then the tiles, as the pipeline runs them.
+template <class T>
+struct Encoded {
+    InterpConfig cfg;
+    InterpAnchors<T> anchors;
+    InterpEncoded<T> enc;
+};
+
+template <class T>
+Encoded<T> encode_with(const std::vector<T>& data, const InterpLayout& L, InterpConfig cfg, double eb,
+                       uint32_t radius, int mode, int threads) {
+    Encoded<T> e;
+    e.anchors = interp_anchors_encode_cpu(data.data(), L, cfg, eb, radius, mode, threads);
+    cfg.anchors = e.anchors.mode;
+    e.cfg = cfg;
+    interp_encode_cpu(data.data(), L, e.cfg, eb, radius, e.anchors, e.enc, threads);
+    return e;
+}
+
+template <class T>
+std::vector<T> decode_with(const Encoded<T>& e, std::span<const uint16_t> codes, std::span<const uint64_t> listed,
+                           std::span<const uint64_t> residual, const InterpLayout& L, uint32_t radius, int threads) {
+    const std::vector<T> raw = e.anchors.mode == kAnchorsRaw ? e.anchors.start : std::vector<T>{};
+    const auto start = interp_anchors_decode_cpu<T>(codes, raw, listed, residual, e.enc.outlier_index,
+                                                    e.enc.outlier_value, L, e.cfg, radius);
+    std::vector<T> out(L.num_elements, T(-12345));
+    interp_decode_cpu<T>(codes, start, e.enc.outlier_index, e.enc.outlier_value, L, e.cfg, radius, out.data(),
+                         threads);
+    return out;
+}
+
 template <class T>
 void encode_decode(const std::vector<uint64_t>& dims, double eb, uint32_t radius = 512) {
-    SCOPED_TRACE(testing::Message() << "dims " << dims.size() << "-D, first " << dims[0] << ", eb " << eb << ", "
-                                    << sizeof(T) * 8 << "-bit");
     const auto L = layout_of(dims);
     auto data = smooth_noisy<T>(L.num_elements, 42);
     data[L.num_elements / 3] = std::numeric_limits<T>::quiet_NaN();
     data[L.num_elements - 1] = std::numeric_limits<T>::infinity();
     data[L.num_elements / 2] = static_cast<T>(1e6);
+    data[0] = std::numeric_limits<T>::quiet_NaN();   // an anchor
     const auto cfg = interp_configure(L, gather_samples(L, data), eb, 2.6, {});
 
-    InterpEncoded<T> one, three;
-    interp_encode_cpu(data.data(), L, cfg, eb, radius, one, 1);
-    interp_encode_cpu(data.data(), L, cfg, eb, radius, three, 3);
-    ASSERT_EQ(one.codes.size(), L.num_elements);
-    EXPECT_EQ(one.codes, three.codes) << "tiles are not independent of the thread schedule";
-    EXPECT_EQ(one.outlier_index, three.outlier_index);
-    ASSERT_EQ(one.anchors.size(), L.num_anchors);
-    EXPECT_EQ(0, std::memcmp(one.anchors.data(), three.anchors.data(), one.anchors.size() * sizeof(T)));
-    ASSERT_EQ(one.outlier_value.size(), one.outlier_index.size());
-    uint64_t zeros = 0;
-    for (auto c : one.codes) {
-        zeros += c == 0;
-        ASSERT_LT(c, 2 * radius);
-    }
-    EXPECT_EQ(zeros, one.outlier_index.size());
-    EXPECT_GE(zeros, 2u);   // the NaN and the Inf at least
-    EXPECT_TRUE(std::is_sorted(one.outlier_index.begin(), one.outlier_index.end()));
+    for (int mode : {int{kAnchorsRaw}, int{kAnchorsCoded}}) {
+        SCOPED_TRACE(testing::Message() << "dims " << dims.size() << "-D, first " << dims[0] << ", eb " << eb << ", "
+                                        << sizeof(T) * 8 << "-bit, anchors " << (mode ? "coded" : "raw"));
+        const Encoded<T> one = encode_with(data, L, cfg, eb, radius, mode, 1);
+        const Encoded<T> three = encode_with(data, L, cfg, eb, radius, mode, 3);
+        ASSERT_EQ(one.anchors.mode, mode);
+        ASSERT_EQ(one.enc.codes.size(), L.num_elements);
+        EXPECT_EQ(one.enc.codes, three.enc.codes) << "tiles are not independent of the thread schedule";
+        EXPECT_EQ(one.enc.outlier_index, three.enc.outlier_index);
+        EXPECT_EQ(one.anchors.listed, three.anchors.listed);
+        EXPECT_EQ(one.anchors.listed_residual, three.anchors.listed_residual);
+        ASSERT_EQ(one.anchors.start.size(), L.num_anchors);
+        EXPECT_EQ(0, std::memcmp(one.anchors.start.data(), three.anchors.start.data(),
+                                 one.anchors.start.size() * sizeof(T)));
+        ASSERT_EQ(one.enc.outlier_value.size(), one.enc.outlier_index.size());
+        uint64_t zeros = 0;
+        for (auto c : one.enc.codes) {
+            zeros += c == 0;
+            ASSERT_LT(c, 2 * radius);
+        }
+        EXPECT_EQ(zeros, one.enc.outlier_index.size());
+        EXPECT_GE(zeros, mode == kAnchorsCoded ? 3u : 2u);   // the NaNs and the Inf at least
+        EXPECT_TRUE(std::is_sorted(one.enc.outlier_index.begin(), one.enc.outlier_index.end()));
 
-    for (int threads : {1, 3}) {
-        std::vector<T> out(L.num_elements, T(-12345));
-        interp_decode_cpu<T>(one.codes, one.anchors, one.outlier_index, one.outlier_value, L, cfg, radius, out.data(),
-                             threads);
-        for (uint64_t i = 0; i < L.num_elements; ++i) {
-            if (std::isfinite(data[i]))
-                ASSERT_LE(std::fabs(double(out[i]) - double(data[i])), eb) << "element " << i;
-            else
-                ASSERT_EQ(0, std::memcmp(&out[i], &data[i], sizeof(T))) << "element " << i;
+        for (int threads : {1, 3}) {
+            const auto out = decode_with(one, one.enc.codes, one.anchors.listed, one.anchors.listed_residual, L,
+                                         radius, threads);
+            for (uint64_t i = 0; i < L.num_elements; ++i) {
+                if (std::isfinite(data[i]))
+                    ASSERT_LE(std::fabs(double(out[i]) - double(data[i])), eb) << "element " << i;
+                else
+                    ASSERT_EQ(0, std::memcmp(&out[i], &data[i], sizeof(T))) << "element " << i;
+            }
         }
     }
 }
@@ -542,61 +578,139 @@ TEST(InterpCpu, ZeroCodeWithoutOutlierIsCorrupt) {
     data[100] = std::numeric_limits<float>::quiet_NaN();
     data[2000] = std::numeric_limits<float>::infinity();
     const auto cfg = interp_configure(L, gather_samples(L, data), 0.01, 2.6, {});
-    InterpEncoded<float> enc;
-    interp_encode_cpu(data.data(), L, cfg, 0.01, 512, enc, 1);
-    ASSERT_GE(enc.outlier_index.size(), 2u);
+    const auto e = encode_with(data, L, cfg, 0.01, 512, kAnchorsRaw, 1);
+    ASSERT_GE(e.enc.outlier_index.size(), 2u);
     for (int threads : {1, 3}) {
-        for (size_t drop : {size_t{0}, enc.outlier_index.size() - 1}) {
-            auto idx = enc.outlier_index;
-            auto val = enc.outlier_value;
+        for (size_t drop : {size_t{0}, e.enc.outlier_index.size() - 1}) {
+            auto idx = e.enc.outlier_index;
+            auto val = e.enc.outlier_value;
             idx.erase(idx.begin() + static_cast<ptrdiff_t>(drop));
             val.erase(val.begin() + static_cast<ptrdiff_t>(drop));
             std::vector<float> out(L.num_elements);
             try {
-                interp_decode_cpu<float>(enc.codes, enc.anchors, idx, val, L, cfg, 512, out.data(), threads);
+                interp_decode_cpu<float>(e.enc.codes, e.anchors.start, idx, val, L, e.cfg, 512, out.data(), threads);
                 ADD_FAILURE() << "a zero code without its outlier was accepted";
-            } catch (const gsz::Error& e) {
-                EXPECT_EQ(e.status(), GSZ_STATUS_CORRUPT);
+            } catch (const gsz::Error& err) {
+                EXPECT_EQ(err.status(), GSZ_STATUS_CORRUPT);
             }
         }
     }
 }
 
-TEST(InterpCpu, AnchorsAreTheExactValues) {
+TEST(InterpCpu, RawAnchorsAreTheExactValues) {
     const std::vector<uint64_t> dims = {70, 19, 17};
     const auto L = layout_of(dims);
     const auto data = smooth_noisy<float>(L.num_elements, 9);
     const auto cfg = interp_configure(L, gather_samples(L, data), 0.01, 2.6, {});
-    InterpEncoded<float> enc;
-    interp_encode_cpu(data.data(), L, cfg, 0.01, 512, enc, 2);
-    ASSERT_EQ(enc.anchors.size(), L.num_anchors);
+    const auto e = encode_with(data, L, cfg, 0.01, 512, kAnchorsRaw, 2);
+    ASSERT_EQ(e.anchors.start.size(), L.num_anchors);
     size_t k = 0;
     for (uint64_t z = 0; z < dims[2]; z += 8)
         for (uint64_t y = 0; y < dims[1]; y += 8)
             for (uint64_t x = 0; x < dims[0]; x += 8) {
                 const uint64_t g = x + dims[0] * (y + dims[1] * z);
-                EXPECT_EQ(enc.anchors[k++], data[g]);
-                EXPECT_EQ(enc.codes[g], 512) << "an anchor's code is the zero residual";
+                EXPECT_EQ(e.anchors.start[k++], data[g]);
+                EXPECT_EQ(e.enc.codes[g], 512) << "a raw anchor's code is the zero residual";
             }
-    EXPECT_EQ(k, enc.anchors.size());
+    EXPECT_EQ(k, e.anchors.start.size());
+}
+
+// Coded anchors: on the coarsest level's lattice (so within its bound, not
+// only the user's), the codes are the Lorenzo residuals of the lattice values,
+// and the ones that cannot be coded are outliers whose residual is listed.
+TEST(InterpCpu, CodedAnchorsAreLorenzoResidualsOnTheCoarsestLattice) {
+    const std::vector<uint64_t> dims = {70, 19, 17};
+    const auto L = layout_of(dims);
+    auto data = smooth_noisy<float>(L.num_elements, 10);
+    const uint64_t nan_anchor = 8 + dims[0] * 8, far_anchor = 16 + dims[0] * (8 + dims[1] * 8);
+    data[nan_anchor] = std::numeric_limits<float>::quiet_NaN();
+    data[far_anchor] = 1e30f;   // off the lattice: code 0, exact
+    const double eb = 0.01;
+    const auto cfg = interp_configure(L, gather_samples(L, data), eb, 2.6, {});
+    const auto e = encode_with(data, L, cfg, eb, 512, kAnchorsCoded, 2);
+    ASSERT_EQ(e.anchors.mode, kAnchorsCoded);
+    const auto aq = interp_anchor_quant(L, cfg);
+    EXPECT_LT(aq.eb, eb) << "3-D at eb 0.01: the coarsest level's bound is tighter than the user's";
+    const auto grid = interp_anchor_grid(L);
+    std::vector<int64_t> q(grid.count());
+    for (uint64_t a = 0; a < grid.count(); ++a) q[a] = interp_anchor_lattice(data[grid.element(a, L)], aq);
+    std::vector<uint64_t> listed;
+    for (uint64_t a = 0; a < grid.count(); ++a) {
+        const uint64_t g = grid.element(a, L);
+        const uint16_t code = e.enc.codes[g];
+        EXPECT_EQ(code, e.anchors.codes[a]);
+        if (code == 0) {
+            listed.push_back(a);
+            EXPECT_EQ(0, std::memcmp(&e.anchors.start[a], &data[g], sizeof(float))) << "anchor " << a;
+            continue;
+        }
+        // Residual: q minus its backward neighbours' Lorenzo prediction, by hand.
+        const uint64_t a0 = a % grid.dims[0], a1 = (a / grid.dims[0]) % grid.dims[1], a2 = a / (grid.dims[0] * grid.dims[1]);
+        auto Q = [&](uint64_t i, uint64_t j, uint64_t k) { return q[(k * grid.dims[1] + j) * grid.dims[0] + i]; };
+        int64_t pred = 0;
+        if (a0) pred += Q(a0 - 1, a1, a2);
+        if (a1) pred += Q(a0, a1 - 1, a2);
+        if (a2) pred += Q(a0, a1, a2 - 1);
+        if (a0 && a1) pred -= Q(a0 - 1, a1 - 1, a2);
+        if (a0 && a2) pred -= Q(a0 - 1, a1, a2 - 1);
+        if (a1 && a2) pred -= Q(a0, a1 - 1, a2 - 1);
+        if (a0 && a1 && a2) pred += Q(a0 - 1, a1 - 1, a2 - 1);
+        EXPECT_EQ(int64_t{code} - 512, q[a] - pred) << "anchor " << a;
+        EXPECT_LE(std::fabs(double(e.anchors.start[a]) - double(data[g])), aq.eb * (1 + 1e-6)) << "anchor " << a;
+    }
+    EXPECT_EQ(listed, e.anchors.listed);
+    EXPECT_EQ(listed.size(), 2u) << "the NaN and the far anchor";
+}
+
+// Listed anchors and anchor codes must agree one to one.
+TEST(InterpCpu, CodedAnchorListMismatchIsCorrupt) {
+    constexpr uint32_t kRadius = 32768;
+    const auto L = layout_of({130, 33});
+    auto data = smooth_noisy<float>(L.num_elements, 11);
+    data[16] = std::numeric_limits<float>::infinity();   // anchor 1
+    const auto cfg = interp_configure(L, gather_samples(L, data), 0.01, 2.6, {});
+    const auto e = encode_with(data, L, cfg, 0.01, kRadius, kAnchorsCoded, 1);
+    ASSERT_EQ(e.anchors.listed, std::vector<uint64_t>{1});
+    const auto& listed = e.anchors.listed;
+    const auto& residual = e.anchors.listed_residual;
+    auto expect_corrupt = [&](std::span<const uint16_t> codes, std::span<const uint64_t> l,
+                              std::span<const uint64_t> r, const char* what) {
+        try {
+            decode_with(e, codes, l, r, L, kRadius, 1);
+            ADD_FAILURE() << what << " was accepted";
+        } catch (const gsz::Error& err) {
+            EXPECT_EQ(err.status(), GSZ_STATUS_CORRUPT) << what;
+        }
+    };
+    expect_corrupt(e.enc.codes, {}, {}, "a zero-code anchor without its listed residual");
+    const std::vector<uint64_t> two = {1, 2}, two_r = {residual[0], 0};
+    expect_corrupt(e.enc.codes, two, two_r, "a listed anchor whose code is not 0");
+    const std::vector<uint64_t> other = {0};
+    expect_corrupt(e.enc.codes, other, residual, "a residual listed for another anchor");
+    // The listed residual is what makes the sums right: a wrong one moves
+    // every later anchor, but decodes (it is not detectable).
+    const auto out = decode_with(e, e.enc.codes, listed, residual, L, kRadius, 1);
+    EXPECT_EQ(0, std::memcmp(&out[16], &data[16], sizeof(float)));
 }
 
 TEST(InterpCpu, DecodeRejectsStreamsThatDoNotMatchTheLayout) {
     const auto L = layout_of({130, 33});
     const auto data = smooth_noisy<float>(L.num_elements, 5);
     const auto cfg = interp_configure(L, gather_samples(L, data), 0.01, 2.6, {});
-    InterpEncoded<float> enc;
-    interp_encode_cpu(data.data(), L, cfg, 0.01, 512, enc, 1);
+    const auto e = encode_with(data, L, cfg, 0.01, 512, kAnchorsRaw, 1);
     std::vector<float> out(L.num_elements);
-    auto anchors = enc.anchors;
+    auto anchors = e.anchors.start;
     anchors.pop_back();
-    EXPECT_THROW(interp_decode_cpu<float>(enc.codes, anchors, enc.outlier_index, enc.outlier_value, L, cfg, 512,
-                                          out.data(), 1),
+    EXPECT_THROW(interp_decode_cpu<float>(e.enc.codes, anchors, e.enc.outlier_index, e.enc.outlier_value, L, e.cfg,
+                                          512, out.data(), 1),
                  gsz::Error);
-    auto codes = enc.codes;
+    auto codes = e.enc.codes;
     codes.pop_back();
-    EXPECT_THROW(interp_decode_cpu<float>(codes, enc.anchors, enc.outlier_index, enc.outlier_value, L, cfg, 512,
-                                          out.data(), 1),
+    EXPECT_THROW(interp_decode_cpu<float>(codes, e.anchors.start, e.enc.outlier_index, e.enc.outlier_value, L, e.cfg,
+                                          512, out.data(), 1),
+                 gsz::Error);
+    EXPECT_THROW(interp_anchors_decode_cpu<float>(codes, anchors, {}, {}, e.enc.outlier_index, e.enc.outlier_value, L,
+                                                  e.cfg, 512),
                  gsz::Error);
 }
 

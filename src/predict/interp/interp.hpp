@@ -2,9 +2,11 @@
 // Per-element math and the tile rules: interp_math.hpp.
 //
 // Streams (archive sections, docs/FORMAT.md):
-//   codes     one quant-code per element in raster order (anchors get the
-//             zero-residual code `radius`), Huffman-coded like lorenzo's
-//   anchors   exact values of the anchor grid, raster order
+//   codes     one quant-code per element in raster order (raw anchors get
+//             the zero-residual code `radius`), Huffman-coded like lorenzo's
+//   anchors   raw: exact values of the anchor grid, raster order; coded: the
+//             anchors' codes are in `codes` (interp_math.hpp), and this lists
+//             the anchors with code 0 and their Lorenzo residuals
 //   outliers  raster indices (strictly increasing) and exact values of the
 //             points whose code is 0
 #pragma once
@@ -25,7 +27,10 @@ InterpLayout interp_layout(uint32_t rank, const uint64_t* dims);
 
 // What the predictor was told or chose: the archive stores it, the decoder
 // replays it.
+enum InterpAnchorMode : uint8_t { kAnchorsRaw = 0, kAnchorsCoded = 1 };
+
 struct InterpConfig {
+    uint8_t anchors = kAnchorsCoded;   // InterpAnchorMode, chosen by the anchor stage
     double alpha = 1.75, beta = 4.0;
     uint8_t order[3] = {0, 1, 2};    // dims in processing order (0 = fastest)
     uint8_t spline[3] = {kSplineNotAKnot, kSplineNotAKnot, kSplineNotAKnot};   // cubic per dim
@@ -38,6 +43,7 @@ struct InterpOverrides {
     double beta = 0;         // 0 = auto: 4
     int spline = -1;         // -1 = auto per dim; else InterpSpline for every dim
     int order[3] = {-1, -1, -1};   // order[0] < 0 = auto
+    int anchors = -1;        // -1 = auto (coded unless its outliers make it larger); else InterpAnchorMode
 };
 
 // cuSZ-i's Eq. 1: alpha from the value-range-relative bound.
@@ -56,20 +62,66 @@ std::vector<uint64_t> interp_tune_indices(const InterpLayout& layout);
 InterpConfig interp_configure(const InterpLayout& layout, std::span<const double> samples, double eb_abs,
                               double value_range, const InterpOverrides& overrides);
 
+// The quantizer of coded anchors: half the coarsest level's bound (lattice
+// step e_{L-1}).  Every level predicts from the anchors, so their error
+// spreads furthest; at the coarsest level's own bound very smooth fields lose
+// up to 5 dB of PSNR at rel 1e-4 against raw anchors, at half of it none
+// (bench/NOTES.md), for 1-3% of the ratio that coding them gains.
+inline InterpLevelQuant interp_anchor_quant(const InterpLayout& layout, const InterpConfig& config) {
+    return InterpLevelQuant::from_bound(config.level_eb[layout.num_levels - 1] * 0.5);
+}
+
+// Auto mode: coded unless its listed anchors make it likely larger than raw
+// (a coded anchor costs about a byte of Huffman code; one with code 0 costs
+// its listed index and residual plus an outlier's index and value).
+inline uint8_t interp_choose_anchor_mode(int requested, uint64_t num_anchors, uint64_t num_listed,
+                                         uint64_t value_bytes) {
+    if (requested >= 0) return static_cast<uint8_t>(requested);
+    const uint64_t coded = num_listed * (24 + value_bytes) + (num_anchors - num_listed);
+    return coded < num_anchors * value_bytes ? kAnchorsCoded : kAnchorsRaw;
+}
+
+// The anchor stage, run before the tiles: the values the tiles start from and,
+// for coded anchors, their codes and the listed (code 0) ones.
+template <class T>
+struct InterpAnchors {
+    uint8_t mode = kAnchorsRaw;
+    std::vector<T> start;                    // per anchor, raster order of the anchor grid
+    std::vector<uint16_t> codes;             // coded: per anchor
+    std::vector<uint64_t> listed;            // coded: anchors with code 0, increasing
+    std::vector<uint64_t> listed_residual;   // their Lorenzo residuals (two's complement)
+};
+
+// `config.level_eb` must be set; the mode is `requested` (InterpOverrides::anchors).
+template <class T>
+InterpAnchors<T> interp_anchors_encode_cpu(const T* data, const InterpLayout& layout, const InterpConfig& config,
+                                           double eb, uint32_t radius, int requested, int num_threads);
+
 template <class T>
 struct InterpEncoded {
     std::vector<uint16_t> codes;       // one per element, raster order
-    std::vector<T> anchors;
     std::vector<uint64_t> outlier_index;
     std::vector<T> outlier_value;
 };
 
+// `config.anchors` must be `anchors.mode`.
 template <class T>
 void interp_encode_cpu(const T* data, const InterpLayout& layout, const InterpConfig& config, double eb,
-                       uint32_t radius, InterpEncoded<T>& out, int num_threads);
+                       uint32_t radius, const InterpAnchors<T>& anchors, InterpEncoded<T>& out, int num_threads);
+
+// The anchors' start values from the archive: raw values (whose codes must be
+// `radius`), or the coded anchors' codes, listed residuals and, for code 0,
+// their outlier values.  Throws GSZ_STATUS_CORRUPT when they do not agree.
+// The caller has checked that both index lists increase strictly.
+template <class T>
+std::vector<T> interp_anchors_decode_cpu(std::span<const uint16_t> codes, std::span<const T> raw,
+                                         std::span<const uint64_t> listed, std::span<const uint64_t> listed_residual,
+                                         std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
+                                         const InterpLayout& layout, const InterpConfig& config, uint32_t radius);
 
 // Throws GSZ_STATUS_CORRUPT when a zero code has no outlier entry.  The caller
 // has checked the section sizes and that outlier indices increase strictly.
+// `anchors`: the start values (interp_anchors_decode_cpu).
 template <class T>
 void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> anchors,
                        std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,

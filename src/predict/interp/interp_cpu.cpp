@@ -179,15 +179,126 @@ InterpConfig interp_configure(const InterpLayout& L, std::span<const double> sam
     return cfg;
 }
 
+namespace {
+
+// Runs f(workspace offset, anchor index) over the anchors of a tile's workspace.
+template <class F>
+void for_each_ws_anchor(const InterpLayout& L, const InterpLayout::TileBox& box, F&& f) {
+    const uint32_t S = L.anchor_stride;
+    for (uint32_t z = 0; z <= box.last[2]; z += (L.rank > 2 ? S : 1))
+        for (uint32_t y = 0; y <= box.last[1]; y += (L.rank > 1 ? S : 1))
+            for (uint32_t x = 0; x <= box.last[0]; x += S) {
+                const uint32_t c[3] = {x, y, z};
+                f(interp_ws_offset(L, c), L.anchor_index(box.origin, c));
+            }
+}
+
+}  // namespace
+
+template <class T>
+InterpAnchors<T> interp_anchors_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig& cfg, double eb,
+                                           uint32_t radius, int requested, int num_threads) {
+    const InterpAnchorGrid grid = interp_anchor_grid(L);
+    const int64_t na = static_cast<int64_t>(grid.count());
+    InterpAnchors<T> out;
+    out.start.resize(static_cast<size_t>(na));
+    if (requested != kAnchorsRaw) {
+        const InterpLevelQuant aq = interp_anchor_quant(L, cfg);
+        std::vector<int64_t> q(static_cast<size_t>(na));
+        out.codes.resize(static_cast<size_t>(na));
+#pragma omp parallel for num_threads(resolve_threads(num_threads)) schedule(static)
+        for (int64_t a = 0; a < na; ++a) q[a] = interp_anchor_lattice(data[grid.element(a, L)], aq);
+#pragma omp parallel for num_threads(resolve_threads(num_threads)) schedule(static)
+        for (int64_t a = 0; a < na; ++a)
+            out.codes[a] = interp_anchor_code(data[grid.element(a, L)], q[a], interp_anchor_residual(q.data(), grid, a),
+                                              aq, eb, radius, out.start[a]);
+        for (int64_t a = 0; a < na; ++a)
+            if (out.codes[a] == 0) {
+                out.listed.push_back(static_cast<uint64_t>(a));
+                out.listed_residual.push_back(interp_anchor_residual(q.data(), grid, a));
+            }
+        out.mode = interp_choose_anchor_mode(requested, grid.count(), out.listed.size(), sizeof(T));
+        if (out.mode == kAnchorsCoded) return out;
+        out = InterpAnchors<T>{};
+        out.start.resize(static_cast<size_t>(na));
+    }
+    out.mode = kAnchorsRaw;
+    for (int64_t a = 0; a < na; ++a) out.start[a] = data[grid.element(a, L)];
+    return out;
+}
+
+template <class T>
+std::vector<T> interp_anchors_decode_cpu(std::span<const uint16_t> codes, std::span<const T> raw,
+                                         std::span<const uint64_t> listed, std::span<const uint64_t> listed_residual,
+                                         std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
+                                         const InterpLayout& L, const InterpConfig& cfg, uint32_t radius) {
+    constexpr gsz_status bad = GSZ_STATUS_CORRUPT;
+    const InterpAnchorGrid grid = interp_anchor_grid(L);
+    const uint64_t na = grid.count();
+    GSZ_CHECK(codes.size() == L.num_elements && listed.size() == listed_residual.size() &&
+                  outlier_index.size() == outlier_value.size(),
+              GSZ_STATUS_INTERNAL, "interp_anchors_decode_cpu: stream sizes do not match the layout");
+    if (cfg.anchors == kAnchorsRaw) {
+        GSZ_CHECK(raw.size() == na, GSZ_STATUS_INTERNAL, "interp_anchors_decode_cpu: %zu raw anchors", raw.size());
+        for (uint64_t a = 0; a < na; ++a)   // encoders write `radius` there
+            GSZ_CHECK(codes[grid.element(a, L)] == radius, bad, "interp: raw anchor %llu has a code other than the radius",
+                      static_cast<unsigned long long>(a));
+        return {raw.begin(), raw.end()};
+    }
+    // Residuals: from the codes, or listed for the anchors with code 0 (one
+    // entry each, in order), then prefix sums along each dim give q.
+    std::vector<uint64_t> q(na);
+    size_t k = 0;
+    for (uint64_t a = 0; a < na; ++a) {
+        const uint16_t code = codes[grid.element(a, L)];
+        if (code != 0) {
+            q[a] = static_cast<uint64_t>(static_cast<int64_t>(code) - static_cast<int64_t>(radius));
+            continue;
+        }
+        GSZ_CHECK(k < listed.size() && listed[k] == a, bad, "interp_anchors: anchor %llu has code 0 but is not listed",
+                  static_cast<unsigned long long>(a));
+        q[a] = listed_residual[k++];
+    }
+    GSZ_CHECK(k == listed.size(), bad, "interp_anchors: anchor %llu is listed but its code is not 0",
+              static_cast<unsigned long long>(k < listed.size() ? listed[k] : 0));
+    const uint64_t n0 = grid.dims[0], n1 = grid.dims[1], n2 = grid.dims[2];
+    for (uint64_t r = 0; r < n1 * n2; ++r)
+        for (uint64_t i = 1; i < n0; ++i) q[r * n0 + i] += q[r * n0 + i - 1];
+    for (uint64_t z = 0; z < n2; ++z)
+        for (uint64_t y = 1; y < n1; ++y)
+            for (uint64_t i = 0; i < n0; ++i) q[(z * n1 + y) * n0 + i] += q[(z * n1 + y - 1) * n0 + i];
+    for (uint64_t z = 1; z < n2; ++z)
+        for (uint64_t i = 0; i < n0 * n1; ++i) q[z * n0 * n1 + i] += q[(z - 1) * n0 * n1 + i];
+
+    const InterpLevelQuant aq = interp_anchor_quant(L, cfg);
+    std::vector<T> start(na);
+    for (uint64_t a = 0; a < na; ++a) {
+        const uint64_t g = grid.element(a, L);
+        if (codes[g] != 0) {
+            start[a] = lattice_value<T>(static_cast<int64_t>(q[a]), aq.ebx2);
+            continue;
+        }
+        const auto it = std::lower_bound(outlier_index.begin(), outlier_index.end(), g);
+        GSZ_CHECK(it != outlier_index.end() && *it == g, bad, "interp: element %llu has code 0 but no outlier value",
+                  static_cast<unsigned long long>(g));
+        start[a] = outlier_value[static_cast<size_t>(it - outlier_index.begin())];
+    }
+    return start;
+}
+
 template <class T>
 void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig& cfg, double eb, uint32_t radius,
-                       InterpEncoded<T>& out, int num_threads) {
+                       const InterpAnchors<T>& anchors, InterpEncoded<T>& out, int num_threads) {
+    GSZ_CHECK(anchors.mode == cfg.anchors && anchors.start.size() == L.num_anchors &&
+                  (anchors.mode == kAnchorsRaw || anchors.codes.size() == L.num_anchors),
+              GSZ_STATUS_INTERNAL, "interp_encode_cpu: the anchor stage does not match the config");
     const uint64_t n = L.num_elements;
     out.codes.assign(n, 0);
     const int64_t R = radius;
     InterpLevelQuant lq[kInterpMaxLevels];
     for (uint32_t l = 0; l < L.num_levels; ++l) lq[l] = InterpLevelQuant::from_bound(cfg.level_eb[l]);
 
+    const bool coded = anchors.mode == kAnchorsCoded;
     ParallelErrors errors;
 #pragma omp parallel num_threads(resolve_threads(num_threads))
     {
@@ -197,7 +308,10 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
         for (uint64_t t = 0; t < L.num_tiles; ++t) errors.capture([&] {
             const auto box = L.tile_box(t);
             for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = data[g]; });
-            std::fill(tile_codes.begin(), tile_codes.end(), static_cast<uint16_t>(radius));   // anchors
+            for_each_ws_anchor(L, box, [&](uint32_t w, uint64_t a) {
+                ws[w] = anchors.start[a];
+                tile_codes[w] = coded ? anchors.codes[a] : static_cast<uint16_t>(radius);
+            });
             for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
                 const uint32_t spline = cfg.spline[s.dim];
                 for (uint32_t i = 0; i < s.total; ++i) {
@@ -211,14 +325,7 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
     }
     errors.rethrow();
 
-    // Anchors and outliers in raster order.
-    out.anchors.resize(L.num_anchors);
-    const uint64_t S = L.anchor_stride;
-    for (uint64_t a2 = 0; a2 < L.anchor_dims[2]; ++a2)
-        for (uint64_t a1 = 0; a1 < L.anchor_dims[1]; ++a1)
-            for (uint64_t a0 = 0; a0 < L.anchor_dims[0]; ++a0)
-                out.anchors[(a2 * L.anchor_dims[1] + a1) * L.anchor_dims[0] + a0] =
-                    data[((a2 * S) * L.dims[1] + a1 * S) * L.dims[0] + a0 * S];
+    // Outliers (coded anchors with code 0 among them) in raster order.
     out.outlier_index.clear();
     out.outlier_value.clear();
     for (uint64_t i = 0; i < n; ++i)
@@ -259,7 +366,6 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
     });
     errors.rethrow();
 
-    std::atomic<bool> bad_anchor{false};
 #pragma omp parallel num_threads(resolve_threads(num_threads))
     {
         std::vector<T> ws(L.ws_size());
@@ -272,16 +378,7 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                 tile_codes[w] = codes[g];
                 tile_index[w] = g;
             });
-            // Anchors of the workspace.
-            const uint32_t S = L.anchor_stride;
-            for (uint32_t z = 0; z <= box.last[2]; z += (L.rank > 2 ? S : 1))
-                for (uint32_t y = 0; y <= box.last[1]; y += (L.rank > 1 ? S : 1))
-                    for (uint32_t x = 0; x <= box.last[0]; x += S) {
-                        const uint32_t c[3] = {x, y, z};
-                        const uint32_t w = interp_ws_offset(L, c);
-                        ws[w] = anchors[L.anchor_index(box.origin, c)];
-                        if (tile_codes[w] != radius) bad_anchor = true;   // encoders write `radius` there
-                    }
+            for_each_ws_anchor(L, box, [&](uint32_t w, uint64_t a) { ws[w] = anchors[a]; });
             for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
                 const uint32_t spline = cfg.spline[s.dim];
                 for (uint32_t i = 0; i < s.total; ++i) {
@@ -304,13 +401,24 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
         });
     }
     errors.rethrow();
-    GSZ_CHECK(!bad_anchor, GSZ_STATUS_CORRUPT, "interp: an anchor's quant-code is not the radius");
 }
 
+template InterpAnchors<float> interp_anchors_encode_cpu<float>(const float*, const InterpLayout&,
+                                                                const InterpConfig&, double, uint32_t, int, int);
+template InterpAnchors<double> interp_anchors_encode_cpu<double>(const double*, const InterpLayout&,
+                                                                  const InterpConfig&, double, uint32_t, int, int);
+template std::vector<float> interp_anchors_decode_cpu<float>(std::span<const uint16_t>, std::span<const float>,
+                                                             std::span<const uint64_t>, std::span<const uint64_t>,
+                                                             std::span<const uint64_t>, std::span<const float>,
+                                                             const InterpLayout&, const InterpConfig&, uint32_t);
+template std::vector<double> interp_anchors_decode_cpu<double>(std::span<const uint16_t>, std::span<const double>,
+                                                               std::span<const uint64_t>, std::span<const uint64_t>,
+                                                               std::span<const uint64_t>, std::span<const double>,
+                                                               const InterpLayout&, const InterpConfig&, uint32_t);
 template void interp_encode_cpu<float>(const float*, const InterpLayout&, const InterpConfig&, double, uint32_t,
-                                       InterpEncoded<float>&, int);
+                                       const InterpAnchors<float>&, InterpEncoded<float>&, int);
 template void interp_encode_cpu<double>(const double*, const InterpLayout&, const InterpConfig&, double, uint32_t,
-                                        InterpEncoded<double>&, int);
+                                        const InterpAnchors<double>&, InterpEncoded<double>&, int);
 template void interp_decode_cpu<float>(std::span<const uint16_t>, std::span<const float>, std::span<const uint64_t>,
                                        std::span<const float>, const InterpLayout&, const InterpConfig&, uint32_t,
                                        float*, int);

@@ -10,6 +10,7 @@
 #include "runtime/status.hpp"
 
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -64,8 +65,9 @@ __device__ bool inside(const InterpLayout::TileBox& box, const uint32_t* c) {
 }
 
 template <class T>
-__global__ void interp_encode_kernel(const T* __restrict__ data, InterpLayout L, KernelConfig cfg, double eb,
-                                     int64_t radius, uint16_t* __restrict__ codes) {
+__global__ void interp_encode_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
+                                     const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg,
+                                     double eb, int64_t radius, uint16_t* __restrict__ codes) {
     extern __shared__ unsigned char smem_raw[];
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
@@ -74,8 +76,15 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, InterpLayout L,
 
     for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
         const uint32_t c[3] = {x, y, z};
-        if (inside(box, c)) ws[i] = data[L.global_index(box.origin, c)];
-        tile_codes[i] = static_cast<uint16_t>(radius);   // anchors keep the zero-residual code
+        tile_codes[i] = static_cast<uint16_t>(radius);   // raw anchors keep the zero-residual code
+        if (!inside(box, c)) return;
+        if (L.is_anchor(c)) {
+            const uint64_t a = L.anchor_index(box.origin, c);
+            ws[i] = anchor_start[a];
+            if (anchor_codes) tile_codes[i] = anchor_codes[a];
+        } else {
+            ws[i] = data[L.global_index(box.origin, c)];
+        }
     });
     __syncthreads();
     for (uint32_t l = L.num_levels; l-- > 0;) {
@@ -100,19 +109,124 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, InterpLayout L,
 }
 
 template <class T>
-__global__ void interp_anchor_gather_kernel(const T* __restrict__ data, InterpLayout L, T* __restrict__ anchors) {
+__global__ void anchor_raw_kernel(const T* __restrict__ data, InterpLayout L, InterpAnchorGrid g,
+                                  T* __restrict__ start) {
     const uint64_t a = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
-    if (a >= L.num_anchors) return;
-    const uint64_t a0 = a % L.anchor_dims[0], a1 = (a / L.anchor_dims[0]) % L.anchor_dims[1],
-                   a2 = a / (L.anchor_dims[0] * L.anchor_dims[1]);
-    const uint64_t S = L.anchor_stride;
-    anchors[a] = data[((a2 * S) * L.dims[1] + a1 * S) * L.dims[0] + a0 * S];
+    if (a < g.count()) start[a] = data[g.element(a, L)];
+}
+
+template <class T>
+__global__ void anchor_lattice_kernel(const T* __restrict__ data, InterpLayout L, InterpAnchorGrid g,
+                                      InterpLevelQuant aq, int64_t* __restrict__ q) {
+    const uint64_t a = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (a < g.count()) q[a] = interp_anchor_lattice(data[g.element(a, L)], aq);
+}
+
+template <class T>
+__global__ void anchor_code_kernel(const T* __restrict__ data, const int64_t* __restrict__ q, InterpLayout L,
+                                   InterpAnchorGrid g, InterpLevelQuant aq, double eb, int64_t radius,
+                                   uint16_t* __restrict__ codes, uint64_t* __restrict__ residual,
+                                   T* __restrict__ start) {
+    const uint64_t a = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (a >= g.count()) return;
+    const uint64_t r = interp_anchor_residual(q, g, a);
+    residual[a] = r;
+    codes[a] = interp_anchor_code(data[g.element(a, L)], q[a], r, aq, eb, radius, start[a]);
+}
+
+// Decoding coded anchors: residuals from the codes (code 0 counted), then the
+// listed residuals put in place (each must sit on a code 0), then prefix sums.
+__global__ void anchor_residual_kernel(const uint16_t* __restrict__ codes, InterpLayout L, InterpAnchorGrid g,
+                                       int64_t radius, uint64_t* __restrict__ q, unsigned long long* zeros) {
+    const uint64_t a = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (a >= g.count()) return;
+    const uint16_t code = codes[g.element(a, L)];
+    q[a] = static_cast<uint64_t>(static_cast<int64_t>(code) - radius);
+    if (code == 0) atomicAdd(zeros, 1ull);
+}
+
+__global__ void anchor_listed_kernel(const uint16_t* __restrict__ codes, InterpLayout L, InterpAnchorGrid g,
+                                     const uint64_t* __restrict__ listed, const uint64_t* __restrict__ residual,
+                                     uint64_t num_listed, uint64_t* __restrict__ q, uint32_t* corrupt) {
+    const uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (k >= num_listed) return;
+    const uint64_t a = listed[k];   // < g.count(), checked on the host
+    if (codes[g.element(a, L)] != 0) atomicOr(corrupt, 1u);
+    q[a] = residual[k];
+}
+
+__global__ void anchor_count_kernel(const unsigned long long* zeros, uint64_t num_listed, uint32_t* corrupt) {
+    if (*zeros != num_listed) atomicOr(corrupt, 1u);
+}
+
+// Prefix sums of the lines along dim d (1 or 2), one thread per line (the
+// lines along dim 0 are scanned by CUB); wrapping arithmetic.
+__global__ void anchor_sum_kernel(uint64_t* __restrict__ q, InterpAnchorGrid g, int d) {
+    const uint64_t n0 = g.dims[0], n01 = g.dims[0] * g.dims[1];
+    const uint64_t lines = d == 1 ? n0 * g.dims[2] : n01;
+    const uint64_t t = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (t >= lines) return;
+    const uint64_t first = d == 1 ? (t / n0) * n01 + t % n0 : t;
+    const uint64_t step = d == 1 ? n0 : n01, count = g.dims[d];
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+        sum += q[first + i * step];
+        q[first + i * step] = sum;
+    }
+}
+
+// Position of `key` in the increasing array, or false.
+__device__ bool find_index(const uint64_t* __restrict__ index, uint64_t n, uint64_t key, uint64_t& pos) {
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (index[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    pos = lo;
+    return lo < n && index[lo] == key;
+}
+
+template <class T>
+__global__ void anchor_start_kernel(const uint16_t* __restrict__ codes, const uint64_t* __restrict__ q,
+                                    const uint64_t* __restrict__ outlier_index, const T* __restrict__ outlier_value,
+                                    uint64_t num_outliers, InterpLayout L, InterpAnchorGrid g, InterpLevelQuant aq,
+                                    T* __restrict__ start, uint32_t* corrupt) {
+    const uint64_t a = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (a >= g.count()) return;
+    const uint64_t e = g.element(a, L);
+    if (codes[e] != 0) {
+        start[a] = lattice_value<T>(static_cast<int64_t>(q[a]), aq.ebx2);
+        return;
+    }
+    uint64_t pos;
+    if (find_index(outlier_index, num_outliers, e, pos)) {
+        start[a] = outlier_value[pos];
+    } else {
+        atomicOr(corrupt, 1u);
+        start[a] = T(0);
+    }
+}
+
+template <class T>
+__global__ void anchor_raw_check_kernel(const uint16_t* __restrict__ codes, InterpLayout L, InterpAnchorGrid g,
+                                        int64_t radius, uint32_t* corrupt) {
+    const uint64_t a = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (a < g.count() && codes[g.element(a, L)] != radius) atomicOr(corrupt, 1u);   // encoders write `radius`
 }
 
 struct IsOutlier {
     const uint16_t* codes;
     __device__ bool operator()(uint64_t i) const { return codes[i] == 0; }
 };
+
+__global__ void gather_u64_kernel(const uint64_t* __restrict__ data, const uint64_t* __restrict__ index, uint64_t n,
+                                  uint64_t* __restrict__ out) {
+    const uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (i < n) out[i] = data[index[i]];
+}
+
+unsigned blocks_for(uint64_t n) { return static_cast<unsigned>((n + 255) / 256); }
 
 template <class T>
 __global__ void gather_kernel(const T* __restrict__ data, const uint64_t* __restrict__ index, uint64_t n,
@@ -128,17 +242,6 @@ __global__ void gather_double_kernel(const T* __restrict__ data, const uint64_t*
     if (i < n) out[i] = static_cast<double>(data[index[i]]);
 }
 
-// Position of `key` in the increasing array, or false.
-__device__ bool find_index(const uint64_t* __restrict__ index, uint64_t n, uint64_t key, uint64_t& pos) {
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        const uint64_t mid = lo + (hi - lo) / 2;
-        if (index[mid] < key) lo = mid + 1;
-        else hi = mid;
-    }
-    pos = lo;
-    return lo < n && index[lo] == key;
-}
 
 template <class T>
 __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ anchors,
@@ -156,10 +259,7 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
         const uint32_t c[3] = {x, y, z};
         if (!inside(box, c)) return;
         tile_codes[i] = codes[L.global_index(box.origin, c)];
-        if (L.is_anchor(c)) {
-            ws[i] = anchors[L.anchor_index(box.origin, c)];
-            if (tile_codes[i] != radius) atomicOr(corrupt, 1u);   // encoders write `radius` there
-        }
+        if (L.is_anchor(c)) ws[i] = anchors[L.anchor_index(box.origin, c)];
     });
     __syncthreads();
     for (uint32_t l = L.num_levels; l-- > 0;) {
@@ -202,7 +302,7 @@ struct IsZeroCode {
 };
 
 // With the decoder's check that every zero code finds its entry (entries
-// strictly increasing) and anchors carry `radius`, equal counts mean the zero
+// strictly increasing), equal counts mean the zero
 // codes are exactly the listed outliers, as the CPU decoder requires.
 __global__ void check_outlier_count_kernel(const uint64_t* zeros, uint64_t expected, uint32_t* corrupt) {
     if (*zeros != expected) atomicOr(corrupt, 1u);
@@ -235,42 +335,141 @@ std::vector<double> interp_gather_cuda(const T* d_data, const std::vector<uint64
     return values;
 }
 
+// The indices (increasing) of the zero codes among n into `index`; returns
+// their count (synchronizes).  Scratch from `out`.
+template <class T>
+uint64_t select_zero_codes(const uint16_t* codes, uint64_t n, cuda::DeviceBuffer<uint64_t>& index,
+                           InterpDeviceEncoded<T>& out, cudaStream_t stream) {
+    index.allocate(n, stream);
+    out.count.allocate(1, stream);
+    const thrust::counting_iterator<uint64_t> first(0);
+    const IsOutlier pred{codes};
+    size_t temp_bytes = 0;
+    GSZ_CUDA(cub::DeviceSelect::If(nullptr, temp_bytes, first, index.data(), out.count.data(),
+                                   static_cast<int64_t>(n), pred, stream));
+    out.temp.allocate(temp_bytes, stream);
+    GSZ_CUDA(cub::DeviceSelect::If(out.temp.data(), temp_bytes, first, index.data(), out.count.data(),
+                                   static_cast<int64_t>(n), pred, stream));
+    std::vector<uint64_t> count;
+    cuda::copy_to_host(count, out.count.data(), 1, stream);
+    return count[0];
+}
+
+template <class T>
+void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
+                                uint32_t radius, int requested, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
+    const InterpAnchorGrid g = interp_anchor_grid(L);
+    const uint64_t na = g.count();
+    out.anchor_start.allocate(na, stream);
+    out.listed.clear();
+    out.listed_residual.clear();
+    if (requested != kAnchorsRaw) {
+        const InterpLevelQuant aq = interp_anchor_quant(L, config);
+        out.anchor_q.allocate(na, stream);
+        out.anchor_residual.allocate(na, stream);
+        out.anchor_codes.allocate(na, stream);
+        int64_t* q = out.anchor_q.data();
+        anchor_lattice_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, L, g, aq, q);
+        GSZ_CUDA_LAUNCHED("anchor_lattice_kernel");
+        anchor_code_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, q, L, g, aq, eb, radius,
+                                                                   out.anchor_codes.data(),
+                                                                   out.anchor_residual.data(),
+                                                                   out.anchor_start.data());
+        GSZ_CUDA_LAUNCHED("anchor_code_kernel");
+        // The listed anchors (code 0), in order, and their residuals.
+        const uint64_t listed = select_zero_codes(out.anchor_codes.data(), na, out.anchor_listed, out, stream);
+        out.anchor_mode = interp_choose_anchor_mode(requested, na, listed, sizeof(T));
+        if (out.anchor_mode == kAnchorsCoded) {
+            if (listed) {
+                cuda::DeviceBuffer<uint64_t> residual(listed, stream);
+                gather_u64_kernel<<<blocks_for(listed), 256, 0, stream>>>(
+                    out.anchor_residual.data(), out.anchor_listed.data(), listed, residual.data());
+                GSZ_CUDA_LAUNCHED("gather_u64_kernel");
+                cuda::copy_to_host(out.listed, out.anchor_listed.data(), listed, stream);
+                cuda::copy_to_host(out.listed_residual, residual.data(), listed, stream);
+            }
+            return;
+        }
+    }
+    out.anchor_mode = kAnchorsRaw;
+    anchor_raw_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, L, g, out.anchor_start.data());
+    GSZ_CUDA_LAUNCHED("anchor_raw_kernel");
+}
+
 template <class T>
 void interp_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
                         uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
     check_grid(L);
+    GSZ_CHECK(config.anchors == out.anchor_mode && out.anchor_start.size() == L.num_anchors, GSZ_STATUS_INTERNAL,
+              "interp_encode_cuda: the anchor stage does not match the config");
     const uint64_t n = L.num_elements;
     const KernelConfig cfg = kernel_config(L, config);
     out.codes.allocate(n, stream);
+    const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
     interp_encode_kernel<T><<<static_cast<unsigned>(L.num_tiles), threads_for(L), smem_bytes<T>(L), stream>>>(
-        d_data, L, cfg, eb, radius, out.codes.data());
+        d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data());
     GSZ_CUDA_LAUNCHED("interp_encode_kernel");
 
-    out.anchors.allocate(L.num_anchors, stream);
-    interp_anchor_gather_kernel<T><<<static_cast<unsigned>((L.num_anchors + 255) / 256), 256, 0, stream>>>(
-        d_data, L, out.anchors.data());
-    GSZ_CUDA_LAUNCHED("interp_anchor_gather_kernel");
-
-    // Outliers in raster order: select the indices of the zero codes.
-    out.outlier_index.allocate(n, stream);
-    out.count.allocate(1, stream);
-    const thrust::counting_iterator<uint64_t> first(0);
-    const IsOutlier pred{out.codes.data()};
-    size_t temp_bytes = 0;
-    GSZ_CUDA(cub::DeviceSelect::If(nullptr, temp_bytes, first, out.outlier_index.data(), out.count.data(),
-                                   static_cast<int64_t>(n), pred, stream));
-    out.temp.allocate(temp_bytes, stream);
-    GSZ_CUDA(cub::DeviceSelect::If(out.temp.data(), temp_bytes, first, out.outlier_index.data(), out.count.data(),
-                                   static_cast<int64_t>(n), pred, stream));
-    std::vector<uint64_t> count;
-    cuda::copy_to_host(count, out.count.data(), 1, stream);
-    out.num_outliers = count[0];
+    // Outliers in raster order: the indices of the zero codes.
+    out.num_outliers = select_zero_codes(out.codes.data(), n, out.outlier_index, out, stream);
     out.outlier_value.allocate(out.num_outliers, stream);
     if (out.num_outliers) {
-        gather_kernel<T><<<static_cast<unsigned>((out.num_outliers + 255) / 256), 256, 0, stream>>>(
+        gather_kernel<T><<<blocks_for(out.num_outliers), 256, 0, stream>>>(
             d_data, out.outlier_index.data(), out.num_outliers, out.outlier_value.data());
         GSZ_CUDA_LAUNCHED("gather_kernel");
     }
+}
+
+struct RowOf {
+    uint64_t n0;
+    __host__ __device__ uint64_t operator()(uint64_t a) const { return a / n0; }
+};
+
+template <class T>
+void interp_anchors_decode_cuda(const uint16_t* d_codes, const T* d_raw, const uint64_t* d_listed,
+                                const uint64_t* d_listed_residual, uint64_t num_listed,
+                                const uint64_t* d_outlier_index, const T* d_outlier_value, uint64_t num_outliers,
+                                const InterpLayout& L, const InterpConfig& config, uint32_t radius, T* d_start,
+                                uint32_t* d_corrupt, cudaStream_t stream) {
+    const InterpAnchorGrid g = interp_anchor_grid(L);
+    const uint64_t na = g.count();
+    if (config.anchors == kAnchorsRaw) {
+        anchor_raw_check_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_codes, L, g, radius, d_corrupt);
+        GSZ_CUDA_LAUNCHED("anchor_raw_check_kernel");
+        GSZ_CUDA(cudaMemcpyAsync(d_start, d_raw, na * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+        return;
+    }
+    cuda::DeviceBuffer<uint64_t> q(na, stream), summed(na, stream);
+    cuda::DeviceBuffer<unsigned long long> zeros(1, stream);
+    zeros.zero(stream);
+    anchor_residual_kernel<<<blocks_for(na), 256, 0, stream>>>(d_codes, L, g, radius, q.data(), zeros.data());
+    GSZ_CUDA_LAUNCHED("anchor_residual_kernel");
+    if (num_listed) {
+        anchor_listed_kernel<<<blocks_for(num_listed), 256, 0, stream>>>(d_codes, L, g, d_listed, d_listed_residual,
+                                                                          num_listed, q.data(), d_corrupt);
+        GSZ_CUDA_LAUNCHED("anchor_listed_kernel");
+    }
+    anchor_count_kernel<<<1, 1, 0, stream>>>(zeros.data(), num_listed, d_corrupt);
+    GSZ_CUDA_LAUNCHED("anchor_count_kernel");
+    // Along dim 0 by CUB (rows may be long: 1-D arrays have one), then the
+    // columns of dims 1 and 2 by a thread each.
+    const auto rows = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0), RowOf{g.dims[0]});
+    size_t temp_bytes = 0;
+    GSZ_CUDA(cub::DeviceScan::InclusiveSumByKey(nullptr, temp_bytes, rows, q.data(), summed.data(),
+                                                static_cast<int64_t>(na), ::cuda::std::equal_to<>{}, stream));
+    cuda::DeviceBuffer<uint8_t> temp(temp_bytes, stream);
+    GSZ_CUDA(cub::DeviceScan::InclusiveSumByKey(temp.data(), temp_bytes, rows, q.data(), summed.data(),
+                                                static_cast<int64_t>(na), ::cuda::std::equal_to<>{}, stream));
+    for (int d = 1; d < 3; ++d) {
+        if (g.dims[d] == 1) continue;
+        const uint64_t lines = d == 1 ? g.dims[0] * g.dims[2] : g.dims[0] * g.dims[1];
+        anchor_sum_kernel<<<blocks_for(lines), 256, 0, stream>>>(summed.data(), g, d);
+        GSZ_CUDA_LAUNCHED("anchor_sum_kernel");
+    }
+    anchor_start_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_codes, summed.data(), d_outlier_index,
+                                                                d_outlier_value, num_outliers, L, g,
+                                                                interp_anchor_quant(L, config), d_start, d_corrupt);
+    GSZ_CUDA_LAUNCHED("anchor_start_kernel");
 }
 
 template <class T>
@@ -299,6 +498,18 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
 
 template std::vector<double> interp_gather_cuda<float>(const float*, const std::vector<uint64_t>&, cudaStream_t);
 template std::vector<double> interp_gather_cuda<double>(const double*, const std::vector<uint64_t>&, cudaStream_t);
+template void interp_anchors_encode_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double,
+                                                uint32_t, int, InterpDeviceEncoded<float>&, cudaStream_t);
+template void interp_anchors_encode_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double,
+                                                 uint32_t, int, InterpDeviceEncoded<double>&, cudaStream_t);
+template void interp_anchors_decode_cuda<float>(const uint16_t*, const float*, const uint64_t*, const uint64_t*,
+                                                uint64_t, const uint64_t*, const float*, uint64_t,
+                                                const InterpLayout&, const InterpConfig&, uint32_t, float*, uint32_t*,
+                                                cudaStream_t);
+template void interp_anchors_decode_cuda<double>(const uint16_t*, const double*, const uint64_t*, const uint64_t*,
+                                                 uint64_t, const uint64_t*, const double*, uint64_t,
+                                                 const InterpLayout&, const InterpConfig&, uint32_t, double*,
+                                                 uint32_t*, cudaStream_t);
 template void interp_encode_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double, uint32_t,
                                         InterpDeviceEncoded<float>&, cudaStream_t);
 template void interp_encode_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double, uint32_t,

@@ -18,8 +18,15 @@ std::vector<double> interp_gather_cuda(const T* d_data, const std::vector<uint64
 
 template <class T>
 struct InterpDeviceEncoded {
+    // Anchor stage (interp_anchors_encode_cuda).
+    uint8_t anchor_mode = kAnchorsRaw;
+    cuda::DeviceBuffer<T> anchor_start;             // per anchor: the value the tiles start from
+    cuda::DeviceBuffer<uint16_t> anchor_codes;      // coded: per anchor
+    cuda::DeviceBuffer<int64_t> anchor_q;             // coded: lattice values
+    cuda::DeviceBuffer<uint64_t> anchor_residual, anchor_listed;
+    std::vector<uint64_t> listed, listed_residual;  // coded: on the host, for the archive
+    // Tiles (interp_encode_cuda).
     cuda::DeviceBuffer<uint16_t> codes;            // one per element, raster order
-    cuda::DeviceBuffer<T> anchors;
     cuda::DeviceBuffer<uint64_t> outlier_index;    // raster order
     cuda::DeviceBuffer<T> outlier_value;
     uint64_t num_outliers = 0;
@@ -27,13 +34,33 @@ struct InterpDeviceEncoded {
     cuda::DeviceBuffer<uint64_t> count;
 };
 
-// Encodes d_data (device, C order).  Synchronizes once to learn the outlier count.
+// The anchor stage, as interp_anchors_encode_cpu (same codes, same choice of
+// mode).  Synchronizes once to learn how many coded anchors are listed.
+template <class T>
+void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& layout, const InterpConfig& config, double eb,
+                                uint32_t radius, int requested, InterpDeviceEncoded<T>& out, cudaStream_t stream);
+
+// Encodes d_data (device, C order) after the anchor stage; `config.anchors`
+// must be `out.anchor_mode`.  Synchronizes once to learn the outlier count.
 template <class T>
 void interp_encode_cuda(const T* d_data, const InterpLayout& layout, const InterpConfig& config, double eb,
                         uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream);
 
-// Decodes into d_out.  A zero code without an outlier entry sets *d_corrupt
-// (the caller checks it); outlier indices must be strictly increasing.
+// The anchors' start values into d_start (num_anchors), as
+// interp_anchors_decode_cpu: raw values (their codes must be `radius`), or
+// from the codes, the listed residuals (indices increasing and inside the grid,
+// checked by the caller) and, for code 0, the outliers.  Disagreement sets
+// *d_corrupt.
+template <class T>
+void interp_anchors_decode_cuda(const uint16_t* d_codes, const T* d_raw, const uint64_t* d_listed,
+                                const uint64_t* d_listed_residual, uint64_t num_listed,
+                                const uint64_t* d_outlier_index, const T* d_outlier_value, uint64_t num_outliers,
+                                const InterpLayout& layout, const InterpConfig& config, uint32_t radius, T* d_start,
+                                uint32_t* d_corrupt, cudaStream_t stream);
+
+// Decodes into d_out from the anchors' start values.  A zero code without an
+// outlier entry sets *d_corrupt (the caller checks it); outlier indices must
+// be strictly increasing.
 template <class T>
 void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint64_t* d_outlier_index,
                         const T* d_outlier_value, uint64_t num_outliers, const InterpLayout& layout,

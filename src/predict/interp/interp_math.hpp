@@ -2,7 +2,8 @@
 // SC'24 §V; reference-algorithms.md §2), shared by host and device.
 //
 // Anchors (every point whose used coordinates are all multiples of the anchor
-// stride S) are stored exactly.  The array is cut into tiles whose extents are
+// stride S) are stored exactly ("raw") or coded: put on the lattice of the
+// coarsest level's bound and Lorenzo-predicted over the anchor grid (below).  The array is cut into tiles whose extents are
 // multiples of S; a tile's workspace is the tile plus its far faces (33x9x9 for
 // a 32x8x8 tile).  Inside the workspace, levels with strides S/2, ..., 2, 1
 // interpolate, one stage per dimension, the points that are odd multiples of
@@ -266,6 +267,76 @@ template <class T>
 GSZ_HD double interp_point_prediction(const T* ws, const InterpStage& s, uint32_t offset, uint32_t along, uint32_t u,
                                       uint32_t spline) {
     return interp_predict(ws + offset, s.neighbour_stride, along, u, s.last_along, spline);
+}
+
+// Coded anchors.  Each anchor x gets its lattice value q = rint(x / (2·e_a))
+// (e_a = half the coarsest level's bound, interp.hpp; 0 when x is not finite
+// or too far out),
+// and its quant-code is radius plus the first-order Lorenzo residual of q over
+// the anchor grid (out-of-grid neighbours 0), so a decoder rebuilds every q by
+// prefix sums along each dim.  An anchor whose residual is out of range, or
+// whose T(q·2e_a) misses the bound, gets code 0: its exact value is a regular
+// outlier and its residual is listed apart, so the sums still go through.
+struct InterpAnchorGrid {
+    uint64_t dims[3] = {1, 1, 1};   // anchor grid extents, fastest first
+
+    GSZ_HD uint64_t count() const { return dims[0] * dims[1] * dims[2]; }
+    // Raster index of anchor a in the array (stride S along the used dims).
+    GSZ_HD uint64_t element(uint64_t a, const InterpLayout& L) const {
+        const uint64_t a0 = a % dims[0], a1 = (a / dims[0]) % dims[1], a2 = a / (dims[0] * dims[1]);
+        const uint64_t S = L.anchor_stride;
+        return ((a2 * S) * L.dims[1] + a1 * S) * L.dims[0] + a0 * S;
+    }
+};
+
+GSZ_HD InterpAnchorGrid interp_anchor_grid(const InterpLayout& L) {
+    InterpAnchorGrid g;
+    for (int d = 0; d < 3; ++d) g.dims[d] = L.anchor_dims[d];
+    return g;
+}
+
+// Lattice value of an anchor (both dtypes: |v| < 2^52, the sums run in int64).
+template <class T>
+GSZ_HD int64_t interp_anchor_lattice(T x, const InterpLevelQuant& aq) {
+    const double v = static_cast<double>(x) * aq.r;
+    return ::fabs(v) < 4503599627370496.0 ? static_cast<int64_t>(::llrint(v)) : 0;   // NaN, Inf, far out: 0
+}
+
+// Lorenzo residual of anchor a from the lattice values q of the whole grid,
+// in wrapping arithmetic (a hostile archive cannot overflow a signed value).
+GSZ_HD uint64_t interp_anchor_residual(const int64_t* q, const InterpAnchorGrid& g, uint64_t a) {
+    const uint64_t n0 = g.dims[0], n01 = g.dims[0] * g.dims[1];
+    const uint64_t a0 = a % n0, a1 = (a / n0) % g.dims[1], a2 = a / n01;
+    const bool x = a0 > 0, y = a1 > 0, z = a2 > 0;
+    auto at = [&](bool bx, bool by, bool bz) -> uint64_t {
+        return static_cast<uint64_t>(q[a - (bx ? 1 : 0) - (by ? n0 : 0) - (bz ? n01 : 0)]);
+    };
+    uint64_t d = at(false, false, false);
+    if (x) d -= at(true, false, false);
+    if (y) d -= at(false, true, false);
+    if (z) d -= at(false, false, true);
+    if (x && y) d += at(true, true, false);
+    if (x && z) d += at(true, false, true);
+    if (y && z) d += at(false, true, true);
+    if (x && y && z) d -= at(true, true, true);
+    return d;
+}
+
+// The code of anchor x with lattice value q and residual d, and the value the
+// tiles start from (the reconstruction, or x itself for code 0).
+template <class T>
+GSZ_HD uint16_t interp_anchor_code(T x, int64_t q, uint64_t residual, const InterpLevelQuant& aq, double eb,
+                                   int64_t radius, T& start) {
+    const int64_t d = static_cast<int64_t>(residual);
+    if (d > -radius && d < radius) {
+        const T rec = lattice_value<T>(q, aq.ebx2);
+        if (within_bound(x, rec, eb)) {   // false for NaN and Inf (their q is 0)
+            start = rec;
+            return static_cast<uint16_t>(d + radius);
+        }
+    }
+    start = x;
+    return 0;
 }
 
 GSZ_HD uint32_t interp_ws_offset(const InterpLayout& layout, const uint32_t* c) {
