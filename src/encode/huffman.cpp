@@ -25,19 +25,70 @@ constexpr int kLutBits = 11;
 
 int resolve_threads(int num_threads) { return num_threads > 0 ? num_threads : omp_get_max_threads(); }
 
-// Code lengths of an optimal (unlimited) Huffman code; `used` lists the
-// symbols with nonzero weight, at least two of them.
-std::vector<uint8_t> huffman_lengths(const std::vector<uint64_t>& weight, const std::vector<uint16_t>& used) {
+// A symbol with nonzero weight; the tree is built from the leaves in
+// (weight, symbol) order, which fixes the code lengths on every machine.
+struct Leaf {
+    uint64_t weight;
+    uint16_t symbol;
+};
+
+// `used` (symbols in increasing order) as leaves in (weight, symbol) order: a
+// stable LSD radix sort on the weight, 11 bits per pass, only the passes in use.
+std::vector<Leaf> sorted_leaves(const std::vector<uint64_t>& weight, const std::vector<uint16_t>& used) {
     const size_t n = used.size();
-    std::vector<uint16_t> leaves(used);
-    std::sort(leaves.begin(), leaves.end(), [&](uint16_t a, uint16_t b) {
-        return weight[a] != weight[b] ? weight[a] < weight[b] : a < b;
-    });
+    std::vector<Leaf> sorted(n), spare(n);
+    uint64_t max_weight = 0;
+    for (size_t i = 0; i < n; ++i) {
+        sorted[i] = {weight[used[i]], used[i]};
+        max_weight = std::max(max_weight, sorted[i].weight);
+    }
+    for (int shift = 0; shift < 64 && (max_weight >> shift) != 0; shift += 11) {
+        std::array<uint32_t, 2049> start{};
+        for (const Leaf& l : sorted) ++start[((l.weight >> shift) & 0x7FF) + 1];
+        for (int b = 0; b < 2048; ++b) start[b + 1] += start[b];
+        for (const Leaf& l : sorted) spare[start[(l.weight >> shift) & 0x7FF]++] = l;
+        sorted.swap(spare);
+    }
+    return sorted;
+}
+
+// Halves every weight (at least 1) and restores the (weight, symbol) order
+// without sorting again: halving keeps the weight order, so only leaves whose
+// weights became equal need merging, and those are a few runs each already in
+// symbol order.  (The length limit may halve several times; interp's alphabets
+// have 10^4 symbols, where a sort per round cost milliseconds.)
+void halve_sorted(std::vector<Leaf>& sorted) {
+    for (Leaf& l : sorted) l.weight = std::max<uint64_t>(1, l.weight >> 1);
+    const auto by_symbol = [](const Leaf& x, const Leaf& y) { return x.symbol < y.symbol; };
+    for (size_t i = 0, n = sorted.size(); i < n;) {
+        size_t end = i + 1;
+        while (end < n && sorted[end].weight == sorted[i].weight) ++end;
+        size_t run_end = i + 1;   // merge each ascending run into the sorted prefix [i, run_end)
+        while (run_end < end) {
+            size_t next = run_end;
+            if (sorted[next].symbol > sorted[next - 1].symbol) {
+                ++run_end;
+                continue;
+            }
+            while (next + 1 < end && sorted[next + 1].symbol > sorted[next].symbol) ++next;
+            std::inplace_merge(sorted.begin() + static_cast<ptrdiff_t>(i), sorted.begin() + static_cast<ptrdiff_t>(run_end),
+                               sorted.begin() + static_cast<ptrdiff_t>(next + 1), by_symbol);
+            run_end = next + 1;
+        }
+        i = end;
+    }
+}
+
+// Code lengths of an optimal (unlimited) Huffman code over the sorted leaves
+// (at least two), into `lengths` (alphabet-sized; other entries untouched).
+// Returns the longest.
+uint32_t huffman_lengths(const std::vector<Leaf>& sorted, std::vector<uint8_t>& lengths) {
+    const size_t n = sorted.size();
     // Nodes 0..n-1 are the sorted leaves, n..2n-2 the merged nodes in creation
     // order; merged weights are nondecreasing, so they form the second queue.
     std::vector<uint64_t> node_weight(2 * n - 1);
     std::vector<uint32_t> parent(2 * n - 1, 0);
-    for (size_t i = 0; i < n; ++i) node_weight[i] = weight[leaves[i]];
+    for (size_t i = 0; i < n; ++i) node_weight[i] = sorted[i].weight;
     size_t next_leaf = 0, next_merged = n;
     auto pop_smallest = [&](size_t end_merged) {
         if (next_leaf < n && (next_merged == end_merged || node_weight[next_leaf] <= node_weight[next_merged]))
@@ -53,9 +104,12 @@ std::vector<uint8_t> huffman_lengths(const std::vector<uint64_t>& weight, const 
     // Depths top-down: a parent is always created after its children.
     std::vector<uint32_t> depth(2 * n - 1, 0);
     for (size_t m = 2 * n - 2; m-- > 0;) depth[m] = depth[parent[m]] + 1;
-    std::vector<uint8_t> lengths(weight.size(), 0);
-    for (size_t i = 0; i < n; ++i) lengths[leaves[i]] = static_cast<uint8_t>(std::min<uint32_t>(depth[i], 255));
-    return lengths;
+    uint32_t longest = 0;
+    for (size_t i = 0; i < n; ++i) {
+        lengths[sorted[i].symbol] = static_cast<uint8_t>(std::min<uint32_t>(depth[i], 255));
+        longest = std::max(longest, depth[i]);
+    }
+    return longest;
 }
 
 // Derives canonical codes and decoding tables from `book.lengths`, which must
@@ -244,11 +298,9 @@ HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
         book.lengths[used[0]] = 1;
     } else {
         // Terminates: with all weights 1 the depth is ceil(log2(65536)) = 16.
-        for (;;) {
-            book.lengths = huffman_lengths(weight, used);
-            if (*std::max_element(book.lengths.begin(), book.lengths.end()) <= kMaxLen) break;
-            halve();
-        }
+        book.lengths.assign(alphabet, 0);
+        std::vector<Leaf> sorted = sorted_leaves(weight, used);
+        while (huffman_lengths(sorted, book.lengths) > kMaxLen) halve_sorted(sorted);
     }
     assign_canonical(book);
     return book;

@@ -271,6 +271,70 @@ TEST(Huffman, LengthLimitedFromRealData) {
     expect_round_trip(symbols, 64, 1 << 16, 2);
 }
 
+// The length limit's rule, written plainly: leaves sorted by (weight, symbol)
+// every round, two-queue Huffman, all weights halved (at least 1) while the
+// longest code is too long.  huffman_build re-sorts by merging instead; the
+// lengths (so the archives) must not change.
+std::vector<uint8_t> limited_lengths_by_the_rule(std::vector<uint64_t> w) {
+    std::vector<uint16_t> used;
+    for (size_t s = 0; s < w.size(); ++s)
+        if (w[s]) used.push_back(static_cast<uint16_t>(s));
+    std::vector<uint8_t> lengths(w.size(), 0);
+    auto halve = [&] {
+        for (uint16_t s : used) w[s] = std::max<uint64_t>(1, w[s] >> 1);
+    };
+    for (;;) {   // first the total must fit in 64 bits
+        uint64_t total = 0;
+        bool fits = true;
+        for (uint16_t s : used) fits = fits && !__builtin_add_overflow(total, w[s], &total);
+        if (fits) break;
+        halve();
+    }
+    for (;;) {
+        std::vector<uint16_t> leaves(used);
+        std::sort(leaves.begin(), leaves.end(), [&](uint16_t a, uint16_t b) { return w[a] != w[b] ? w[a] < w[b] : a < b; });
+        const size_t n = leaves.size();
+        std::vector<uint64_t> nw(2 * n - 1);
+        std::vector<size_t> parent(2 * n - 1, 0);
+        for (size_t i = 0; i < n; ++i) nw[i] = w[leaves[i]];
+        size_t leaf = 0, merged = n;
+        auto pop = [&](size_t end) { return leaf < n && (merged == end || nw[leaf] <= nw[merged]) ? leaf++ : merged++; };
+        for (size_t m = n; m < 2 * n - 1; ++m) {
+            const size_t a = pop(m), b = pop(m);
+            nw[m] = nw[a] + nw[b];
+            parent[a] = parent[b] = m;
+        }
+        std::vector<uint32_t> depth(2 * n - 1, 0);
+        for (size_t m = 2 * n - 2; m-- > 0;) depth[m] = depth[parent[m]] + 1;
+        uint32_t longest = 0;
+        for (size_t i = 0; i < n; ++i) {
+            lengths[leaves[i]] = static_cast<uint8_t>(depth[i]);
+            longest = std::max(longest, depth[i]);
+        }
+        if (longest <= static_cast<uint32_t>(kHuffmanMaxCodeLength)) return lengths;
+        halve();
+    }
+}
+
+TEST(Huffman, LengthLimitFollowsTheRule) {
+    std::mt19937_64 rng(17);
+    int limited = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+        // Interp-like: a peak of huge counts over a wide tail of 1..3 (the
+        // halvings merge many equal weights), or random magnitudes.
+        std::vector<uint64_t> hist(2 + rng() % 20000, 0);
+        for (auto& c : hist) {
+            const int kind = static_cast<int>(rng() % 8);
+            c = kind < 3 ? 0 : kind < 6 ? 1 + rng() % 3 : kind == 6 ? rng() % 5000 : rng() >> (rng() % 64);
+        }
+        for (int p = 0; p < 5; ++p) hist[rng() % hist.size()] = uint64_t{1} << (30 + rng() % 20);
+        const auto book = huffman_build(hist);
+        limited += book.max_length == static_cast<uint32_t>(kHuffmanMaxCodeLength);
+        ASSERT_EQ(book.lengths, limited_lengths_by_the_rule(hist)) << "trial " << trial;
+    }
+    EXPECT_GT(limited, 50) << "the trials should hit the length limit";
+}
+
 TEST(Huffman, HugeCounts) {
     std::vector<uint64_t> hist{1ull << 40, 3ull << 40, 1, 0, 1ull << 33, 12345};
     const auto book = huffman_build(hist);
