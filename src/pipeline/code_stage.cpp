@@ -1,6 +1,7 @@
 // The quant-codes' entropy stage (see code_stage.hpp).
 #include "pipeline/code_stage.hpp"
 
+#include "runtime/parallel.hpp"
 #include "runtime/status.hpp"
 
 namespace gsz::pipeline {
@@ -35,9 +36,19 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
         c.book = encode::huffman_build(code_histogram);
         return c;
     }
-    encode::HuffmanCodebook runs_book = encode::huffman_build(token_histogram);
+    encode::HuffmanCodebook runs_book, plain_book;
     if (mode == GSZ_LOSSLESS_AUTO) {
-        encode::HuffmanCodebook plain_book = encode::huffman_build(code_histogram);
+        // Both codebooks at once: each is a sequential build of up to 10^4
+        // leaves (about a millisecond on the host, on the GPU pipeline's path).
+        ParallelErrors errors;
+#pragma omp parallel sections num_threads(2)
+        {
+#pragma omp section
+            errors.capture([&] { runs_book = encode::huffman_build(token_histogram); });
+#pragma omp section
+            errors.capture([&] { plain_book = encode::huffman_build(code_histogram); });
+        }
+        errors.rethrow();
         const uint64_t plain = encode::huffman_estimated_bytes(plain_book, code_histogram, kHuffmanChunkSymbols);
         const uint64_t runs = encode::huffman_estimated_bytes(runs_book, token_histogram, kHuffmanChunkSymbols) + 8;
         if (plain <= runs) {
@@ -45,6 +56,7 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
             return c;
         }
     }
+    if (mode != GSZ_LOSSLESS_AUTO) runs_book = encode::huffman_build(token_histogram);
     c.runs = RunTokensParams{dominant, encode::kRunClasses};
     c.book = std::move(runs_book);
     return c;

@@ -13,6 +13,7 @@
 #include "encode/run_tokens_cuda.hpp"
 #include "predict/fast/fast_cuda.hpp"
 #include "predict/interp/interp_cuda.hpp"
+#include "runtime/cuda/stage_trace.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 #include "runtime/cuda/device_buffer.hpp"
 
@@ -137,7 +138,9 @@ std::vector<uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n,
 void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, gsz_lossless mode,
                             DeviceCodeStage& out, cudaStream_t stream) {
     const uint32_t alphabet = 2 * radius;
+    cuda::StageTrace trace(stream, "code stage");
     const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream);
+    trace.mark("histogram");
     cuda::DeviceBuffer<uint16_t> d_tokens;
     std::vector<uint64_t> token_hist;
     uint32_t dominant = 0;
@@ -146,14 +149,17 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         dominant = encode::run_dominant_code(code_hist);
         num_tokens = encode::run_tokens_encode_cuda(d_codes, n, dominant, alphabet, d_tokens, stream);
         token_hist = histogram_on_device(d_tokens.data(), num_tokens, alphabet + encode::kRunClasses, stream);
+        trace.mark("run tokens");
     }
     CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant);
+    trace.mark("codebook (host)");
     out.runs = choice.runs;
     out.book = std::move(choice.book);
     out.num_symbols = out.runs ? num_tokens : n;
     const encode::HuffmanDeviceBook d_book = encode::huffman_upload(out.book, stream);
     encode::huffman_encode_cuda(d_book, out.runs ? d_tokens.data() : d_codes, out.num_symbols, kHuffmanChunkSymbols,
                                 out.stream, stream);
+    trace.mark("huffman encode");
     // d_tokens is released stream-ordered, after the encoder has read it.
 }
 
@@ -225,7 +231,9 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     dc.layout = predict::lorenzo_layout(dc.header.rank, dc.header.dims);
     dc.radius = quant_radius(params);
     const auto quant = predict::QuantParams::from_bound(dc.header.error_bound_abs, dc.radius);
+    cuda::StageTrace trace(stream, "lorenzo compress");
     predict::lorenzo_encode_cuda(d_data, dc.layout, quant, dc.lorenzo, stream);
+    trace.mark("predict and outliers");
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, params.lossless, dc.codes, stream);
 }
 
@@ -337,7 +345,9 @@ template <class T>
 void interp_compress_on_device(const gsz_params& params, const T* d_data, InterpDeviceCompressed<T>& dc,
                                cudaStream_t stream) {
     const uint64_t n = params_num_elements(params);
+    cuda::StageTrace trace(stream, "interp compress");
     dc.header = plan_header(params, finite_range_cuda(d_data, n, stream));
+    trace.mark("finite range");
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     InterpParams& p = dc.params;
     p.radius = quant_radius(params);
@@ -347,10 +357,13 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     p.config = predict::interp_configure(p.layout, samples, dc.header.error_bound_abs,
                                          dc.header.value_max - dc.header.value_min,
                                          interp_overrides(params, p.layout.rank));
+    trace.mark("tuning");
     predict::interp_anchors_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius,
                                         interp_overrides(params, p.layout.rank).anchors, dc.enc, stream);
     p.config.anchors = dc.enc.anchor_mode;
+    trace.mark("anchors");
     predict::interp_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc, stream);
+    trace.mark("tiles and outliers");
     code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, params.lossless, dc.codes, stream);
 }
 
@@ -402,17 +415,21 @@ void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_
     cuda::DeviceBuffer<uint16_t> d_codes(n, stream);
     cuda::DeviceBuffer<uint32_t> d_corrupt(2, stream);
     d_corrupt.zero(stream);
+    cuda::StageTrace trace(stream, "interp decompress");
     code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, d_codes.data(), n, d_corrupt.data(),
                            stream);
+    trace.mark("codes");
     cuda::DeviceBuffer<T> d_anchors(plan.params.layout.num_anchors, stream);
     predict::interp_anchors_decode_cuda<T>(d_codes.data(), da.raw_anchors.data(), da.anchor_listed.data(),
                                            da.anchor_residual.data(), plan.anchors.listed.size(),
                                            da.outlier_index.data(), da.outlier_value.data(),
                                            plan.outlier_index.size(), plan.params.layout, plan.params.config,
                                            plan.params.radius, d_anchors.data(), d_corrupt.data() + 1, stream);
+    trace.mark("anchors");
     predict::interp_decode_cuda<T>(d_codes.data(), d_anchors.data(), da.outlier_index.data(),
                                    da.outlier_value.data(), plan.outlier_index.size(), plan.params.layout,
                                    plan.params.config, plan.params.radius, d_out, d_corrupt.data() + 1, stream);
+    trace.mark("tiles");
     std::vector<uint32_t> corrupt;
     cuda::copy_to_host(corrupt, d_corrupt.data(), 2, stream);
     GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,

@@ -54,10 +54,12 @@ __device__ void for_each_ws_point(const InterpLayout& L, F&& f) {
     }
 }
 
+// Tile extents are powers of two (interp_layout): shifts and masks.
 __device__ void tile_coords(const InterpLayout& L, uint32_t i, uint32_t* c) {
-    c[0] = i % L.tile[0];
-    c[1] = (i / L.tile[0]) % L.tile[1];
-    c[2] = i / (L.tile[0] * L.tile[1]);
+    const uint32_t s0 = __ffs(L.tile[0]) - 1, s1 = __ffs(L.tile[1]) - 1;
+    c[0] = i & (L.tile[0] - 1);
+    c[1] = (i >> s0) & (L.tile[1] - 1);
+    c[2] = i >> (s0 + s1);
 }
 
 __device__ bool inside(const InterpLayout::TileBox& box, const uint32_t* c) {
