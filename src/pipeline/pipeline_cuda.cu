@@ -353,7 +353,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     p.radius = quant_radius(params);
     p.layout = predict::interp_layout(dc.header.rank, dc.header.dims);
     const std::vector<double> samples =
-        predict::interp_gather_cuda(d_data, predict::interp_tune_indices(p.layout), stream);
+        predict::interp_tune_sample_cuda(d_data, p.layout, stream);
     p.config = predict::interp_configure(p.layout, samples, dc.header.error_bound_abs,
                                          dc.header.value_max - dc.header.value_min,
                                          interp_overrides(params, p.layout.rank));

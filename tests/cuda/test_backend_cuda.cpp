@@ -466,7 +466,7 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
     ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(T)), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&d_out, data.size() * sizeof(T)), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-    EXPECT_TRUE(pr::interp_gather_cuda(d_data, idx, nullptr) == samples);
+    EXPECT_TRUE(pr::interp_tune_sample_cuda(d_data, L, nullptr) == samples);
     pr::InterpDeviceEncoded<T> gpu;
     pr::interp_anchors_encode_cuda(d_data, L, cfg, eb, radius, mode, gpu, nullptr);
     ASSERT_EQ(gpu.anchor_mode, cpu_anchors.mode);

@@ -89,40 +89,23 @@ double interp_alpha_for(double e) {
 
 namespace {
 
-constexpr uint64_t kTuneSamplesPerDim[3] = {4096, 64, 16};   // 4096 points for any rank
-
-// Sample coordinate i of k along a dim of extent n: the centres of k equal cells.
-uint64_t tune_coordinate(uint64_t n, uint64_t k, uint64_t i) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(n) * (2 * i + 1)) / (2 * k));
-}
-
 template <class F>
 void for_each_tune_point(const InterpLayout& L, F&& f) {
-    const uint64_t want = kTuneSamplesPerDim[L.rank - 1];
     uint64_t k[3];
-    for (int d = 0; d < 3; ++d) k[d] = std::min<uint64_t>(want, L.dims[d]);
-    for (uint64_t i2 = 0; i2 < k[2]; ++i2)
-        for (uint64_t i1 = 0; i1 < k[1]; ++i1)
-            for (uint64_t i0 = 0; i0 < k[0]; ++i0) {
-                const uint64_t g[3] = {tune_coordinate(L.dims[0], k[0], i0), tune_coordinate(L.dims[1], k[1], i1),
-                                       tune_coordinate(L.dims[2], k[2], i2)};
-                f(g);
-            }
+    interp_tune_counts(L, k);
+    uint64_t g[3];
+    for (uint64_t p = 0, n = k[0] * k[1] * k[2]; p < n; ++p) {
+        interp_tune_point(L, k, p, g);
+        f(static_cast<const uint64_t*>(g));
+    }
 }
 
 }  // namespace
 
 std::vector<uint64_t> interp_tune_indices(const InterpLayout& L) {
     std::vector<uint64_t> idx;
-    const uint64_t step[3] = {1, L.dims[0], L.dims[0] * L.dims[1]};
     for_each_tune_point(L, [&](const uint64_t* g) {
-        const uint64_t centre = (g[2] * L.dims[1] + g[1]) * L.dims[0] + g[0];
-        idx.push_back(centre);
-        for (uint32_t d = 0; d < L.rank; ++d) {
-            const bool room = g[d] >= 3 && g[d] + 3 < L.dims[d];
-            for (int64_t off : {-3, -1, 1, 3})
-                idx.push_back(room ? centre + static_cast<uint64_t>(off * static_cast<int64_t>(step[d])) : centre);
-        }
+        for (uint32_t j = 0; j <= 4 * L.rank; ++j) idx.push_back(interp_tune_index(L, g, j));
     });
     return idx;
 }
@@ -140,7 +123,7 @@ InterpConfig interp_configure(const InterpLayout& L, std::span<const double> sam
         const double* v = samples.data() + at;
         at += group;
         for (uint32_t d = 0; d < L.rank; ++d) {
-            if (!(g[d] >= 3 && g[d] + 3 < L.dims[d])) continue;
+            if (!interp_tune_room(L, g, d)) continue;
             const double x = v[0], a = v[1 + 4 * d], b = v[2 + 4 * d], c = v[3 + 4 * d], e = v[4 + 4 * d];
             if (!std::isfinite(x) || !std::isfinite(a) || !std::isfinite(b) || !std::isfinite(c) || !std::isfinite(e))
                 continue;

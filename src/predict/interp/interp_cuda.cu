@@ -69,7 +69,8 @@ __device__ bool inside(const InterpLayout::TileBox& box, const uint32_t* c) {
 template <class T>
 __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                                      const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg,
-                                     double eb, int64_t radius, uint16_t* __restrict__ codes) {
+                                     double eb, int64_t radius, uint16_t* __restrict__ codes,
+                                     unsigned long long* __restrict__ zero_codes) {
     extern __shared__ unsigned char smem_raw[];
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
@@ -103,10 +104,20 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
             __syncthreads();
         }
     }
+    // Written codes, counting the zeros (a warp adds its count once): with
+    // none, the caller skips the outlier selection.
     for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
         uint32_t c[3];
         tile_coords(L, i, c);
-        if (inside(box, c)) codes[L.global_index(box.origin, c)] = tile_codes[interp_ws_offset(L, c)];
+        bool zero = false;
+        if (inside(box, c)) {
+            const uint16_t code = tile_codes[interp_ws_offset(L, c)];
+            codes[L.global_index(box.origin, c)] = code;
+            zero = code == 0;
+        }
+        const unsigned active = __activemask(), zeros = __ballot_sync(active, zero);
+        if (zeros && threadIdx.x % 32 == static_cast<unsigned>(__ffs(active) - 1))
+            atomicAdd(zero_codes, static_cast<unsigned long long>(__popc(zeros)));
     }
 }
 
@@ -237,11 +248,17 @@ __global__ void gather_kernel(const T* __restrict__ data, const uint64_t* __rest
     if (i < n) out[i] = data[index[i]];
 }
 
+// One thread per sample point: its 1 + 4·rank values, in the host's order.
 template <class T>
-__global__ void gather_double_kernel(const T* __restrict__ data, const uint64_t* __restrict__ index, uint64_t n,
-                                     double* __restrict__ out) {
-    const uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
-    if (i < n) out[i] = static_cast<double>(data[index[i]]);
+__global__ void tune_sample_kernel(const T* __restrict__ data, InterpLayout L, uint64_t k0, uint64_t k1,
+                                   uint64_t k2, T* __restrict__ out) {
+    const uint64_t p = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    const uint64_t k[3] = {k0, k1, k2};
+    if (p >= k0 * k1 * k2) return;
+    uint64_t g[3];
+    interp_tune_point(L, k, p, g);
+    const uint32_t group = 1 + 4 * L.rank;
+    for (uint32_t j = 0; j < group; ++j) out[p * group + j] = data[interp_tune_index(L, g, j)];
 }
 
 
@@ -323,18 +340,16 @@ void check_grid(const InterpLayout& L) {
 }  // namespace
 
 template <class T>
-std::vector<double> interp_gather_cuda(const T* d_data, const std::vector<uint64_t>& indices, cudaStream_t stream) {
-    const uint64_t n = indices.size();
-    std::vector<double> values;
-    if (n == 0) return values;
-    cuda::DeviceBuffer<uint64_t> d_index(n, stream);
-    cuda::DeviceBuffer<double> d_values(n, stream);
-    GSZ_CUDA(cudaMemcpyAsync(d_index.data(), indices.data(), n * sizeof(uint64_t), cudaMemcpyHostToDevice, stream));
-    gather_double_kernel<T><<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(d_data, d_index.data(), n,
-                                                                                       d_values.data());
-    GSZ_CUDA_LAUNCHED("gather_double_kernel");
+std::vector<double> interp_tune_sample_cuda(const T* d_data, const InterpLayout& L, cudaStream_t stream) {
+    uint64_t k[3];
+    interp_tune_counts(L, k);
+    const uint64_t points = k[0] * k[1] * k[2], n = points * (1 + 4 * L.rank);
+    cuda::DeviceBuffer<T> d_values(n, stream);
+    tune_sample_kernel<T><<<blocks_for(points), 256, 0, stream>>>(d_data, L, k[0], k[1], k[2], d_values.data());
+    GSZ_CUDA_LAUNCHED("tune_sample_kernel");
+    std::vector<T> values;   // as T: half the copy for f32; widened exactly on the host
     cuda::copy_to_host(values, d_values.data(), n, stream);
-    return values;
+    return {values.begin(), values.end()};
 }
 
 // The indices (increasing) of the zero codes among n into `index`; returns
@@ -408,12 +423,22 @@ void interp_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConf
     const KernelConfig cfg = kernel_config(L, config);
     out.codes.allocate(n, stream);
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
+    cuda::DeviceBuffer<unsigned long long> zeros(1, stream);
+    zeros.zero(stream);
     interp_encode_kernel<T><<<static_cast<unsigned>(L.num_tiles), threads_for(L), smem_bytes<T>(L), stream>>>(
-        d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data());
+        d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros.data());
     GSZ_CUDA_LAUNCHED("interp_encode_kernel");
 
-    // Outliers in raster order: the indices of the zero codes.
-    out.num_outliers = select_zero_codes(out.codes.data(), n, out.outlier_index, out, stream);
+    // Outliers in raster order: the indices of the zero codes, selected only
+    // when there are any (often none: the selection reads every code).
+    std::vector<unsigned long long> zero_count;
+    cuda::copy_to_host(zero_count, zeros.data(), 1, stream);
+    out.num_outliers = 0;
+    if (zero_count[0]) {
+        out.num_outliers = select_zero_codes(out.codes.data(), n, out.outlier_index, out, stream);
+        GSZ_CHECK(out.num_outliers == zero_count[0], GSZ_STATUS_INTERNAL, "interp: %llu zero codes, %llu selected",
+                  zero_count[0], static_cast<unsigned long long>(out.num_outliers));
+    }
     out.outlier_value.allocate(out.num_outliers, stream);
     if (out.num_outliers) {
         gather_kernel<T><<<blocks_for(out.num_outliers), 256, 0, stream>>>(
@@ -498,8 +523,8 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
     GSZ_CUDA_LAUNCHED("interp_decode_kernel");
 }
 
-template std::vector<double> interp_gather_cuda<float>(const float*, const std::vector<uint64_t>&, cudaStream_t);
-template std::vector<double> interp_gather_cuda<double>(const double*, const std::vector<uint64_t>&, cudaStream_t);
+template std::vector<double> interp_tune_sample_cuda<float>(const float*, const InterpLayout&, cudaStream_t);
+template std::vector<double> interp_tune_sample_cuda<double>(const double*, const InterpLayout&, cudaStream_t);
 template void interp_anchors_encode_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double,
                                                 uint32_t, int, InterpDeviceEncoded<float>&, cudaStream_t);
 template void interp_anchors_encode_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double,

@@ -12,9 +12,10 @@
 
 namespace gsz::predict {
 
-// The values at `indices` of d_data, as double, on the host (the tuner's sample).
+// The tuner's sample of d_data (the values at interp_tune_indices, in that
+// order, as double) on the host; the indices are generated on the device.
 template <class T>
-std::vector<double> interp_gather_cuda(const T* d_data, const std::vector<uint64_t>& indices, cudaStream_t stream);
+std::vector<double> interp_tune_sample_cuda(const T* d_data, const InterpLayout& layout, cudaStream_t stream);
 
 template <class T>
 struct InterpDeviceEncoded {

@@ -269,6 +269,43 @@ GSZ_HD double interp_point_prediction(const T* ws, const InterpStage& s, uint32_
     return interp_predict(ws + offset, s.neighbour_stride, along, u, s.last_along, spline);
 }
 
+// The auto-tuner's sample (interp_configure): points on a grid of cell centres,
+// 4096 of them for any rank, each with its neighbours at -3, -1, +1, +3 along
+// every used dim (the point itself where the dim has no room for them).  Both
+// backends gather the same values in the same order: per point, 1 + 4·rank.
+GSZ_HD void interp_tune_counts(const InterpLayout& L, uint64_t* k) {
+    const uint64_t want = L.rank == 1 ? 4096 : L.rank == 2 ? 64 : 16;
+    for (int d = 0; d < 3; ++d) k[d] = L.dims[d] < want ? L.dims[d] : want;
+}
+
+// Sample coordinate i of k along a dim of extent n: the centre of cell i of k.
+GSZ_HD uint64_t interp_tune_coordinate(uint64_t n, uint64_t k, uint64_t i) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(n) * (2 * i + 1)) / (2 * k));
+}
+
+// Coordinates of sample point p (dim 0 fastest over the k grid).
+GSZ_HD void interp_tune_point(const InterpLayout& L, const uint64_t* k, uint64_t p, uint64_t* g) {
+    g[0] = interp_tune_coordinate(L.dims[0], k[0], p % k[0]);
+    g[1] = interp_tune_coordinate(L.dims[1], k[1], (p / k[0]) % k[1]);
+    g[2] = interp_tune_coordinate(L.dims[2], k[2], p / (k[0] * k[1]));
+}
+
+GSZ_HD bool interp_tune_room(const InterpLayout& L, const uint64_t* g, uint32_t d) {
+    const uint64_t c = d == 0 ? g[0] : d == 1 ? g[1] : g[2];
+    return c >= 3 && c + 3 < L.dims[d];
+}
+
+// Raster index of value j (0 .. 4·rank) of the sample at g.
+GSZ_HD uint64_t interp_tune_index(const InterpLayout& L, const uint64_t* g, uint32_t j) {
+    const uint64_t centre = (g[2] * L.dims[1] + g[1]) * L.dims[0] + g[0];
+    if (j == 0) return centre;
+    const uint32_t d = (j - 1) / 4, which = (j - 1) % 4;
+    if (!interp_tune_room(L, g, d)) return centre;
+    const uint64_t step = d == 0 ? 1 : d == 1 ? L.dims[0] : L.dims[0] * L.dims[1];
+    const uint64_t off = (which == 0 || which == 3 ? 3 : 1) * step;
+    return which < 2 ? centre - off : centre + off;
+}
+
 // Coded anchors.  Each anchor x gets its lattice value q = rint(x / (2·e_a))
 // (e_a = half the coarsest level's bound, interp.hpp; 0 when x is not finite
 // or too far out),
