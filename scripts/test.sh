@@ -34,7 +34,9 @@ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=cl
 cmake --build build-fuzz -j"$jobs" --target decompress_fuzz archive_parse_fuzz huffman_decode_fuzz fast_decode_fuzz
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-cp tests/golden/v*/*.gsz "$corpus/"   # every version the reader supports
+for f in tests/golden/v*/*.gsz; do   # every version the reader supports (same names in each)
+    cp "$f" "$corpus/$(basename "$(dirname "$f")")_$(basename "$f")"
+done
 ./build-fuzz/fuzz/decompress_fuzz -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -n 3
 ./build-fuzz/fuzz/archive_parse_fuzz -max_total_time=20 -rss_limit_mb=2048 "$corpus" 2>&1 | tail -n 1
 ./build-fuzz/fuzz/huffman_decode_fuzz -max_total_time=20 -rss_limit_mb=2048 2>&1 | tail -n 1
