@@ -150,8 +150,12 @@ void header_validate(const Header& h, gsz_status status) {
 
 std::vector<uint8_t> archive_write(const Header& h, std::span<const SectionData> sections) {
     // The pipeline builds the header from validated parameters: a bad one is a bug.
-    GSZ_CHECK(h.format_version == kFormatVersion, GSZ_STATUS_INTERNAL,
-              "archive_write: format_version %u, this gsz writes version %u", h.format_version, kFormatVersion);
+    // The container is the same in every version this gsz reads, so a parsed
+    // archive of any of them writes back unchanged; the pipelines' headers
+    // carry kFormatVersion.
+    GSZ_CHECK(h.format_version >= kOldestFormatVersion && h.format_version <= kFormatVersion, GSZ_STATUS_INTERNAL,
+              "archive_write: format_version %u, this gsz writes versions %u to %u", h.format_version,
+              kOldestFormatVersion, kFormatVersion);
     GSZ_CHECK(h.pipeline == GSZ_PIPELINE_STORE || h.pipeline == GSZ_PIPELINE_LORENZO || h.pipeline == GSZ_PIPELINE_FAST ||
                   h.pipeline == GSZ_PIPELINE_INTERP, GSZ_STATUS_INTERNAL,
               "archive_write: unknown pipeline %d", static_cast<int>(h.pipeline));
