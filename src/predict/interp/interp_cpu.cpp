@@ -6,7 +6,6 @@
 #include "runtime/status.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 namespace gsz::predict {
