@@ -82,6 +82,50 @@ std::string dims_string(const uint64_t* dims, uint32_t rank) {
     return s;
 }
 
+// Phase lines on stderr for long runs ("gsz: compressing (interp, cuda) ... 0.82 s"),
+// so whoever watches a multi-gigabyte job sees where it is; on a terminal the
+// file phases count up in percent.  --progress auto (the default) shows them
+// when stderr is a terminal and the data is at least 256 MiB; on / off force
+// it.  Never on stdout, so --json output stays one parsable object.
+class Progress {
+public:
+    Progress(const std::string& mode, uint64_t bytes) : tty_(::isatty(STDERR_FILENO) == 1) {
+        if (mode == "on") on_ = true;
+        else if (mode == "off") on_ = false;
+        else if (mode == "auto") on_ = tty_ && bytes >= (uint64_t{256} << 20);
+        else die("--progress " + mode + ": expected auto, on or off");
+    }
+    void begin(const std::string& what) {
+        if (!on_) return;
+        what_ = what;
+        t0_ = Clock::now();
+        std::fprintf(stderr, tty_ ? "gsz: %s ..." : "gsz: %s ...\n", what_.c_str());
+        std::fflush(stderr);
+    }
+    void fraction(double f) {
+        if (!on_ || !tty_) return;
+        std::fprintf(stderr, "\rgsz: %s ... %3.0f%%", what_.c_str(), 100.0 * f);
+        std::fflush(stderr);
+    }
+    void end() {
+        if (!on_) return;
+        const double s = seconds_since(t0_);
+        if (tty_)
+            std::fprintf(stderr, "\rgsz: %s ... %.2f s\n", what_.c_str(), s);
+        else
+            std::fprintf(stderr, "gsz: %s: %.2f s\n", what_.c_str(), s);
+        std::fflush(stderr);
+    }
+
+private:
+    bool tty_ = false, on_ = false;
+    std::string what_;
+    Clock::time_point t0_{};
+};
+
+// Files move in pieces of this size, so a phase can report how far it is.
+constexpr size_t kFilePiece = size_t{64} << 20;
+
 // A byte buffer that is not zero-filled: large inputs and outputs are
 // overwritten anyway, and a memset of gigabytes would be pure cost.
 struct Bytes {
@@ -93,7 +137,7 @@ struct Bytes {
     size_t size() const { return count; }
 };
 
-Bytes read_file(const std::string& path) {
+Bytes read_file(const std::string& path, Progress* progress = nullptr) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) die(path + ": no such file");
     std::ifstream in(path, std::ios::binary);
@@ -101,8 +145,13 @@ Bytes read_file(const std::string& path) {
     const auto size = fs::file_size(path, ec);
     if (ec) die(path + ": cannot read its size");
     Bytes bytes(size);
-    if (size && !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)))
-        die(path + ": read failed");
+    for (size_t done = 0; done < size;) {
+        const size_t piece = std::min(kFilePiece, static_cast<size_t>(size) - done);
+        if (!in.read(reinterpret_cast<char*>(bytes.data() + done), static_cast<std::streamsize>(piece)))
+            die(path + ": read failed");
+        done += piece;
+        if (progress) progress->fraction(static_cast<double>(done) / static_cast<double>(size));
+    }
     return bytes;
 }
 
@@ -118,13 +167,18 @@ void check_output(const std::string& out, const std::string& in, bool force) {
 
 // Written to a temporary file beside the target and renamed into place, so a
 // failure never leaves a partial output behind.
-void write_file_atomic(const std::string& path, const void* data, size_t size) {
+void write_file_atomic(const std::string& path, const void* data, size_t size, Progress* progress = nullptr) {
     const fs::path target(path);
     const fs::path tmp = target.string() + ".gsz-tmp." + std::to_string(::getpid());
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         if (!out) die(path + ": cannot open for writing");
-        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+        for (size_t done = 0; done < size && out;) {
+            const size_t piece = std::min(kFilePiece, size - done);
+            out.write(static_cast<const char*>(data) + done, static_cast<std::streamsize>(piece));
+            done += piece;
+            if (progress) progress->fraction(static_cast<double>(done) / static_cast<double>(size));
+        }
         out.flush();
         if (!out) {
             out.close();
@@ -384,8 +438,8 @@ uint64_t num_elements(const std::vector<uint64_t>& dims) {
 }
 
 // The raw input, checked against -t and -l.
-Bytes read_array(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
-    Bytes input = read_file(a.input);
+Bytes read_array(const ArrayArgs& a, const std::vector<uint64_t>& dims, Progress* progress = nullptr) {
+    Bytes input = read_file(a.input, progress);
     const uint64_t need = num_elements(dims) * (a.dtype == "f64" ? 8 : 4);
     if (input.size() != need)
         die(a.input + ": has " + std::to_string(input.size()) + " bytes, but -t " + a.dtype + " -l " + a.dims +
@@ -394,7 +448,7 @@ Bytes read_array(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
 }
 
 struct CompressArgs : ArrayArgs {
-    std::string output;
+    std::string output, progress = "auto";
     bool force = false, verify = false;
 };
 
@@ -407,16 +461,22 @@ int run_compress(const CompressArgs& a) {
     ctx.check(gsz_compress_bound(&p, &capacity), "compress");
     check_output(a.output, a.input, a.force);
 
-    const auto t_read = Clock::now();
-    const Bytes input = read_array(a, dims);
-    const double read_s = seconds_since(t_read);
     const uint64_t n = num_elements(dims);
+    const uint64_t raw_bytes = n * (a.dtype == "f64" ? 8 : 4);
+    Progress progress(a.progress, raw_bytes);
+    const auto t_read = Clock::now();
+    progress.begin("reading " + a.input + " (" + human_bytes(static_cast<double>(raw_bytes)) + ")");
+    const Bytes input = read_array(a, dims, &progress);
+    progress.end();
+    const double read_s = seconds_since(t_read);
 
     Bytes archive(capacity);
     size_t archive_bytes = 0;
+    progress.begin("compressing (" + a.pipeline + ", " + backend_name(p.device) + ")");
     const auto t0 = Clock::now();
     ctx.check(gsz_compress(ctx.ctx, &p, input.data(), archive.data(), archive.size(), &archive_bytes), "compress");
     const double compress_s = seconds_since(t0);
+    progress.end();
     archive.count = archive_bytes;
 
     gsz_archive_info info;
@@ -426,6 +486,7 @@ int run_compress(const CompressArgs& a) {
     double verify_s = 0;
     if (a.verify) {
         Bytes back(input.size());
+        progress.begin("verifying (decompressing and checking every value)");
         const auto t1 = Clock::now();
         ctx.check(gsz_decompress(ctx.ctx, archive.data(), archive.size(), back.data(), back.size(), p.device,
                                  p.num_threads),
@@ -433,8 +494,11 @@ int run_compress(const CompressArgs& a) {
         verify_s = seconds_since(t1);
         quality = measure_any(p.dtype, input.data(), back.data(), n, info.error_bound_abs, info.value_min,
                               info.value_max);
+        progress.end();
     }
-    write_file_atomic(a.output, archive.data(), archive.size());
+    progress.begin("writing " + a.output + " (" + human_bytes(static_cast<double>(archive.size())) + ")");
+    write_file_atomic(a.output, archive.data(), archive.size(), &progress);
+    progress.end();
 
     const double ratio = static_cast<double>(input.size()) / static_cast<double>(archive_bytes);
     if (a.json) {
@@ -477,7 +541,7 @@ int run_compress(const CompressArgs& a) {
 }
 
 struct DecompressArgs {
-    std::string input, output, device = "auto", compare;
+    std::string input, output, device = "auto", compare, progress = "auto";
     int threads = 0;
     bool json = false, force = false;
 };
@@ -486,7 +550,14 @@ int run_decompress(const DecompressArgs& a) {
     Ctx ctx;
     const gsz_device device = parse_device(a.device);
     check_output(a.output, a.input, a.force);
-    const Bytes archive = read_file(a.input);
+    std::error_code size_ec;
+    const uint64_t archive_size = fs::file_size(a.input, size_ec);
+    // The phases' size is the output's, known once the header is read; the
+    // archive alone decides whether reading it is shown.
+    Progress reading(a.progress, size_ec ? 0 : archive_size);
+    reading.begin("reading " + a.input);
+    const Bytes archive = read_file(a.input, &reading);
+    reading.end();
     gsz_archive_info info;
     ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), a.input);
     Bytes out;
@@ -495,11 +566,16 @@ int run_decompress(const DecompressArgs& a) {
     } catch (const std::exception&) {
         die(a.input + ": cannot allocate " + human_bytes(static_cast<double>(info.original_bytes)) + " for the output");
     }
+    Progress progress(a.progress, info.original_bytes);
+    progress.begin(std::string("decompressing (") + pipeline_name(info.pipeline) + ", " + backend_name(device) + ")");
     const auto t0 = Clock::now();
     ctx.check(gsz_decompress(ctx.ctx, archive.data(), archive.size(), out.data(), out.size(), device, a.threads),
               a.input);
     const double s = seconds_since(t0);
-    write_file_atomic(a.output, out.data(), out.size());
+    progress.end();
+    progress.begin("writing " + a.output + " (" + human_bytes(static_cast<double>(out.size())) + ")");
+    write_file_atomic(a.output, out.data(), out.size(), &progress);
+    progress.end();
     // --compare: the basic assessment metrics against the original (docs/METRICS.md).
     std::optional<gsz::assess::Result> cmp;
     if (!a.compare.empty()) {
@@ -1053,6 +1129,10 @@ int main(int argc, char** argv) {
     c->add_option("-o,--output", ca.output, "Archive to write")->required();
     c->add_flag("--verify", ca.verify, "Decompress in memory and report max error and PSNR; fail if the bound breaks");
     c->add_flag("-f,--force", ca.force, "Overwrite the output if it exists");
+    c->add_option("--progress", ca.progress,
+                  "Phase lines on stderr (reading, compressing, verifying, writing): auto (when stderr is a "
+                  "terminal and the data is >= 256 MiB), on or off")
+        ->capture_default_str();
 
     DecompressArgs da;
     auto* d = app.add_subcommand("decompress", "Decompress an archive to a raw binary array");
@@ -1063,6 +1143,10 @@ int main(int argc, char** argv) {
     d->add_flag("--json", da.json, "Print one JSON object instead of text");
     d->add_option("--compare", da.compare, "Original raw array: also print max error, PSNR, NRMSE, Pearson");
     d->add_flag("-f,--force", da.force, "Overwrite the output if it exists");
+    d->add_option("--progress", da.progress,
+                  "Phase lines on stderr (reading, decompressing, writing): auto (when stderr is a terminal and "
+                  "the data is >= 256 MiB), on or off")
+        ->capture_default_str();
 
     std::string info_input;
     bool info_json_flag = false;

@@ -22,7 +22,7 @@ SAMPLE=$REPO/data/sperr_wmag_91x91x91.f32
 grep -q "fastest-varying first" "$T/help" && ok || bad "--help does not explain the dims order"
 "$GSZ" compress --help >"$T/help" 2>&1 || true
 for flag in -i -o -t -l -m -e -p --device --json --force --verify --radius --interp-alpha --interp-beta \
-    --interp-spline --interp-order; do
+    --interp-spline --interp-order --interp-anchors --progress; do
     grep -q -- "$flag" "$T/help" && ok || bad "compress --help lacks $flag"
 done
 expect_exit 0 "--version" "$GSZ" --version
@@ -188,6 +188,24 @@ grep -q "exists" "$T/err" && ok || bad "overwrite message: $(cat "$T/err")"
 cmp -s "$T/a.gsz" "$T/keep.gsz" && ok || bad "refused overwrite changed the file"
 expect_exit 0 "overwrite with --force" "$GSZ" compress -i "$SAMPLE" -o "$T/a.gsz" -t f32 -l 91x91x91 -m abs -e 0.5 --force
 expect_exit 1 "decompress onto existing" "$GSZ" decompress -i "$T/a.gsz" -o "$T/a.out"
+
+# progress: phase lines on stderr only (so --json stays parsable), none by default off a terminal
+expect_exit 0 "compress --progress on" "$GSZ" compress -i "$SAMPLE" -o "$T/p.gsz" -t f32 -l 91x91x91 -e 1e-3 \
+    --verify --json --progress on
+python3 -c "import json; json.load(open('$T/out'))" && ok || bad "--progress on broke --json: $(cat "$T/out")"
+for phase in "reading $SAMPLE" "verifying" "writing $T/p.gsz"; do
+    grep -qF "gsz: $phase" "$T/err" && ok || bad "compress --progress on lacks '$phase': $(cat "$T/err")"
+done
+# the backend named is the one the machine has
+grep -qE "gsz: compressing \(lorenzo, (cpu|cuda)\)" "$T/err" && ok || bad "compress --progress on: $(cat "$T/err")"
+expect_exit 0 "decompress --progress on" "$GSZ" decompress -i "$T/p.gsz" -o "$T/p.out" --json --progress on
+python3 -c "import json; json.load(open('$T/out'))" && ok || bad "decompress --progress on broke --json"
+grep -qE "gsz: decompressing \(lorenzo, (cpu|cuda)\)" "$T/err" && ok || bad "decompress --progress: $(cat "$T/err")"
+expect_exit 0 "compress, progress auto off a terminal" "$GSZ" compress -i "$SAMPLE" -o "$T/p.gsz" -t f32 \
+    -l 91x91x91 -e 1e-3 --force
+[ ! -s "$T/err" ] && ok || bad "progress printed off a terminal by default: $(cat "$T/err")"
+expect_exit 1 "bad --progress" "$GSZ" compress -i "$SAMPLE" -o "$T/pb.gsz" -t f32 -l 91x91x91 -e 1e-3 --progress maybe
+[ ! -e "$T/pb.gsz" ] && ok || bad "bad --progress left an output"
 
 # bad input: one-line message, exit 1, no output left behind
 expect_exit 1 "wrong size" "$GSZ" compress -i "$SAMPLE" -o "$T/w.gsz" -t f32 -l 90x91x91 -e 1e-3
