@@ -233,12 +233,6 @@ struct IsOutlier {
     __device__ bool operator()(uint64_t i) const { return codes[i] == 0; }
 };
 
-__global__ void gather_u64_kernel(const uint64_t* __restrict__ data, const uint64_t* __restrict__ index, uint64_t n,
-                                  uint64_t* __restrict__ out) {
-    const uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
-    if (i < n) out[i] = data[index[i]];
-}
-
 unsigned blocks_for(uint64_t n) { return static_cast<unsigned>((n + 255) / 256); }
 
 template <class T>
@@ -399,9 +393,9 @@ void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& L, const In
         if (out.anchor_mode == kAnchorsCoded) {
             if (listed) {
                 cuda::DeviceBuffer<uint64_t> residual(listed, stream);
-                gather_u64_kernel<<<blocks_for(listed), 256, 0, stream>>>(
+                gather_kernel<uint64_t><<<blocks_for(listed), 256, 0, stream>>>(
                     out.anchor_residual.data(), out.anchor_listed.data(), listed, residual.data());
-                GSZ_CUDA_LAUNCHED("gather_u64_kernel");
+                GSZ_CUDA_LAUNCHED("gather_kernel");
                 cuda::copy_to_host(out.listed, out.anchor_listed.data(), listed, stream);
                 cuda::copy_to_host(out.listed_residual, residual.data(), listed, stream);
             }
