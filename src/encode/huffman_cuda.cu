@@ -252,12 +252,11 @@ struct DecodeTables {
     uint32_t max_length = 0;
 };
 
-enum ChunkResult : uint32_t { kChunkOk = 0, kChunkBadCode, kChunkWrongLength, kChunkNonzeroPadding };
 
-// Decodes one chunk: the same bit buffer discipline and the same accept/
-// reject rules as huffman.cpp's decode_chunk.  `words` holds the chunk's
-// num_words words; the buffer is fed zeros past them, so an overrun shows up
-// in the final bit count.  out(i, symbol) receives each decoded symbol.
+// Decodes one chunk symbol by symbol: the same bit buffer discipline and the
+// same accept/reject rules as huffman.cpp's decode_chunk.  `words` holds the
+// chunk's num_words words; the buffer is fed zeros past them, so an overrun
+// shows up in the final bit count (finish).
 //
 // Codes longer than kLutBits take no loop and no global load: their length is
 // kLutBits + 1 plus the number of longer lengths' limits the window reaches
@@ -266,22 +265,29 @@ enum ChunkResult : uint32_t { kChunkOk = 0, kChunkBadCode, kChunkWrongLength, kC
 // A warp decodes 32 chunks in lock step, so one lane's slow path holds all 32:
 // with the length loop and a global load per long code the kernel spent most
 // of its time waiting there.
-template <class Out>
-__host__ __device__ inline uint32_t decode_chunk(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
-                                                 uint32_t num_bits, uint32_t count, Out& out) {
-    constexpr int kLongLengths = kMaxLen - kLutBits;
-    uint32_t limit[kLongLengths];  // of lengths kLutBits + 1 ..; none reach past max_length
-#pragma unroll
-    for (int k = 0; k < kLongLengths; ++k) {
-        const uint32_t len = kLutBits + 1 + k;
-        limit[k] = len <= t.max_length ? t.limit[len] : 0xFFFFFFFFu;
-    }
+struct ChunkReader {
+    static constexpr int kLongLengths = kMaxLen - kLutBits;
+    const uint32_t* words = nullptr;
+    uint64_t num_words = 0;
     uint64_t buf = 0;
     int avail = 0;
     uint64_t next_word = 0;
-    // words[next_word] (or 0 past the end), loaded one refill early to hide its latency.
-    uint32_t ahead = num_words > 0 ? load_ro(words) : 0u;
-    for (uint32_t i = 0; i < count; ++i) {
+    uint32_t ahead = 0;            // words[next_word] (or 0 past the end), loaded one refill early
+    uint32_t limit[kLongLengths];  // of lengths kLutBits + 1 ..; none reach past max_length
+
+    __device__ void start(const DecodeTables& t, const uint32_t* chunk_words, uint64_t chunk_num_words) {
+        words = chunk_words;
+        num_words = chunk_num_words;
+#pragma unroll
+        for (int k = 0; k < kLongLengths; ++k) {
+            const uint32_t len = kLutBits + 1 + k;
+            limit[k] = len <= t.max_length ? t.limit[len] : 0xFFFFFFFFu;
+        }
+        ahead = num_words > 0 ? load_ro(words) : 0u;
+    }
+
+    // The next symbol; false on a code the book does not hold.
+    __device__ bool next(const DecodeTables& t, uint32_t& symbol) {
         if (avail <= 32) {
             const uint64_t w = ahead;
             ++next_word;
@@ -291,7 +297,6 @@ __host__ __device__ inline uint32_t decode_chunk(const DecodeTables& t, const ui
         }
         const uint32_t entry = t.lut[buf >> (64 - kLutBits)];
         uint32_t len = entry >> kLutLengthShift;
-        uint32_t symbol;
         if (len != 0) {
             symbol = entry & 0xFFFFu;
         } else {
@@ -299,20 +304,23 @@ __host__ __device__ inline uint32_t decode_chunk(const DecodeTables& t, const ui
             len = kLutBits + 1;
 #pragma unroll
             for (int k = 0; k < kLongLengths; ++k) len += window >= limit[k] ? 1u : 0u;
-            if (len > t.max_length) return kChunkBadCode;
+            if (len > t.max_length) return false;
             const uint32_t rank = t.first_index[len] + (window >> (kMaxLen - len)) - t.first_code[len];
-            if (rank >= t.num_sorted) return kChunkBadCode;  // unreachable with a Kraft-valid book
+            if (rank >= t.num_sorted) return false;  // unreachable with a Kraft-valid book
             symbol = t.sorted_shared ? t.sorted[rank] : load_ro(t.sorted + rank);
         }
-        out(i, symbol);
         buf <<= len;
         avail -= static_cast<int>(len);
+        return true;
     }
-    if (next_word * 32 - static_cast<uint64_t>(avail) != num_bits) return kChunkWrongLength;
-    if (num_bits % 32 != 0 && (num_words == 0 || (load_ro(words + num_words - 1) << (num_bits % 32)) != 0))
-        return kChunkNonzeroPadding;
-    return kChunkOk;
-}
+
+    // After the chunk's last symbol: the bits read must be exactly num_bits,
+    // and the last word's padding zero.
+    __device__ bool finish(uint32_t num_bits) const {
+        if (next_word * 32 - static_cast<uint64_t>(avail) != num_bits) return false;
+        return num_bits % 32 == 0 || (num_words > 0 && (load_ro(words + num_words - 1) << (num_bits % 32)) == 0);
+    }
+};
 
 // Host: the device book's `lut` buffer: the decode LUT (codes of up to
 // kLutBits bits), then the packed encode entries.
@@ -481,48 +489,15 @@ __global__ void __launch_bounds__(kCodecThreads)
     }
 }
 
-// Decoded symbols go out four per 8-byte store when the chunk's output is
-// 8-byte aligned (one thread per chunk: scattered 2-byte stores are slow).
-struct PackedSink {
-    uint16_t* out;  // 8-byte aligned
-    uint64_t pack = 0;
-    __host__ __device__ void operator()(uint32_t i, uint32_t s) {
-        pack |= uint64_t{s} << (16 * (i & 3));
-        if ((i & 3) == 3) {
-            *reinterpret_cast<uint64_t*>(out + (i - 3)) = pack;
-            pack = 0;
-        }
-    }
-    __host__ __device__ void finish(uint32_t count) {
-        for (uint32_t i = count & ~3u; i < count; ++i) out[i] = static_cast<uint16_t>(pack >> (16 * (i & 3)));
-    }
-};
-
-struct ScalarSink {
-    uint16_t* out;
-    __host__ __device__ void operator()(uint32_t i, uint32_t s) { out[i] = static_cast<uint16_t>(s); }
-    __host__ __device__ void finish(uint32_t) {}
-};
-
-template <class Sink>
-__host__ __device__ inline bool decode_into(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
-                                            uint32_t num_bits, uint32_t count, Sink sink) {
-    if (decode_chunk(t, words, num_words, num_bits, count, sink) != kChunkOk) return false;
-    sink.finish(count);
-    return true;
-}
-
-// Decodes one chunk to out[0..count); false if it is corrupt.  The sink is
-// chosen once per chunk, outside the symbol loop.
-__host__ __device__ inline bool decode_chunk_to(const DecodeTables& t, const uint32_t* words, uint64_t num_words,
-                                                uint32_t num_bits, uint32_t count, uint16_t* out) {
-    if ((reinterpret_cast<uintptr_t>(out) & 7) == 0)
-        return decode_into(t, words, num_words, num_bits, count, PackedSink{out});
-    return decode_into(t, words, num_words, num_bits, count, ScalarSink{out});
-}
-
-// One thread per chunk.  The chunk table was validated on the host; it is
+// One thread per chunk, a warp's 32 chunks in lock step.  Symbols are
+// staged per lane in shared memory, 64 at a time (128 bytes), and the warp
+// stores the 32 staged lines together, four whole lines per instruction: a
+// lane storing its own symbols would touch 32 lines per store instruction
+// (bench/NOTES.md).  The chunk table was validated on the host; it is
 // re-checked here only as far as memory safety needs.
+constexpr uint32_t kStageSymbols = 64;
+constexpr uint32_t kStageStride = kStageSymbols / 4 + 1;  // u64 per lane's line, padded: no bank conflicts
+
 __global__ void __launch_bounds__(kDecodeThreads)
     huffman_decode_kernel(const uint32_t* __restrict__ d_lut, const uint32_t* __restrict__ d_first_code,
                           const uint32_t* __restrict__ d_first_index, const uint32_t* __restrict__ d_count,
@@ -533,6 +508,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
                           uint32_t* d_corrupt) {
     __shared__ uint32_t s_lut[kLutSize];
     __shared__ uint32_t s_limit[kMaxLen + 1], s_first_code[kMaxLen + 1], s_first_index[kMaxLen + 1];
+    __shared__ uint64_t s_stage[kDecodeThreads * kStageStride];
     extern __shared__ uint16_t s_sorted[];  // the symbols by code, when they fit (kSharedSorted)
     const bool sorted_shared = num_sorted <= kSharedSorted;
     for (uint32_t i = threadIdx.x; i < kLutSize; i += blockDim.x) s_lut[i] = __ldg(d_lut + i);
@@ -555,17 +531,76 @@ __global__ void __launch_bounds__(kDecodeThreads)
     t.num_sorted = num_sorted;
     t.max_length = max_length;
 
+    const uint32_t lane = threadIdx.x & 31;
+    uint64_t* warp_stage = s_stage + (threadIdx.x - lane) * kStageStride;
+    uint64_t* line = warp_stage + lane * kStageStride;
+    // 16-byte stores when every staged line starts 16-byte aligned in d_out.
+    const bool vector_stores = reinterpret_cast<uintptr_t>(d_out) % 16 == 0 && chunk_symbols % 8 == 0;
     const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
-    for (uint64_t c = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; c < num_chunks; c += stride) {
-        const uint64_t begin = c * chunk_symbols;
-        const auto count = static_cast<uint32_t>(min(uint64_t{chunk_symbols}, num_symbols - begin));
-        const uint64_t lo = d_chunk_word_offset[c], hi = d_chunk_word_offset[c + 1];
-        const uint32_t bits = d_chunk_bits[c];
-        if (hi < lo || hi > num_words || hi - lo != (uint64_t{bits} + 31) / 32) {
-            *d_corrupt = 1;
-            continue;
+    for (uint64_t first = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x - lane; first < num_chunks;
+         first += stride) {  // the same for the whole warp
+        const uint64_t c = first + lane;
+        uint32_t count = 0, bits = 0;
+        ChunkReader reader;
+        bool ok = c < num_chunks;
+        if (ok) {
+            const uint64_t begin = c * chunk_symbols;
+            count = static_cast<uint32_t>(min(uint64_t{chunk_symbols}, num_symbols - begin));
+            const uint64_t lo = d_chunk_word_offset[c], hi = d_chunk_word_offset[c + 1];
+            bits = d_chunk_bits[c];
+            ok = hi >= lo && hi <= num_words && hi - lo == (uint64_t{bits} + 31) / 32;
+            if (ok) reader.start(t, d_words + lo, hi - lo);
+            else *d_corrupt = 1;
         }
-        if (!decode_chunk_to(t, d_words + lo, hi - lo, bits, count, d_out + begin)) *d_corrupt = 1;
+        uint16_t* out = d_out + (ok ? c * chunk_symbols : 0);
+        const uint32_t rounds = __reduce_max_sync(kFullMask, ok ? (count + kStageSymbols - 1) / kStageSymbols : 0u);
+        for (uint32_t r = 0; r < rounds; ++r) {
+            const uint32_t base = r * kStageSymbols;
+            uint32_t n = 0;
+            if (ok && base < count) {
+                n = min(kStageSymbols, count - base);
+                uint64_t pack = 0;
+                for (uint32_t i = 0; i < n; ++i) {
+                    uint32_t symbol;
+                    if (!reader.next(t, symbol)) {
+                        ok = false;
+                        *d_corrupt = 1;
+                        n = 0;
+                        break;
+                    }
+                    pack |= uint64_t{symbol} << (16 * (i & 3));
+                    if ((i & 3) == 3) {
+                        line[i / 4] = pack;
+                        pack = 0;
+                    }
+                }
+                if (n % 4 != 0) line[n / 4] = pack;
+            }
+            __syncwarp();
+            // Lane l stores 8 symbols (segment l % 8) of the line of lane 4k + l / 8.
+#pragma unroll
+            for (uint32_t k = 0; k < 8; ++k) {
+                const uint32_t owner = 4 * k + lane / 8, seg = lane % 8;
+                const uint32_t owner_n = __shfl_sync(kFullMask, n, owner);
+                uint16_t* dst = reinterpret_cast<uint16_t*>(
+                                    __shfl_sync(kFullMask, reinterpret_cast<unsigned long long>(out), owner)) +
+                                base + 8 * seg;
+                const uint64_t* src = warp_stage + owner * kStageStride + 2 * seg;
+                if (8 * seg + 8 <= owner_n && vector_stores) {
+                    uint4 v;
+                    v.x = static_cast<uint32_t>(src[0]);
+                    v.y = static_cast<uint32_t>(src[0] >> 32);
+                    v.z = static_cast<uint32_t>(src[1]);
+                    v.w = static_cast<uint32_t>(src[1] >> 32);
+                    *reinterpret_cast<uint4*>(dst) = v;
+                } else {
+                    for (uint32_t q = 8 * seg; q < owner_n && q < 8 * seg + 8; ++q)
+                        dst[q - 8 * seg] = static_cast<uint16_t>(src[(q - 8 * seg) / 4] >> (16 * (q % 4)));
+                }
+            }
+            __syncwarp();
+        }
+        if (ok && !reader.finish(bits)) *d_corrupt = 1;
     }
 }
 
@@ -749,6 +784,11 @@ void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words,
     const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(ceil_div(num_chunks, kDecodeThreads), 1u << 20));
     const size_t sorted_bytes =
         book.sorted_symbols.size() <= kSharedSorted ? book.sorted_symbols.size() * sizeof(uint16_t) : 0;
+    // The staging lines and tables take ~26 KiB of static shared memory, so a
+    // large sorted-symbol table needs the opt-in above the default 48 KiB.
+    if (sorted_bytes > 16 * 1024)
+        GSZ_CUDA(cudaFuncSetAttribute(huffman_decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(sorted_bytes)));
     huffman_decode_kernel<<<blocks, kDecodeThreads, sorted_bytes, stream>>>(
         book.lut.data(), book.first_code.data(), book.first_index.data(), book.count.data(),
         book.sorted_symbols.data(), static_cast<uint32_t>(book.sorted_symbols.size()), book.max_length, d_words,

@@ -33,8 +33,13 @@ struct LorenzoLayout {
     };
 
     GSZ_HD ChunkBox chunk_box(uint64_t chunk_id) const {
-        ChunkBox box{};
         const uint64_t c[3] = {chunk_id % grid[0], (chunk_id / grid[0]) % grid[1], chunk_id / (grid[0] * grid[1])};
+        return chunk_box_at(c);
+    }
+    // The box of the chunk at grid coordinates c (callers that can divide
+    // more cheaply than in 64 bits compute c themselves).
+    GSZ_HD ChunkBox chunk_box_at(const uint64_t (&c)[3]) const {
+        ChunkBox box{};
         for (int d = 0; d < 3; ++d) {
             box.origin[d] = c[d] * chunk[d];
             const uint64_t left = dims[d] - box.origin[d];

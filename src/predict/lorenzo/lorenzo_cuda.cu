@@ -41,6 +41,16 @@ __device__ inline int64_t predict_shared(const int64_t* q, uint32_t idx, uint32_
     }
 }
 
+// The box of this block's chunk: grid coordinates by 32-bit division
+// (check_grid keeps num_chunks below 2^31) instead of chunk_box's 64-bit one,
+// which costs a few hundred instructions per thread.
+__device__ inline LorenzoLayout::ChunkBox this_chunk_box(const LorenzoLayout& L) {
+    const uint32_t id = blockIdx.x, g0 = static_cast<uint32_t>(L.grid[0]), g1 = static_cast<uint32_t>(L.grid[1]);
+    const uint32_t rest = id / g0;
+    const uint64_t c[3] = {id - rest * g0, rest % g1, rest / g1};
+    return L.chunk_box_at(c);
+}
+
 __device__ inline uint64_t global_index(const LorenzoLayout& L, const LorenzoLayout::ChunkBox& box, uint32_t x,
                                         uint32_t y, uint32_t z) {
     return (box.origin[0] + x) + L.dims[0] * ((box.origin[1] + y) + L.dims[1] * (box.origin[2] + z));
@@ -63,7 +73,7 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ typename BlockScan::TempStorage scan_storage;
 
     const uint64_t chunk = blockIdx.x;
-    const auto box = L.chunk_box(chunk);
+    const auto box = this_chunk_box(L);
     const uint32_t ex = box.extent[0], ey = box.extent[1], ez = box.extent[2];
     const uint32_t npts = ex * ey * ez;
     const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
@@ -119,7 +129,7 @@ __global__ void lorenzo_compact_outliers_kernel(const T* __restrict__ scratch, c
     const uint64_t chunk = blockIdx.x;
     const uint32_t count = counts[chunk];
     if (count == 0) return;
-    const uint64_t from = L.chunk_box(chunk).stream_offset, to = offsets[chunk];
+    const uint64_t from = this_chunk_box(L).stream_offset, to = offsets[chunk];
     for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) outliers[to + i] = scratch[from + i];
 }
 
@@ -129,10 +139,26 @@ __global__ void __launch_bounds__(kThreads)
     using BlockReduce = cub::BlockReduce<uint32_t, kThreads>;
     __shared__ typename BlockReduce::TempStorage storage;
     const uint64_t chunk = blockIdx.x;
-    const auto box = L.chunk_box(chunk);
+    const auto box = this_chunk_box(L);
     const uint32_t npts = static_cast<uint32_t>(box.size());
+    const uint16_t* src = codes + box.stream_offset;
+    // Eight codes per 16-byte load between a scalar head and tail (a
+    // chunk's stretch starts anywhere); __vcmpeq2 marks each zero half-word.
+    uint32_t head = npts, vectors = 0;
+    if (reinterpret_cast<uintptr_t>(codes) % 16 == 0) {
+        head = static_cast<uint32_t>((8 - box.stream_offset % 8) % 8);
+        head = head < npts ? head : npts;
+        vectors = (npts - head) / 8;
+    }
     uint32_t zeros = 0;
-    for (uint32_t i = threadIdx.x; i < npts; i += kThreads) zeros += codes[box.stream_offset + i] == 0;
+    const uint4* body = reinterpret_cast<const uint4*>(src + head);
+    for (uint32_t v = threadIdx.x; v < vectors; v += kThreads) {
+        const uint4 w = body[v];
+        zeros += (__popc(__vcmpeq2(w.x, 0)) + __popc(__vcmpeq2(w.y, 0)) + __popc(__vcmpeq2(w.z, 0)) +
+                  __popc(__vcmpeq2(w.w, 0))) / 16;
+    }
+    if (threadIdx.x < head) zeros += src[threadIdx.x] == 0;
+    for (uint32_t i = head + vectors * 8 + threadIdx.x; i < npts; i += kThreads) zeros += src[i] == 0;
     const uint32_t total = BlockReduce(storage).Sum(zeros);
     if (threadIdx.x == 0) counts[chunk] = total;
 }
@@ -155,7 +181,7 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ typename BlockScan::TempStorage scan_storage;
 
     const uint64_t chunk = blockIdx.x;
-    const auto box = L.chunk_box(chunk);
+    const auto box = this_chunk_box(L);
     const uint32_t ex = box.extent[0], ey = box.extent[1], ez = box.extent[2];
     const uint32_t npts = ex * ey * ez;
     const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
@@ -326,19 +352,10 @@ struct RowGeometry {
     __device__ RowGeometry(const LorenzoLayout::ChunkBox& box, int rank)
         : ex(box.extent[0]), ey(box.extent[1]), ez(box.extent[2]),
           rows(rank == 1 ? (box.extent[0] + 31) / 32 : box.extent[1] * box.extent[2]) {}
-    // Coordinates of lane's point in row r; false when outside the chunk.
+    // Whether lane's point of row r is inside the chunk.
     template <int Rank>
-    __device__ bool point(uint32_t r, uint32_t lane, uint32_t& x, uint32_t& y, uint32_t& z) const {
-        if constexpr (Rank == 1) {
-            x = r * 32 + lane;
-            y = z = 0;
-            return x < ex;
-        } else {
-            x = lane;
-            y = r % ey;
-            z = r / ey;
-            return lane < ex;
-        }
+    __device__ bool inside(uint32_t r, uint32_t lane) const {
+        return Rank == 1 ? r * 32 + lane < ex : lane < ex;
     }
     // Raster index inside the chunk (the offset in the chunk's stream stretch).
     template <int Rank>
@@ -346,6 +363,30 @@ struct RowGeometry {
         return Rank == 1 ? r * 32 + lane : lane + ex * r;
     }
 };
+
+// Where each row starts, in the padded buffer and in the array; lane's point
+// is one further per lane.  Filled once per block (a division per row), so
+// the per-point loops add instead of dividing the row number.
+struct RowStarts {
+    uint32_t pad[kMaxRows];
+    uint64_t global[kMaxRows];
+};
+
+template <int Rank>
+__device__ inline void fill_row_starts(RowStarts& starts, const LorenzoLayout& L, const LorenzoLayout::ChunkBox& box,
+                                       const RowGeometry& g, const Padded& pad) {
+    for (uint32_t r = threadIdx.x; r < g.rows; r += kThreads) {
+        uint32_t x = 0, y = 0, z = 0;
+        if constexpr (Rank == 1) {
+            x = r * 32;
+        } else {
+            y = r % g.ey;
+            z = r / g.ey;
+        }
+        starts.pad[r] = pad.at(x, y, z);
+        starts.global[r] = global_index(L, box, x, y, z);
+    }
+}
 
 // Exclusive scan of per-row counts in place (rows <= 64), by warp 0; the
 // total goes to *total.  Callers synchronize before and after.
@@ -375,13 +416,15 @@ __global__ void __launch_bounds__(kThreads)
     Q* q = reinterpret_cast<Q*>(q_storage);
     __shared__ uint32_t row_offset[kMaxRows];
     __shared__ uint32_t total;
+    __shared__ RowStarts starts;
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint64_t chunk = blockIdx.x;
-    const auto box = L.chunk_box(chunk);
+    const auto box = this_chunk_box(L);
     const RowGeometry g(box, Rank);
     const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
     const uint32_t pxy = pad.px * pad.py;
     zero_q(q, pxy * (L.chunk[2] + 1));
+    fill_row_starts<Rank>(starts, L, box, g, pad);
     __syncthreads();
 
     T value[kRowsPerWarp];
@@ -389,12 +432,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) {
         const uint32_t r = warp + kWarps * j;
-        uint32_t x, y, z;
-        if (r < g.rows && g.point<Rank>(r, lane, x, y, z)) {
-            value[j] = data[global_index(L, box, x, y, z)];
+        if (r < g.rows && g.inside<Rank>(r, lane)) {
+            value[j] = data[starts.global[r] + lane];
             int64_t qi;
             if (quantize(value[j], p, qi)) ok_mask |= 1u << j;
-            q[pad.at(x, y, z)] = static_cast<Q>(qi);
+            q[starts.pad[r] + lane] = static_cast<Q>(qi);
         }
     }
     __syncthreads();
@@ -406,10 +448,9 @@ __global__ void __launch_bounds__(kThreads)
         const uint32_t r = warp + kWarps * j;
         ballots[j] = 0;
         if (r >= g.rows) continue;  // uniform across the warp
-        uint32_t x, y, z;
         bool outlier = false;
-        if (g.point<Rank>(r, lane, x, y, z)) {
-            const uint32_t idx = pad.at(x, y, z);
+        if (g.inside<Rank>(r, lane)) {
+            const uint32_t idx = starts.pad[r] + lane;
             const uint16_t code =
                 (ok_mask >> j) & 1u
                     ? lorenzo_code(int64_t{q[idx]} - int64_t{predict_q<Rank>(q, idx, pad.px, pxy)}, p.radius)
@@ -460,15 +501,19 @@ __device__ void prefix_sums_after_x(Q* q, uint32_t ex, uint32_t ey, uint32_t ez,
         }
         __syncthreads();
     } else {
-        for (uint32_t line = threadIdx.x; line < ex * ez; line += kThreads) {
-            const uint32_t base = pad.at(line % ex, 0, line / ex);
+        // Lines by (x, z) and (x, y) with x = line % 32: the row kernels'
+        // chunks are 32 wide, so no division; x past a short edge is skipped.
+        for (uint32_t line = threadIdx.x; line < 32 * ez; line += kThreads) {
+            if ((line & 31) >= ex) continue;
+            const uint32_t base = pad.at(line & 31, 0, line >> 5);
             Q run = q[base];
             for (uint32_t y = 1; y < ey; ++y) q[base + y * pad.px] = run = wrap(q[base + y * pad.px], run);
         }
         __syncthreads();
         if constexpr (Rank == 3) {
-            for (uint32_t line = threadIdx.x; line < ex * ey; line += kThreads) {
-                const uint32_t base = pad.at(line % ex, line / ex, 0);
+            for (uint32_t line = threadIdx.x; line < 32 * ey; line += kThreads) {
+                if ((line & 31) >= ex) continue;
+                const uint32_t base = pad.at(line & 31, line >> 5, 0);
                 Q run = q[base];
                 for (uint32_t z = 1; z < ez; ++z) q[base + z * pxy] = run = wrap(q[base + z * pxy], run);
             }
@@ -492,14 +537,16 @@ __global__ void __launch_bounds__(kThreads, 4)
     __shared__ uint16_t outlier_x[kMaxCorrected];
     __shared__ uint8_t outlier_y[kMaxCorrected], outlier_z[kMaxCorrected];
     __shared__ uint16_t code_s[kLorenzoMaxChunkPoints];  // for the sequential walk
+    __shared__ RowStarts starts;
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint64_t chunk = blockIdx.x;
-    const auto box = L.chunk_box(chunk);
+    const auto box = this_chunk_box(L);
     const RowGeometry g(box, Rank);
     const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
     const uint32_t pxy = pad.px * pad.py;
     const T* chunk_outliers = outliers + outlier_offsets[chunk];
     zero_q(q, pxy * (L.chunk[2] + 1));
+    fill_row_starts<Rank>(starts, L, box, g, pad);  // read after the barriers below
     if (threadIdx.x == 0) total = 0;
 
     uint16_t code[kRowsPerWarp];
@@ -511,8 +558,7 @@ __global__ void __launch_bounds__(kThreads, 4)
         ballots[j] = 0;
         code[j] = 1;
         if (r >= g.rows) continue;
-        uint32_t x, y, z;
-        const bool inside = g.point<Rank>(r, lane, x, y, z);
+        const bool inside = g.inside<Rank>(r, lane);
         if (inside) {
             const uint32_t i = g.raster<Rank>(r, lane);
             code[j] = codes[box.stream_offset + i];
@@ -545,14 +591,13 @@ __global__ void __launch_bounds__(kThreads, 4)
         for (int j = 0; j < kRowsPerWarp; ++j) {
             const uint32_t r = warp + kWarps * j;
             if (r >= g.rows) continue;  // uniform across the warp
-            uint32_t x, y, z;
-            const bool inside = g.point<Rank>(r, lane, x, y, z);
+            const bool inside = g.inside<Rank>(r, lane);
             Q delta = 0;
             if (inside && code[j] != 0) delta = static_cast<Q>(int64_t{code[j]} - p.radius);
             if (inside && code[j] == 0 && outliers_known)
                 delta = outlier_delta[row_offset[r] + __popc(ballots[j] & ((1u << lane) - 1))];
             if constexpr (Rank != 1) delta = warp_inclusive_scan(delta);
-            if (inside) q[pad.at(x, y, z)] = delta;
+            if (inside) q[starts.pad[r] + lane] = delta;
         }
         __syncthreads();
         prefix_sums_after_x<Rank>(q, g.ex, g.ey, g.ez, pad, pxy);
@@ -620,15 +665,14 @@ __global__ void __launch_bounds__(kThreads, 4)
 #pragma unroll
     for (int j = 0; j < kRowsPerWarp; ++j) {
         const uint32_t r = warp + kWarps * j;
-        uint32_t x, y, z;
-        if (r < g.rows && g.point<Rank>(r, lane, x, y, z)) {
+        if (r < g.rows && g.inside<Rank>(r, lane)) {
             T v;
             if (code[j] != 0) {
-                v = lattice_value<T>(q[pad.at(x, y, z)], p.ebx2);
+                v = lattice_value<T>(q[starts.pad[r] + lane], p.ebx2);
             } else {
                 v = chunk_outliers[row_offset[r] + __popc(ballots[j] & ((1u << lane) - 1))];
             }
-            out[global_index(L, box, x, y, z)] = v;
+            out[starts.global[r] + lane] = v;
         }
     }
 }
