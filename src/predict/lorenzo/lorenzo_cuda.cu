@@ -522,8 +522,13 @@ __device__ void prefix_sums_after_x(Q* q, uint32_t ex, uint32_t ey, uint32_t ez,
     }
 }
 
+// Rank 3 at 5 blocks per SM (48 registers) rather than 4: no spills; ranks 1
+// and 2 spill at 48 (the rank-1 block scan holds 8 lattice values per thread).
+template <int Rank>
+constexpr int kDecodeBlocksPerSm = Rank == 3 ? 5 : 4;
+
 template <class T, int Rank>
-__global__ void __launch_bounds__(kThreads, 4)
+__global__ void __launch_bounds__(kThreads, kDecodeBlocksPerSm<Rank>)
     lorenzo_decode_rows_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ outliers,
                                const uint64_t* __restrict__ outlier_offsets, LorenzoLayout L, QuantParams p,
                                T* __restrict__ out) {
@@ -536,7 +541,6 @@ __global__ void __launch_bounds__(kThreads, 4)
     __shared__ Q outlier_delta[kMaxCorrected];
     __shared__ uint16_t outlier_x[kMaxCorrected];
     __shared__ uint8_t outlier_y[kMaxCorrected], outlier_z[kMaxCorrected];
-    __shared__ uint16_t code_s[kLorenzoMaxChunkPoints];  // for the sequential walk
     __shared__ RowStarts starts;
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint64_t chunk = blockIdx.x;
@@ -545,7 +549,8 @@ __global__ void __launch_bounds__(kThreads, 4)
     const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
     const uint32_t pxy = pad.px * pad.py;
     const T* chunk_outliers = outliers + outlier_offsets[chunk];
-    zero_q(q, pxy * (L.chunk[2] + 1));
+    // No zeroing: the prefix sums read only points inside the chunk, all
+    // written first (the sequential walk below zeroes what it reads).
     fill_row_starts<Rank>(starts, L, box, g, pad);  // read after the barriers below
     if (threadIdx.x == 0) total = 0;
 
@@ -562,7 +567,6 @@ __global__ void __launch_bounds__(kThreads, 4)
         if (inside) {
             const uint32_t i = g.raster<Rank>(r, lane);
             code[j] = codes[box.stream_offset + i];
-            code_s[i] = code[j];
         }
         ballots[j] = __ballot_sync(0xffffffffu, inside && code[j] == 0);
         if (lane == 0) row_offset[r] = __popc(ballots[j]);
@@ -604,8 +608,10 @@ __global__ void __launch_bounds__(kThreads, 4)
     };
 
     if (m > kMaxCorrected) {  // many outliers: walk the chunk in raster order, as the CPU does
+        zero_q(q, pxy * (L.chunk[2] + 1));  // the walk's predictions read the zero padding
         __syncthreads();
         if (threadIdx.x == 0) {
+            const uint16_t* code_s = codes + box.stream_offset;
             const T* next_outlier = chunk_outliers;
             uint32_t i = 0;
             for (uint32_t z = 0; z < g.ez; ++z)
