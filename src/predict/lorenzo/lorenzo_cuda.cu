@@ -44,12 +44,14 @@ __device__ inline int64_t predict_shared(const int64_t* q, uint32_t idx, uint32_
 // The box of this block's chunk: grid coordinates by 32-bit division
 // (check_grid keeps num_chunks below 2^31) instead of chunk_box's 64-bit one,
 // which costs a few hundred instructions per thread.
-__device__ inline LorenzoLayout::ChunkBox this_chunk_box(const LorenzoLayout& L) {
-    const uint32_t id = blockIdx.x, g0 = static_cast<uint32_t>(L.grid[0]), g1 = static_cast<uint32_t>(L.grid[1]);
+__device__ inline LorenzoLayout::ChunkBox chunk_box_of(const LorenzoLayout& L, uint32_t id) {
+    const uint32_t g0 = static_cast<uint32_t>(L.grid[0]), g1 = static_cast<uint32_t>(L.grid[1]);
     const uint32_t rest = id / g0;
     const uint64_t c[3] = {id - rest * g0, rest % g1, rest / g1};
     return L.chunk_box_at(c);
 }
+
+__device__ inline LorenzoLayout::ChunkBox this_chunk_box(const LorenzoLayout& L) { return chunk_box_of(L, blockIdx.x); }
 
 __device__ inline uint64_t global_index(const LorenzoLayout& L, const LorenzoLayout::ChunkBox& box, uint32_t x,
                                         uint32_t y, uint32_t z) {
@@ -133,17 +135,18 @@ __global__ void lorenzo_compact_outliers_kernel(const T* __restrict__ scratch, c
     for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) outliers[to + i] = scratch[from + i];
 }
 
-// Zero codes per chunk: where each chunk's outliers start in the outlier array.
+// Zero codes per chunk: where each chunk's outliers start in the outlier
+// array.  A warp per chunk (no block-wide reduction and barrier per chunk),
+// eight codes per 16-byte load between a scalar head and tail (a chunk's
+// stretch starts anywhere); __vcmpeq2 marks each zero half-word.
 __global__ void __launch_bounds__(kThreads)
     lorenzo_count_outliers_kernel(const uint16_t* __restrict__ codes, LorenzoLayout L, uint32_t* __restrict__ counts) {
-    using BlockReduce = cub::BlockReduce<uint32_t, kThreads>;
-    __shared__ typename BlockReduce::TempStorage storage;
-    const uint64_t chunk = blockIdx.x;
-    const auto box = this_chunk_box(L);
+    const uint32_t lane = threadIdx.x & 31;
+    const uint64_t chunk = blockIdx.x * uint64_t{kThreads / 32} + (threadIdx.x >> 5);
+    if (chunk >= L.num_chunks) return;  // whole warps
+    const auto box = chunk_box_of(L, static_cast<uint32_t>(chunk));
     const uint32_t npts = static_cast<uint32_t>(box.size());
     const uint16_t* src = codes + box.stream_offset;
-    // Eight codes per 16-byte load between a scalar head and tail (a
-    // chunk's stretch starts anywhere); __vcmpeq2 marks each zero half-word.
     uint32_t head = npts, vectors = 0;
     if (reinterpret_cast<uintptr_t>(codes) % 16 == 0) {
         head = static_cast<uint32_t>((8 - box.stream_offset % 8) % 8);
@@ -152,15 +155,15 @@ __global__ void __launch_bounds__(kThreads)
     }
     uint32_t zeros = 0;
     const uint4* body = reinterpret_cast<const uint4*>(src + head);
-    for (uint32_t v = threadIdx.x; v < vectors; v += kThreads) {
+    for (uint32_t v = lane; v < vectors; v += 32) {
         const uint4 w = body[v];
         zeros += (__popc(__vcmpeq2(w.x, 0)) + __popc(__vcmpeq2(w.y, 0)) + __popc(__vcmpeq2(w.z, 0)) +
                   __popc(__vcmpeq2(w.w, 0))) / 16;
     }
-    if (threadIdx.x < head) zeros += src[threadIdx.x] == 0;
-    for (uint32_t i = head + vectors * 8 + threadIdx.x; i < npts; i += kThreads) zeros += src[i] == 0;
-    const uint32_t total = BlockReduce(storage).Sum(zeros);
-    if (threadIdx.x == 0) counts[chunk] = total;
+    for (uint32_t i = lane; i < head; i += 32) zeros += src[i] == 0;
+    for (uint32_t i = head + vectors * 8 + lane; i < npts; i += 32) zeros += src[i] == 0;
+    zeros = __reduce_add_sync(0xffffffffu, zeros);
+    if (lane == 0) counts[chunk] = zeros;
 }
 
 __device__ inline int64_t wrap_sum(int64_t a, int64_t b) { return wrap_add(a, b); }
@@ -522,10 +525,11 @@ __device__ void prefix_sums_after_x(Q* q, uint32_t ex, uint32_t ey, uint32_t ez,
     }
 }
 
-// Rank 3 at 5 blocks per SM (48 registers) rather than 4: no spills; ranks 1
-// and 2 spill at 48 (the rank-1 block scan holds 8 lattice values per thread).
+// Ranks 2 and 3 at 5 blocks per SM (48 registers) rather than 4 (a few
+// bytes spilled in 2-D); rank 1 spills more at 48 (its block scan holds 8
+// lattice values per thread).
 template <int Rank>
-constexpr int kDecodeBlocksPerSm = Rank == 3 ? 5 : 4;
+constexpr int kDecodeBlocksPerSm = Rank >= 2 ? 5 : 4;
 
 template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads, kDecodeBlocksPerSm<Rank>)
@@ -760,7 +764,8 @@ void lorenzo_decode_cuda(const uint16_t* d_codes, const T* d_outliers, uint64_t 
     const auto grid = static_cast<unsigned>(L.num_chunks);
     scratch.chunk_counts.allocate(L.num_chunks + 1, stream);
     scratch.chunk_counts.zero(stream);
-    lorenzo_count_outliers_kernel<<<grid, kThreads, 0, stream>>>(d_codes, L, scratch.chunk_counts.data());
+    const auto count_grid = static_cast<unsigned>((L.num_chunks + kThreads / 32 - 1) / (kThreads / 32));
+    lorenzo_count_outliers_kernel<<<count_grid, kThreads, 0, stream>>>(d_codes, L, scratch.chunk_counts.data());
     GSZ_CUDA_LAUNCHED("lorenzo_count_outliers_kernel");
     const uint64_t marked = scan_counts(scratch.chunk_counts, scratch.chunk_offsets, scratch.temp, L.num_chunks, stream);
     GSZ_CHECK(marked == num_outliers, GSZ_STATUS_CORRUPT, "archive holds %llu outlier values but its codes mark %llu",
