@@ -252,7 +252,6 @@ struct DecodeTables {
     uint32_t max_length = 0;
 };
 
-
 // Decodes one chunk symbol by symbol: the same bit buffer discipline and the
 // same accept/reject rules as huffman.cpp's decode_chunk.  `words` holds the
 // chunk's num_words words; the buffer is fed zeros past them, so an overrun

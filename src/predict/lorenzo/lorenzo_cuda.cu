@@ -5,10 +5,10 @@
 // the same floating-point operations (lorenzo_math.hpp) as on the host.
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 
-#include <cub/block/block_reduce.cuh>
-#include <type_traits>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
+
+#include <type_traits>
 
 namespace gsz::predict {
 
@@ -41,9 +41,9 @@ __device__ inline int64_t predict_shared(const int64_t* q, uint32_t idx, uint32_
     }
 }
 
-// The box of this block's chunk: grid coordinates by 32-bit division
-// (check_grid keeps num_chunks below 2^31) instead of chunk_box's 64-bit one,
-// which costs a few hundred instructions per thread.
+// The box of chunk `id`: grid coordinates by 32-bit division (check_grid
+// keeps num_chunks below 2^31) instead of chunk_box's 64-bit one, which costs
+// a few hundred instructions per thread.
 __device__ inline LorenzoLayout::ChunkBox chunk_box_of(const LorenzoLayout& L, uint32_t id) {
     const uint32_t g0 = static_cast<uint32_t>(L.grid[0]), g1 = static_cast<uint32_t>(L.grid[1]);
     const uint32_t rest = id / g0;
