@@ -210,6 +210,10 @@ const char* backend_name(gsz_device device) {
 
 const char* dtype_name(gsz_dtype t) { return t == GSZ_DTYPE_F64 ? "f64" : "f32"; }
 const char* mode_name(gsz_error_mode m) { return m == GSZ_ERROR_REL ? "rel" : "abs"; }
+
+const char* lossless_name(gsz_lossless l) {
+    return l == GSZ_LOSSLESS_ANS ? "ans" : l == GSZ_LOSSLESS_RUNS ? "runs" : "none";
+}
 const char* pipeline_name(gsz_pipeline p) {
     switch (p) {
         case GSZ_PIPELINE_LORENZO: return "lorenzo";
@@ -295,9 +299,9 @@ json info_json(const gsz_archive_info& a) {
     j["value_min"] = finite_or_null(a.value_min);
     j["value_max"] = finite_or_null(a.value_max);
     if (a.pipeline == GSZ_PIPELINE_LORENZO || a.pipeline == GSZ_PIPELINE_INTERP) {
-        j["lossless"] = a.lossless == GSZ_LOSSLESS_RUNS ? "runs" : "none";
+        j["lossless"] = lossless_name(a.lossless);
         if (a.lossless == GSZ_LOSSLESS_RUNS) j["run_dominant_code"] = a.run_dominant_code;
-        j["huffman_symbols"] = a.huffman_symbols;
+        if (a.lossless != GSZ_LOSSLESS_ANS) j["huffman_symbols"] = a.huffman_symbols;
     }
     if (a.pipeline == GSZ_PIPELINE_LORENZO) {
         j["radius"] = a.radius;
@@ -378,9 +382,10 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                                         "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32763)")
         ->capture_default_str();
     c->add_option("--lossless", a.lossless,
-                  "lorenzo, interp: second lossless stage: auto (runs where they make the archive smaller), none "
-                  "(Huffman of the quant-codes, >= 1 bit per value) or runs (runs of the most frequent code "
-                  "folded into the Huffman alphabet; radius <= 32763)")
+                  "lorenzo, interp: second lossless stage: auto (the smallest of the three below, by exact size "
+                  "estimates), none (Huffman of the quant-codes, >= 1 bit per value), runs (runs of the most "
+                  "frequent code folded into the Huffman alphabet; radius <= 32763) or ans (context-modelled rANS: "
+                  "fractional bits per value, each code conditioned on its level and the code before it)")
         ->capture_default_str();
     c->add_option("--device", a.device, "Backend: auto, cpu or cuda")->capture_default_str();
     c->add_option("--threads", a.threads, "CPU threads (0 = all); never changes the archive")->capture_default_str();
@@ -425,7 +430,8 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     if (a.lossless == "auto") p.lossless = GSZ_LOSSLESS_AUTO;
     else if (a.lossless == "none") p.lossless = GSZ_LOSSLESS_NONE;
     else if (a.lossless == "runs") p.lossless = GSZ_LOSSLESS_RUNS;
-    else die("--lossless " + a.lossless + ": expected auto, none or runs");
+    else if (a.lossless == "ans") p.lossless = GSZ_LOSSLESS_ANS;
+    else die("--lossless " + a.lossless + ": expected auto, none, runs or ans");
     p.device = parse_device(a.device);
     p.num_threads = a.threads;
     return p;
@@ -668,7 +674,10 @@ int run_info(const std::string& input, bool as_json) {
         std::printf("\n");
     }
     if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP) {
-        if (info.lossless == GSZ_LOSSLESS_RUNS)
+        if (info.lossless == GSZ_LOSSLESS_ANS)
+            std::printf("lossless        ans: context-modelled rANS of the %llu quant-codes\n",
+                        static_cast<unsigned long long>(info.num_elements));
+        else if (info.lossless == GSZ_LOSSLESS_RUNS)
             std::printf("lossless        runs of code %u folded into Huffman: %llu symbols for %llu codes\n",
                         info.run_dominant_code, static_cast<unsigned long long>(info.huffman_symbols),
                         static_cast<unsigned long long>(info.num_elements));
@@ -810,7 +819,7 @@ int run_bench(const BenchArgs& a) {
         j["eb_abs"] = eb_abs;
         j["radius"] = gsz::pipeline::quant_radius(p);
         if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP)
-            j["lossless"] = info.lossless == GSZ_LOSSLESS_RUNS ? "runs" : "none";
+            j["lossless"] = lossless_name(info.lossless);
         j["threads"] = a.threads;
         j["warmup"] = a.warmup;
         j["repeat"] = a.repeat;

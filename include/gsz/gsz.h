@@ -97,10 +97,12 @@ typedef enum gsz_interp_anchors {
 /* The second lossless stage of the lorenzo and interp pipelines (what the
  * Huffman coder codes).  Never changes the decompressed values. */
 typedef enum gsz_lossless {
-    GSZ_LOSSLESS_AUTO = 0,   /* runs where they make the archive smaller, else none */
+    GSZ_LOSSLESS_AUTO = 0,   /* the smallest of none, runs and ans (by exact size estimates) */
     GSZ_LOSSLESS_NONE = 1,   /* Huffman of the quant-codes: at least 1 bit per value */
-    GSZ_LOSSLESS_RUNS = 2    /* runs of the most frequent code folded into the Huffman alphabet
+    GSZ_LOSSLESS_RUNS = 2,   /* runs of the most frequent code folded into the Huffman alphabet
                                 (needs radius <= 32763) */
+    GSZ_LOSSLESS_ANS = 3     /* context-modelled rANS instead of Huffman: fractional bits per
+                                value, each code conditioned on its level and the code before it */
 } gsz_lossless;
 
 typedef enum gsz_device {
@@ -146,9 +148,9 @@ typedef struct gsz_archive_info {
     gsz_pipeline pipeline;
     uint32_t radius;                /* lorenzo and interp, else 0 */
     uint64_t num_outliers;          /* values stored exactly (lorenzo and interp) */
-    gsz_lossless lossless;          /* lorenzo and interp: NONE or RUNS as stored, else 0 */
+    gsz_lossless lossless;          /* lorenzo and interp: NONE, RUNS or ANS as stored, else 0 */
     uint32_t run_dominant_code;     /*   RUNS: the code whose runs are tokens */
-    uint64_t huffman_symbols;       /*   symbols Huffman coded (codes, or run tokens) */
+    uint64_t huffman_symbols;       /*   symbols Huffman coded (codes, or run tokens; 0 with ANS) */
     uint32_t block_size;            /* fast only, else 0 */
     uint64_t num_blocks;            /* fast only: blocks, of which */
     uint64_t num_constant_blocks;   /*   stored as one value */

@@ -50,9 +50,10 @@ void store(uint8_t* p, T value) {
     std::memcpy(p, &value, sizeof(T));
 }
 
-bool kind_known(uint32_t kind) {
-    return kind >= static_cast<uint32_t>(SectionKind::pipeline_params) &&
-           kind <= static_cast<uint32_t>(SectionKind::run_tokens);
+// Kinds 14..16 (rANS) exist from version 3 on.
+bool kind_known(uint32_t kind, uint32_t version) {
+    const auto last = version >= 3 ? SectionKind::ans_stream : SectionKind::run_tokens;
+    return kind >= static_cast<uint32_t>(SectionKind::pipeline_params) && kind <= static_cast<uint32_t>(last);
 }
 
 // Header bytes 0..119 followed by the section table.  Copied into a fixed
@@ -84,6 +85,9 @@ const char* section_kind_name(SectionKind kind) {
         case SectionKind::interp_anchors: return "interp_anchors";
         case SectionKind::outlier_indices: return "outlier_indices";
         case SectionKind::run_tokens: return "run_tokens";
+        case SectionKind::ans_tables: return "ans_tables";
+        case SectionKind::ans_lanes: return "ans_lanes";
+        case SectionKind::ans_stream: return "ans_stream";
     }
     return "unknown";
 }
@@ -165,7 +169,7 @@ std::vector<uint8_t> archive_write(const Header& h, std::span<const SectionData>
     uint64_t seen = 0;  // bit per kind
     for (const auto& s : sections) {
         const auto k = static_cast<uint32_t>(s.kind);
-        GSZ_CHECK(kind_known(k), GSZ_STATUS_INTERNAL, "archive_write: unknown section kind %u", k);
+        GSZ_CHECK(kind_known(k, h.format_version), GSZ_STATUS_INTERNAL, "archive_write: unknown section kind %u", k);
         GSZ_CHECK(!(seen & (uint64_t{1} << k)), GSZ_STATUS_INTERNAL, "archive_write: section %s given twice",
                   section_kind_name(s.kind));
         seen |= uint64_t{1} << k;
@@ -282,7 +286,7 @@ Archive archive_parse(std::span<const uint8_t> bytes) {
         const uint64_t offset = load<uint64_t>(e + 8);
         const uint64_t length = load<uint64_t>(e + 16);
         const uint64_t checksum = load<uint64_t>(e + 24);
-        GSZ_CHECK(kind_known(kind), GSZ_STATUS_CORRUPT, "archive: section %u has unknown kind %u", i, kind);
+        GSZ_CHECK(kind_known(kind, h.format_version), GSZ_STATUS_CORRUPT, "archive: section %u has unknown kind %u", i, kind);
         const auto sk = static_cast<SectionKind>(kind);
         const char* name = section_kind_name(sk);
         GSZ_CHECK(!(seen & (uint64_t{1} << kind)), GSZ_STATUS_CORRUPT, "archive: section %s appears twice", name);

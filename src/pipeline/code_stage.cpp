@@ -4,6 +4,9 @@
 #include "runtime/parallel.hpp"
 #include "runtime/status.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace gsz::pipeline {
 
 void RunTokensParams::write(ByteWriter& out) const {
@@ -25,19 +28,46 @@ RunTokensParams RunTokensParams::read(std::span<const uint8_t> bytes, uint32_t r
 }
 
 bool code_stage_try_runs(gsz_lossless mode, uint32_t radius, std::span<const uint64_t> code_histogram) {
-    if (mode == GSZ_LOSSLESS_NONE || 2 * radius > encode::kRunMaxAlphabet) return false;
+    if (mode == GSZ_LOSSLESS_NONE || mode == GSZ_LOSSLESS_ANS || 2 * radius > encode::kRunMaxAlphabet) return false;
     return mode == GSZ_LOSSLESS_RUNS || encode::run_tokens_promising(code_histogram);
 }
 
+bool code_stage_try_ans(gsz_lossless mode) { return mode == GSZ_LOSSLESS_AUTO || mode == GSZ_LOSSLESS_ANS; }
+
+namespace {
+
+// No Huffman code of these counts is smaller than this: one bit per symbol,
+// and never below the order-0 entropy.
+uint64_t huffman_lower_bound_bytes(std::span<const uint64_t> histogram) {
+    uint64_t total = 0;
+    for (const uint64_t c : histogram) total += c;
+    double bits = 0;
+    for (const uint64_t c : histogram)
+        if (c) bits += static_cast<double>(c) * std::log2(static_cast<double>(total) / static_cast<double>(c));
+    return std::max<uint64_t>(total, static_cast<uint64_t>(bits)) / 8;
+}
+
+}  // namespace
+
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
-                                  std::span<const uint64_t> token_histogram, uint32_t dominant) {
+                                  std::span<const uint64_t> token_histogram, uint32_t dominant,
+                                  std::span<const uint64_t> ans_histogram, uint32_t ans_levels, uint64_t n) {
     CodeStageChoice c;
-    if (token_histogram.empty()) {
-        c.book = encode::huffman_build(code_histogram);
-        return c;
+    uint64_t ans_bytes = UINT64_MAX;
+    if (!ans_histogram.empty()) {
+        c.ans = encode::ans_build_tables(ans_histogram, ans_levels);
+        c.ans_lane_symbols = encode::ans_lane_symbols(n, encode::ans_estimated_bits(*c.ans, ans_histogram));
+        ans_bytes = encode::ans_estimated_bytes(*c.ans, ans_histogram, n);
+        // rANS wins outright when it beats what any Huffman code of the codes
+        // could reach and run tokens are not in play (this skips the codebook
+        // build, a millisecond on the GPU's path).
+        if (mode == GSZ_LOSSLESS_ANS) return c;
+        if (token_histogram.empty() && ans_bytes < huffman_lower_bound_bytes(code_histogram)) return c;
     }
     encode::HuffmanCodebook runs_book, plain_book;
-    if (mode == GSZ_LOSSLESS_AUTO) {
+    if (token_histogram.empty()) {
+        plain_book = encode::huffman_build(code_histogram);
+    } else if (mode == GSZ_LOSSLESS_AUTO) {
         // Both codebooks at once: each is a sequential build of up to 10^4
         // leaves (about a millisecond on the host, on the GPU pipeline's path).
         ParallelErrors errors;
@@ -49,33 +79,55 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
             errors.capture([&] { plain_book = encode::huffman_build(code_histogram); });
         }
         errors.rethrow();
-        const uint64_t plain = encode::huffman_estimated_bytes(plain_book, code_histogram, kHuffmanChunkSymbols);
-        const uint64_t runs = encode::huffman_estimated_bytes(runs_book, token_histogram, kHuffmanChunkSymbols) + 8;
-        if (plain <= runs) {
-            c.book = std::move(plain_book);
-            return c;
+    } else {
+        runs_book = encode::huffman_build(token_histogram);
+    }
+    uint64_t huffman_bytes = UINT64_MAX;
+    bool use_runs = false;
+    if (mode != GSZ_LOSSLESS_AUTO) {
+        use_runs = !token_histogram.empty();
+    } else {
+        huffman_bytes = encode::huffman_estimated_bytes(plain_book, code_histogram, kHuffmanChunkSymbols);
+        if (!token_histogram.empty()) {
+            const uint64_t runs =
+                encode::huffman_estimated_bytes(runs_book, token_histogram, kHuffmanChunkSymbols) + 8;
+            use_runs = runs < huffman_bytes;
+            huffman_bytes = std::min(huffman_bytes, runs);
         }
     }
-    if (mode != GSZ_LOSSLESS_AUTO) runs_book = encode::huffman_build(token_histogram);
-    c.runs = RunTokensParams{dominant, encode::kRunClasses};
-    c.book = std::move(runs_book);
+    if (ans_bytes < huffman_bytes) return c;
+    c.ans.reset();
+    c.ans_lane_symbols = 0;
+    if (use_runs) {
+        c.runs = RunTokensParams{dominant, encode::kRunClasses};
+        c.book = std::move(runs_book);
+    } else {
+        c.book = std::move(plain_book);
+    }
     return c;
 }
 
-EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t radius, gsz_lossless mode,
-                                   int num_threads) {
+EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t radius,
+                                   const encode::AnsContextShape& shape, gsz_lossless mode, int num_threads) {
     const uint32_t alphabet = 2 * radius;
     const auto code_hist = encode::histogram_cpu(codes, alphabet, num_threads);
     std::vector<uint16_t> tokens;
-    std::vector<uint64_t> token_hist;
+    std::vector<uint64_t> token_hist, ans_hist;
     uint32_t dominant = 0;
     if (code_stage_try_runs(mode, radius, code_hist)) {
         dominant = encode::run_dominant_code(code_hist);
         tokens = encode::run_tokens_encode_cpu(codes, dominant, alphabet, num_threads);
         token_hist = encode::histogram_cpu(tokens, alphabet + encode::kRunClasses, num_threads);
     }
-    CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant);
+    if (code_stage_try_ans(mode)) ans_hist = encode::ans_histogram_cpu(codes, radius, shape, num_threads);
+    CodeStageChoice choice =
+        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, shape.levels, codes.size());
     EncodedCodes out;
+    if (choice.ans) {
+        out.ans_stream = encode::ans_encode_cpu(*choice.ans, codes, radius, shape, choice.ans_lane_symbols, num_threads);
+        out.ans = std::move(choice.ans);
+        return out;
+    }
     out.runs = choice.runs;
     out.book = std::move(choice.book);
     out.stream = encode::huffman_encode_cpu(out.book, out.runs ? std::span<const uint16_t>(tokens) : codes,
@@ -83,22 +135,54 @@ EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t rad
     return out;
 }
 
-void code_stage_write(const std::optional<RunTokensParams>& runs, const encode::HuffmanCodebook& book,
-                      const encode::HuffmanStream& stream, CodeStageSections& out) {
-    encode::huffman_codebook_write(book, out.book);
-    encode::huffman_chunks_write(stream, out.chunks);
-    encode::huffman_bitstream_write(stream, out.bitstream);
-    if (runs) runs->write(out.runs);
+std::vector<format::SectionData> CodeStageSections::sections() {
+    using format::SectionKind;
+    if (is_ans)
+        return {{SectionKind::ans_tables, ans_tables.bytes()},
+                {SectionKind::ans_lanes, ans_lanes.bytes()},
+                {SectionKind::ans_stream, ans_stream.bytes()}};
+    std::vector<format::SectionData> s = {{SectionKind::huffman_codebook, book.bytes()},
+                                          {SectionKind::huffman_chunks, chunks.bytes()},
+                                          {SectionKind::huffman_bitstream, bitstream.bytes()}};
+    if (has_runs) s.push_back({SectionKind::run_tokens, runs.bytes()});
+    return s;
+}
+
+void code_stage_write(const EncodedCodes& codes, CodeStageSections& out) {
+    out.is_ans = codes.ans.has_value();
+    out.has_runs = codes.runs.has_value();
+    if (codes.ans) {
+        encode::ans_tables_write(*codes.ans, codes.ans_stream.lane_symbols, out.ans_tables);
+        encode::ans_lanes_write(codes.ans_stream, out.ans_lanes);
+        encode::ans_stream_write(codes.ans_stream, out.ans_stream);
+        return;
+    }
+    encode::huffman_codebook_write(codes.book, out.book);
+    encode::huffman_chunks_write(codes.stream, out.chunks);
+    encode::huffman_bitstream_write(codes.stream, out.bitstream);
+    if (codes.runs) codes.runs->write(out.runs);
 }
 
 CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, uint32_t huffman_chunk_symbols,
-                              uint64_t n) {
+                              uint64_t n, uint32_t ans_levels) {
+    using format::SectionKind;
     CodeStagePlan plan;
+    if (archive.has(SectionKind::ans_tables)) {
+        GSZ_CHECK(!archive.has(SectionKind::huffman_codebook) && !archive.has(SectionKind::huffman_chunks) &&
+                      !archive.has(SectionKind::huffman_bitstream) && !archive.has(SectionKind::run_tokens),
+                  GSZ_STATUS_CORRUPT, "archive: rANS and Huffman sections together");
+        plan.ans = encode::ans_stream_read(archive.section(SectionKind::ans_tables),
+                                           archive.section(SectionKind::ans_lanes),
+                                           archive.section(SectionKind::ans_stream), n, ans_levels);
+        return plan;
+    }
+    GSZ_CHECK(!archive.has(SectionKind::ans_lanes) && !archive.has(SectionKind::ans_stream), GSZ_STATUS_CORRUPT,
+              "archive: rANS lanes or stream without ans_tables");
     uint32_t alphabet = 2 * radius;
     uint64_t symbols = n;
-    const auto chunks = archive.section(format::SectionKind::huffman_chunks);
-    if (archive.has(format::SectionKind::run_tokens)) {
-        plan.runs = RunTokensParams::read(archive.section(format::SectionKind::run_tokens), radius);
+    const auto chunks = archive.section(SectionKind::huffman_chunks);
+    if (archive.has(SectionKind::run_tokens)) {
+        plan.runs = RunTokensParams::read(archive.section(SectionKind::run_tokens), radius);
         alphabet += plan.runs->classes;
         // Tokens stand for 1 to 2^classes codes each; the expansion checks the exact sum.
         ByteReader in(chunks, "huffman_chunks");
@@ -106,19 +190,24 @@ CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, u
         GSZ_CHECK(symbols >= 1 && symbols <= n, GSZ_STATUS_CORRUPT, "huffman_chunks: %llu run tokens for %llu codes",
                   static_cast<unsigned long long>(symbols), static_cast<unsigned long long>(n));
     }
-    ByteReader book_in(archive.section(format::SectionKind::huffman_codebook), "huffman_codebook");
+    ByteReader book_in(archive.section(SectionKind::huffman_codebook), "huffman_codebook");
     plan.book = encode::huffman_codebook_read(book_in, alphabet);
     book_in.expect_end();
     // The stream view checks the symbol count against the bitstream length
     // (>= 1 bit per symbol) before any buffer of that many symbols is allocated.
-    plan.stream = encode::huffman_stream_read(chunks, archive.section(format::SectionKind::huffman_bitstream), symbols);
+    plan.stream = encode::huffman_stream_read(chunks, archive.section(SectionKind::huffman_bitstream), symbols);
     GSZ_CHECK(plan.stream.chunk_symbols == huffman_chunk_symbols, GSZ_STATUS_CORRUPT,
               "huffman_chunks: chunk of %u symbols, pipeline_params says %u", plan.stream.chunk_symbols,
               huffman_chunk_symbols);
     return plan;
 }
 
-void code_stage_decode_cpu(const CodeStagePlan& plan, uint32_t radius, std::span<uint16_t> codes, int num_threads) {
+void code_stage_decode_cpu(const CodeStagePlan& plan, uint32_t radius, const encode::AnsContextShape& shape,
+                           std::span<uint16_t> codes, int num_threads) {
+    if (plan.ans) {
+        encode::ans_decode_cpu(*plan.ans, radius, shape, codes, num_threads);
+        return;
+    }
     if (!plan.runs) {
         encode::huffman_decode_cpu(plan.book, plan.stream, codes, num_threads);
         return;
@@ -129,6 +218,11 @@ void code_stage_decode_cpu(const CodeStagePlan& plan, uint32_t radius, std::span
 }
 
 void describe_code_stage(const format::Archive& archive, uint32_t radius, gsz_archive_info& info) {
+    if (archive.has(format::SectionKind::ans_tables)) {
+        info.lossless = GSZ_LOSSLESS_ANS;
+        info.huffman_symbols = 0;
+        return;
+    }
     info.lossless = GSZ_LOSSLESS_NONE;
     if (archive.has(format::SectionKind::run_tokens)) {
         info.lossless = GSZ_LOSSLESS_RUNS;

@@ -1,9 +1,11 @@
 // The quant-codes' entropy stage, shared by the lorenzo and interp pipelines
-// and by both backends: Huffman of the codes, or (lossless stage "runs")
-// Huffman of run tokens (encode/run_tokens.hpp).  The choice is made on the
-// host from integer histograms, so both backends make it alike.
+// and by both backends: Huffman of the codes, Huffman of run tokens (lossless
+// stage "runs", encode/run_tokens.hpp), or context-modelled rANS (stage "ans",
+// encode/ans.hpp).  The choice is made on the host from integer histograms,
+// so both backends make it alike.
 #pragma once
 
+#include "encode/ans.hpp"
 #include "encode/huffman.hpp"
 #include "encode/run_tokens.hpp"
 #include "format/archive.hpp"
@@ -38,29 +40,41 @@ struct RunTokensParams {
 // Whether compression should compute run tokens for these codes at all.
 bool code_stage_try_runs(gsz_lossless mode, uint32_t radius, std::span<const uint64_t> code_histogram);
 
-// The codebook to encode with: the codes' (runs absent), or the tokens' when
-// `token_histogram` is given and the mode is RUNS or (AUTO) it is smaller.
+// Whether compression should count the (context, symbol) histogram of "ans".
+bool code_stage_try_ans(gsz_lossless mode);
+
+// What the histograms say to encode with: the codes' Huffman book (runs and
+// ans absent), the tokens' (runs), or rANS tables (ans).  AUTO takes the
+// smallest estimate; a histogram left empty was not computed.
 struct CodeStageChoice {
     std::optional<RunTokensParams> runs;
     encode::HuffmanCodebook book;
+    std::optional<encode::AnsTables> ans;
+    uint32_t ans_lane_symbols = 0;
 };
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
-                                  std::span<const uint64_t> token_histogram, uint32_t dominant);
+                                  std::span<const uint64_t> token_histogram, uint32_t dominant,
+                                  std::span<const uint64_t> ans_histogram, uint32_t ans_levels, uint64_t n);
 
+// The stage's output on the host, as the archive writer takes it.
 struct EncodedCodes {
     std::optional<RunTokensParams> runs;
     encode::HuffmanCodebook book;
-    encode::HuffmanStream stream;
+    encode::HuffmanStream stream;          // Huffman symbols (codes or tokens)
+    std::optional<encode::AnsTables> ans;  // set: rANS; book and stream unused
+    encode::AnsStream ans_stream;
 };
-EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t radius, gsz_lossless mode,
-                                   int num_threads);
+EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t radius,
+                                   const encode::AnsContextShape& shape, gsz_lossless mode, int num_threads);
 
-// Section payloads of the stage, in archive order; run_tokens only with runs.
+// Section payloads of the stage; sections() lists those the choice writes,
+// in archive order.
 struct CodeStageSections {
-    ByteWriter book, chunks, bitstream, runs;
+    ByteWriter book, chunks, bitstream, runs, ans_tables, ans_lanes, ans_stream;
+    bool is_ans = false, has_runs = false;
+    std::vector<format::SectionData> sections();
 };
-void code_stage_write(const std::optional<RunTokensParams>& runs, const encode::HuffmanCodebook& book,
-                      const encode::HuffmanStream& stream, CodeStageSections& out);
+void code_stage_write(const EncodedCodes& codes, CodeStageSections& out);
 
 // What a decoder needs, validated against the archive's radius and n: the
 // symbol count is n, or (runs) 1..n tokens, checked before anything of that
@@ -69,14 +83,16 @@ struct CodeStagePlan {
     std::optional<RunTokensParams> runs;
     encode::HuffmanCodebook book;
     encode::HuffmanStreamView stream;
+    std::optional<encode::AnsStreamView> ans;  // set: rANS sections, no Huffman ones
 };
 CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, uint32_t huffman_chunk_symbols,
-                              uint64_t n);
+                              uint64_t n, uint32_t ans_levels);
 
 // Decodes the stream into codes[0..n).
-void code_stage_decode_cpu(const CodeStagePlan& plan, uint32_t radius, std::span<uint16_t> codes, int num_threads);
+void code_stage_decode_cpu(const CodeStagePlan& plan, uint32_t radius, const encode::AnsContextShape& shape,
+                           std::span<uint16_t> codes, int num_threads);
 
-// gsz_archive_info's lossless, run_dominant_code and huffman_symbols.
+// gsz_archive_info's lossless, run_dominant_code and huffman_symbols (rANS: 0).
 void describe_code_stage(const format::Archive& archive, uint32_t radius, gsz_archive_info& info);
 
 }  // namespace gsz::pipeline

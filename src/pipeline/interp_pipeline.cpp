@@ -131,16 +131,15 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
 
 template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
-                                     const std::optional<RunTokensParams>& runs, const encode::HuffmanCodebook& book,
-                                     const encode::HuffmanStream& stream, const InterpAnchorSection<T>& anchors,
+                                     const EncodedCodes& codes, const InterpAnchorSection<T>& anchors,
                                      std::span<const uint64_t> outlier_index, std::span<const T> outlier_value) {
     ByteWriter params_bytes, anchor_bytes, index_bytes, value_bytes;
     CodeStageSections cs;
     InterpParams p = params;
-    p.huffman_chunk_symbols = stream.chunk_symbols;
+    p.huffman_chunk_symbols = kHuffmanChunkSymbols;
     p.num_outliers = outlier_index.size();
     p.write(params_bytes);
-    code_stage_write(runs, book, stream, cs);
+    code_stage_write(codes, cs);
     if (p.config.anchors == predict::kAnchorsRaw) {
         anchor_bytes.put_array(std::span<const T>(anchors.raw));
     } else {
@@ -154,16 +153,11 @@ std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpP
     }
     index_bytes.put_array(outlier_index);
     value_bytes.put_array(outlier_value);
-    std::vector<format::SectionData> sections = {
-        {format::SectionKind::pipeline_params, params_bytes.bytes()},
-        {format::SectionKind::huffman_codebook, cs.book.bytes()},
-        {format::SectionKind::huffman_chunks, cs.chunks.bytes()},
-        {format::SectionKind::huffman_bitstream, cs.bitstream.bytes()},
-        {format::SectionKind::interp_anchors, anchor_bytes.bytes()},
-        {format::SectionKind::outlier_indices, index_bytes.bytes()},
-        {format::SectionKind::outlier_values, value_bytes.bytes()},
-    };
-    if (runs) sections.push_back({format::SectionKind::run_tokens, cs.runs.bytes()});
+    std::vector<format::SectionData> sections = {{format::SectionKind::pipeline_params, params_bytes.bytes()}};
+    for (const auto& s : cs.sections()) sections.push_back(s);
+    sections.push_back({format::SectionKind::interp_anchors, anchor_bytes.bytes()});
+    sections.push_back({format::SectionKind::outlier_indices, index_bytes.bytes()});
+    sections.push_back({format::SectionKind::outlier_values, value_bytes.bytes()});
     return format::archive_write(header, sections);
 }
 
@@ -190,7 +184,7 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
               "outlier sections: %zu index and %zu value bytes for %llu outliers", index.size(), value.size(),
               static_cast<unsigned long long>(p.num_outliers));
 
-    plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n);
+    plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n, interp_ans_shape(p.layout).levels);
 
     if (raw) {
         plan.anchors.raw.resize(p.layout.num_anchors);
@@ -222,15 +216,11 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
     return plan;
 }
 
-template std::vector<uint8_t> interp_assemble<float>(const format::Header&, const InterpParams&,
-                                                     const std::optional<RunTokensParams>&,
-                                                     const encode::HuffmanCodebook&, const encode::HuffmanStream&,
+template std::vector<uint8_t> interp_assemble<float>(const format::Header&, const InterpParams&, const EncodedCodes&,
                                                      const InterpAnchorSection<float>&, std::span<const uint64_t>,
                                                      std::span<const float>);
-template std::vector<uint8_t> interp_assemble<double>(const format::Header&, const InterpParams&,
-                                                      const std::optional<RunTokensParams>&,
-                                                      const encode::HuffmanCodebook&, const encode::HuffmanStream&,
-                                                      const InterpAnchorSection<double>&, std::span<const uint64_t>,
+template std::vector<uint8_t> interp_assemble<double>(const format::Header&, const InterpParams&, const EncodedCodes&,
+                                                     const InterpAnchorSection<double>&, std::span<const uint64_t>,
                                                       std::span<const double>);
 template InterpDecodePlan<float> interp_plan_decode<float>(const format::Archive&);
 template InterpDecodePlan<double> interp_plan_decode<double>(const format::Archive&);
@@ -256,20 +246,20 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     p.config.anchors = anchors.mode;
     predict::InterpEncoded<T> enc;
     predict::interp_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius, anchors, enc, threads);
-    EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, params.lossless, threads);
+    EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, interp_ans_shape(p.layout), params.lossless, threads);
     enc.codes = {};
     InterpAnchorSection<T> section;
     if (anchors.mode == predict::kAnchorsRaw) section.raw = anchors.start;
     section.listed = anchors.listed;
     section.listed_residual = anchors.listed_residual;
-    return interp_assemble<T>(header, p, ec.runs, ec.book, ec.stream, section, enc.outlier_index, enc.outlier_value);
+    return interp_assemble<T>(header, p, ec, section, enc.outlier_index, enc.outlier_value);
 }
 
 template <class T>
 void decompress_typed(const format::Archive& archive, T* out, int threads) {
     const InterpDecodePlan<T> plan = interp_plan_decode<T>(archive);
     std::vector<uint16_t> codes(archive.header.num_elements());
-    code_stage_decode_cpu(plan.codes, plan.params.radius, codes, threads);
+    code_stage_decode_cpu(plan.codes, plan.params.radius, interp_ans_shape(plan.params.layout), codes, threads);
     const std::vector<T> anchors = predict::interp_anchors_decode_cpu<T>(
         codes, plan.anchors.raw, plan.anchors.listed, plan.anchors.listed_residual, plan.outlier_index,
         plan.outlier_value, plan.params.layout, plan.params.config, plan.params.radius);

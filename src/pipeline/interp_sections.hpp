@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <span>
+#include <algorithm>
 #include <vector>
 
 namespace gsz::pipeline {
@@ -43,9 +44,17 @@ struct InterpAnchorSection {
 
 template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
-                                     const std::optional<RunTokensParams>& runs, const encode::HuffmanCodebook& book,
-                                     const encode::HuffmanStream& stream, const InterpAnchorSection<T>& anchors,
+                                     const EncodedCodes& codes, const InterpAnchorSection<T>& anchors,
                                      std::span<const uint64_t> outlier_index, std::span<const T> outlier_value);
+
+// The rANS contexts of interp codes: a point's level is the finest grid it
+// lies on (stride 1, 2, ..., the anchors'), known from its raster position.
+inline encode::AnsContextShape interp_ans_shape(const predict::InterpLayout& layout) {
+    encode::AnsContextShape s;
+    for (int d = 0; d < 3; ++d) s.dims[d] = layout.dims[d];
+    s.levels = std::min<uint32_t>(layout.num_levels + 1, encode::kAnsMaxLevels);
+    return s;
+}
 
 // Everything a decoder needs, validated: sizes against the header, outlier
 // indices strictly increasing and inside the array.

@@ -34,30 +34,24 @@ LorenzoParams LorenzoParams::read(std::span<const uint8_t> bytes) {
 
 template <class T>
 std::vector<uint8_t> lorenzo_assemble(const format::Header& header, uint32_t radius,
-                                      const predict::LorenzoLayout& layout, const std::optional<RunTokensParams>& runs,
-                                      const encode::HuffmanCodebook& book, const encode::HuffmanStream& stream,
+                                      const predict::LorenzoLayout& layout, const EncodedCodes& codes,
                                       std::span<const T> outliers) {
     LorenzoParams lp;
     lp.radius = radius;
     for (int d = 0; d < 3; ++d) lp.chunk[d] = layout.chunk[d];
     lp.lorenzo_rank = layout.rank;
-    lp.huffman_chunk_symbols = stream.chunk_symbols;
+    lp.huffman_chunk_symbols = kHuffmanChunkSymbols;
     lp.num_outliers = outliers.size();
 
     ByteWriter params_bytes, outlier_bytes;
     CodeStageSections cs;
     lp.write(params_bytes);
-    code_stage_write(runs, book, stream, cs);
+    code_stage_write(codes, cs);
     outlier_bytes.put_array(outliers);
 
-    std::vector<format::SectionData> sections = {
-        {format::SectionKind::pipeline_params, params_bytes.bytes()},
-        {format::SectionKind::huffman_codebook, cs.book.bytes()},
-        {format::SectionKind::huffman_chunks, cs.chunks.bytes()},
-        {format::SectionKind::huffman_bitstream, cs.bitstream.bytes()},
-        {format::SectionKind::outlier_values, outlier_bytes.bytes()},
-    };
-    if (runs) sections.push_back({format::SectionKind::run_tokens, cs.runs.bytes()});
+    std::vector<format::SectionData> sections = {{format::SectionKind::pipeline_params, params_bytes.bytes()}};
+    for (const auto& s : cs.sections()) sections.push_back(s);
+    sections.push_back({format::SectionKind::outlier_values, outlier_bytes.bytes()});
     return format::archive_write(header, sections);
 }
 
@@ -82,7 +76,7 @@ LorenzoDecodePlan<T> lorenzo_plan_decode(const format::Archive& archive) {
               "outlier_values: %zu bytes for %llu outliers", outlier_section.size(),
               static_cast<unsigned long long>(lp.num_outliers));
 
-    plan.codes = code_stage_read(archive, lp.radius, lp.huffman_chunk_symbols, n);
+    plan.codes = code_stage_read(archive, lp.radius, lp.huffman_chunk_symbols, n, lorenzo_ans_shape().levels);
 
     plan.outliers.resize(lp.num_outliers);
     if (!plan.outliers.empty()) std::memcpy(plan.outliers.data(), outlier_section.data(), outlier_section.size());
@@ -91,13 +85,9 @@ LorenzoDecodePlan<T> lorenzo_plan_decode(const format::Archive& archive) {
 }
 
 template std::vector<uint8_t> lorenzo_assemble<float>(const format::Header&, uint32_t, const predict::LorenzoLayout&,
-                                                      const std::optional<RunTokensParams>&,
-                                                      const encode::HuffmanCodebook&, const encode::HuffmanStream&,
-                                                      std::span<const float>);
+                                                      const EncodedCodes&, std::span<const float>);
 template std::vector<uint8_t> lorenzo_assemble<double>(const format::Header&, uint32_t, const predict::LorenzoLayout&,
-                                                       const std::optional<RunTokensParams>&,
-                                                       const encode::HuffmanCodebook&, const encode::HuffmanStream&,
-                                                       std::span<const double>);
+                                                      const EncodedCodes&, std::span<const double>);
 template LorenzoDecodePlan<float> lorenzo_plan_decode<float>(const format::Archive&);
 template LorenzoDecodePlan<double> lorenzo_plan_decode<double>(const format::Archive&);
 
@@ -113,16 +103,16 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     predict::LorenzoCodes<T> lc;
     predict::lorenzo_encode_cpu(data, layout, quant, lc, threads);
 
-    EncodedCodes ec = code_stage_encode_cpu(lc.codes, radius, params.lossless, threads);
+    EncodedCodes ec = code_stage_encode_cpu(lc.codes, radius, lorenzo_ans_shape(), params.lossless, threads);
     lc.codes = {};  // the largest buffer; free it before the archive is assembled
-    return lorenzo_assemble<T>(header, radius, layout, ec.runs, ec.book, ec.stream, lc.outliers);
+    return lorenzo_assemble<T>(header, radius, layout, ec, lc.outliers);
 }
 
 template <class T>
 void decompress_typed(const format::Archive& archive, T* out, int threads) {
     const LorenzoDecodePlan<T> plan = lorenzo_plan_decode<T>(archive);
     std::vector<uint16_t> codes(archive.header.num_elements());
-    code_stage_decode_cpu(plan.codes, plan.params.radius, codes, threads);
+    code_stage_decode_cpu(plan.codes, plan.params.radius, lorenzo_ans_shape(), codes, threads);
     predict::lorenzo_decode_cpu<T>(codes, plan.outliers, plan.layout, plan.quant, out, threads);
 }
 

@@ -27,12 +27,14 @@ struct LorenzoParams {
     static LorenzoParams read(std::span<const uint8_t> bytes);  // throws GSZ_STATUS_CORRUPT
 };
 
-// Serializes the lorenzo sections (five, six with run tokens) into an archive.
+// Serializes the lorenzo sections (params, the code stage's, outliers) into an archive.
 template <class T>
 std::vector<uint8_t> lorenzo_assemble(const format::Header& header, uint32_t radius,
-                                      const predict::LorenzoLayout& layout, const std::optional<RunTokensParams>& runs,
-                                      const encode::HuffmanCodebook& book, const encode::HuffmanStream& stream,
+                                      const predict::LorenzoLayout& layout, const EncodedCodes& codes,
                                       std::span<const T> outliers);
+
+// The rANS contexts of lorenzo codes: no levels.
+inline encode::AnsContextShape lorenzo_ans_shape() { return {}; }
 
 // Everything a decoder needs, validated against the header: no allocation is
 // sized by archive bytes before the checks that bound it.

@@ -37,6 +37,9 @@ void params_validate(const gsz_params& p) {
     GSZ_CHECK(p.radius <= 32768, bad, "radius %u is not in 1..32768 (0 = the pipeline's default)", p.radius);
     GSZ_CHECK(device == GSZ_DEVICE_AUTO || device == GSZ_DEVICE_CPU || device == GSZ_DEVICE_CUDA, bad,
               "device %d is not auto, cpu or cuda", device);
+    const int lossless = enum_bits(p.lossless);
+    GSZ_CHECK(lossless >= GSZ_LOSSLESS_AUTO && lossless <= GSZ_LOSSLESS_ANS, bad,
+              "lossless stage %d is not auto, none, runs or ans", lossless);
 }
 
 uint32_t quant_radius(const gsz_params& p) {
@@ -146,7 +149,7 @@ void check_section_set(const format::Archive& archive) {
         case GSZ_PIPELINE_STORE: allowed = bits({K::zstd_values}); break;
         case GSZ_PIPELINE_LORENZO:
             allowed = bits({K::pipeline_params, K::huffman_codebook, K::huffman_chunks, K::huffman_bitstream,
-                            K::outlier_values, K::run_tokens});
+                            K::outlier_values, K::run_tokens, K::ans_tables, K::ans_lanes, K::ans_stream});
             break;
         case GSZ_PIPELINE_FAST:
             allowed = bits({K::pipeline_params, K::fast_block_codes, K::fast_block_mids, K::fast_lead_codes,
@@ -154,7 +157,8 @@ void check_section_set(const format::Archive& archive) {
             break;
         case GSZ_PIPELINE_INTERP:
             allowed = bits({K::pipeline_params, K::huffman_codebook, K::huffman_chunks, K::huffman_bitstream,
-                            K::outlier_values, K::interp_anchors, K::outlier_indices, K::run_tokens});
+                            K::outlier_values, K::interp_anchors, K::outlier_indices, K::run_tokens, K::ans_tables,
+                            K::ans_lanes, K::ans_stream});
             break;
     }
     for (const format::Section& s : archive.sections)

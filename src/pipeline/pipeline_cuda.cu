@@ -9,6 +9,7 @@
 #include "pipeline/pipeline.hpp"
 #include "pipeline/pipeline_cuda.hpp"
 
+#include "encode/ans_cuda.hpp"
 #include "encode/huffman_cuda.hpp"
 #include "encode/run_tokens_cuda.hpp"
 #include "predict/fast/fast_cuda.hpp"
@@ -113,13 +114,15 @@ const T* host_view(const T* h_data, const T* d_data, uint64_t n, std::vector<T>&
 }
 
 // The quant-codes' entropy stage on the device (code_stage.hpp): histograms
-// on the device, the choice and the codebook on the host (the CPU's code),
-// run tokens and Huffman encoding on the device.
+// on the device, the choice and the codebook or tables on the host (the CPU's
+// code), run tokens, Huffman or rANS encoding on the device.
 struct DeviceCodeStage {
     std::optional<RunTokensParams> runs;
     encode::HuffmanCodebook book;
     encode::HuffmanDeviceStream stream;
     uint64_t num_symbols = 0;
+    std::optional<encode::AnsTables> ans;  // set: rANS, the Huffman members unused
+    encode::AnsDeviceStream ans_stream;
 };
 
 std::vector<uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
@@ -135,8 +138,23 @@ std::vector<uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n,
     return histogram;
 }
 
-void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, gsz_lossless mode,
-                            DeviceCodeStage& out, cudaStream_t stream) {
+std::vector<uint64_t> ans_histogram_on_device(const uint16_t* d_codes, uint64_t n, uint32_t radius,
+                                              const encode::AnsContextShape& shape, cudaStream_t stream) {
+    const uint32_t bins = shape.num_contexts() * encode::kAnsAlphabet;
+    cuda::DeviceBuffer<uint64_t> d_hist(bins + 1, stream);  // the last entry flags a bad code
+    uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + bins);
+    GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
+    encode::ans_histogram_cuda(d_codes, n, radius, shape, d_hist.data(), d_bad, stream);
+    std::vector<uint64_t> histogram;
+    cuda::copy_to_host(histogram, d_hist.data(), bins + 1, stream);
+    GSZ_CHECK(histogram[bins] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
+    histogram.pop_back();
+    return histogram;
+}
+
+void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius,
+                            const encode::AnsContextShape& shape, gsz_lossless mode, DeviceCodeStage& out,
+                            cudaStream_t stream) {
     const uint32_t alphabet = 2 * radius;
     cuda::StageTrace trace(stream, "code stage");
     const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream);
@@ -151,8 +169,20 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         token_hist = histogram_on_device(d_tokens.data(), num_tokens, alphabet + encode::kRunClasses, stream);
         trace.mark("run tokens");
     }
-    CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant);
+    std::vector<uint64_t> ans_hist;
+    if (code_stage_try_ans(mode)) {
+        ans_hist = ans_histogram_on_device(d_codes, n, radius, shape, stream);
+        trace.mark("ans histogram");
+    }
+    CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, shape.levels, n);
     trace.mark("codebook (host)");
+    if (choice.ans) {
+        encode::ans_encode_cuda(*choice.ans, d_codes, n, radius, shape, choice.ans_lane_symbols, out.ans_stream,
+                                stream);
+        out.ans = std::move(choice.ans);
+        trace.mark("ans encode");
+        return;
+    }
     out.runs = choice.runs;
     out.book = std::move(choice.book);
     out.num_symbols = out.runs ? num_tokens : n;
@@ -163,13 +193,25 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     // d_tokens is released stream-ordered, after the encoder has read it.
 }
 
-// The host copy of a device Huffman stream, for the archive writer.
-encode::HuffmanStream fetch_stream(const DeviceCodeStage& cs, cudaStream_t stream) {
-    encode::HuffmanStream h;
-    h.num_symbols = cs.num_symbols;
-    h.chunk_symbols = kHuffmanChunkSymbols;
-    cuda::copy_to_host(h.chunk_bits, cs.stream.chunk_bits.data(), cs.stream.num_chunks, stream);
-    cuda::copy_to_host(h.words, cs.stream.words.data(), cs.stream.num_words, stream);
+// The host copy of the device stage's output, for the archive writer.
+EncodedCodes fetch_codes(const DeviceCodeStage& cs, cudaStream_t stream) {
+    EncodedCodes h;
+    if (cs.ans) {
+        const auto& d = cs.ans_stream;
+        h.ans = cs.ans;
+        h.ans_stream.num_symbols = d.num_symbols;
+        h.ans_stream.lane_symbols = d.lane_symbols;
+        cuda::copy_to_host(h.ans_stream.lane_state, d.lane_state.data(), d.num_lanes, stream);
+        cuda::copy_to_host(h.ans_stream.lane_words, d.lane_words.data(), d.num_lanes, stream);
+        cuda::copy_to_host(h.ans_stream.words, d.words.data(), d.num_words, stream);
+        return h;
+    }
+    h.runs = cs.runs;
+    h.book = cs.book;
+    h.stream.num_symbols = cs.num_symbols;
+    h.stream.chunk_symbols = kHuffmanChunkSymbols;
+    cuda::copy_to_host(h.stream.chunk_bits, cs.stream.chunk_bits.data(), cs.stream.num_chunks, stream);
+    cuda::copy_to_host(h.stream.words, cs.stream.words.data(), cs.stream.num_words, stream);
     return h;
 }
 
@@ -177,6 +219,9 @@ encode::HuffmanStream fetch_stream(const DeviceCodeStage& cs, cudaStream_t strea
 struct DeviceCodeSections {
     cuda::DeviceBuffer<uint32_t> words, chunk_bits;
     cuda::DeviceBuffer<uint64_t> chunk_offset;
+    cuda::DeviceBuffer<uint16_t> ans_words;
+    cuda::DeviceBuffer<uint32_t> ans_state;
+    cuda::DeviceBuffer<uint64_t> ans_offset;
 };
 
 template <class T>
@@ -186,6 +231,13 @@ void upload(cuda::DeviceBuffer<T>& dst, const T* src, size_t count, cudaStream_t
 }
 
 void upload_code_sections(const CodeStagePlan& plan, DeviceCodeSections& ds, cudaStream_t stream) {
+    if (plan.ans) {
+        const auto& a = *plan.ans;
+        upload(ds.ans_words, reinterpret_cast<const uint16_t*>(a.words.data()), a.words.size() / 2, stream);
+        upload(ds.ans_state, a.lane_state.data(), a.lane_state.size(), stream);
+        upload(ds.ans_offset, a.lane_word_offset.data(), a.lane_word_offset.size(), stream);
+        return;
+    }
     const auto& sv = plan.stream;
     upload(ds.words, reinterpret_cast<const uint32_t*>(sv.words.data()), sv.words.size() / 4, stream);
     upload(ds.chunk_bits, sv.chunk_bits.data(), sv.chunk_bits.size(), stream);
@@ -194,7 +246,13 @@ void upload_code_sections(const CodeStagePlan& plan, DeviceCodeSections& ds, cud
 
 // Decodes the codes into d_codes[0..n); a bad chunk or bad run tokens set *d_corrupt.
 void code_stage_decode_cuda(const CodeStagePlan& plan, const DeviceCodeSections& ds, uint32_t radius,
-                            uint16_t* d_codes, uint64_t n, uint32_t* d_corrupt, cudaStream_t stream) {
+                            const encode::AnsContextShape& shape, uint16_t* d_codes, uint64_t n, uint32_t* d_corrupt,
+                            cudaStream_t stream) {
+    if (plan.ans) {
+        encode::ans_decode_cuda(plan.ans->tables, ds.ans_words.data(), ds.ans_state.data(), ds.ans_offset.data(), n,
+                                plan.ans->lane_symbols, radius, shape, d_codes, d_corrupt, stream);
+        return;
+    }
     const encode::HuffmanDeviceBook d_book = encode::huffman_upload(plan.book, stream);
     if (!plan.runs) {
         encode::huffman_decode_cuda(d_book, ds.words.data(), ds.words.size(), ds.chunk_bits.data(),
@@ -234,7 +292,8 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     cuda::StageTrace trace(stream, "lorenzo compress");
     predict::lorenzo_encode_cuda(d_data, dc.layout, quant, dc.lorenzo, stream);
     trace.mark("predict and outliers");
-    code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, params.lossless, dc.codes, stream);
+    code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
+                           stream);
 }
 
 // Copies the sections to the host and writes the archive (the same code as
@@ -245,11 +304,11 @@ std::vector<uint8_t> fetch_archive(DeviceCompressed<T>& dc, const T* d_data, con
     std::vector<T> host_copy;
     if (dc.header.pipeline == GSZ_PIPELINE_STORE)
         return store_compress(dc.header, host_view(h_data, d_data, n, host_copy, stream));
-    const encode::HuffmanStream stream_host = fetch_stream(dc.codes, stream);
+    const EncodedCodes codes = fetch_codes(dc.codes, stream);
     std::vector<T> outliers;
     cuda::copy_to_host(outliers, dc.lorenzo.outliers.data(), dc.lorenzo.num_outliers, stream);
-    std::vector<uint8_t> archive = lorenzo_assemble<T>(dc.header, dc.radius, dc.layout, dc.codes.runs, dc.codes.book,
-                                                       stream_host, std::span<const T>(outliers));
+    std::vector<uint8_t> archive =
+        lorenzo_assemble<T>(dc.header, dc.radius, dc.layout, codes, std::span<const T>(outliers));
     if (archive.size() <= n * sizeof(T)) return archive;
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
@@ -364,7 +423,8 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     trace.mark("anchors");
     predict::interp_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc, stream);
     trace.mark("tiles and outliers");
-    code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, params.lossless, dc.codes, stream);
+    code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p.layout), params.lossless, dc.codes,
+                           stream);
 }
 
 template <class T>
@@ -373,7 +433,7 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
     std::vector<T> host_copy;
     if (dc.header.pipeline == GSZ_PIPELINE_STORE)
         return store_compress(dc.header, host_view(h_data, d_data, n, host_copy, stream));
-    const encode::HuffmanStream stream_host = fetch_stream(dc.codes, stream);
+    const EncodedCodes codes = fetch_codes(dc.codes, stream);
     InterpAnchorSection<T> anchors;
     std::vector<T> outlier_value;
     std::vector<uint64_t> outlier_index;
@@ -383,8 +443,8 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
     anchors.listed_residual = dc.enc.listed_residual;
     cuda::copy_to_host(outlier_index, dc.enc.outlier_index.data(), dc.enc.num_outliers, stream);
     cuda::copy_to_host(outlier_value, dc.enc.outlier_value.data(), dc.enc.num_outliers, stream);
-    std::vector<uint8_t> archive = interp_assemble<T>(dc.header, dc.params, dc.codes.runs, dc.codes.book, stream_host,
-                                                      anchors, outlier_index, outlier_value);
+    std::vector<uint8_t> archive =
+        interp_assemble<T>(dc.header, dc.params, codes, anchors, outlier_index, outlier_value);
     if (archive.size() <= n * sizeof(T)) return archive;
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
@@ -416,8 +476,8 @@ void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_
     cuda::DeviceBuffer<uint32_t> d_corrupt(2, stream);
     d_corrupt.zero(stream);
     cuda::StageTrace trace(stream, "interp decompress");
-    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, d_codes.data(), n, d_corrupt.data(),
-                           stream);
+    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, interp_ans_shape(plan.params.layout),
+                           d_codes.data(), n, d_corrupt.data(), stream);
     trace.mark("codes");
     cuda::DeviceBuffer<T> d_anchors(plan.params.layout.num_anchors, stream);
     predict::interp_anchors_decode_cuda<T>(d_codes.data(), da.raw_anchors.data(), da.anchor_listed.data(),
@@ -433,7 +493,7 @@ void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_
     std::vector<uint32_t> corrupt;
     cuda::copy_to_host(corrupt, d_corrupt.data(), 2, stream);
     GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
-              "huffman_bitstream: a chunk does not decode, or the run tokens do not add up to the codes");
+              "huffman_bitstream or ans_stream: a chunk or lane does not decode, or the run tokens do not add up to the codes");
     GSZ_CHECK(corrupt[1] == 0, GSZ_STATUS_CORRUPT,
               "interp: the zero quant-codes are not the listed outliers, a raw anchor's code is not the radius, or "
               "the listed coded anchors are not those with code 0");
@@ -479,15 +539,15 @@ void decode_on_device(const DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStre
     cuda::DeviceBuffer<uint16_t> d_codes(n, stream);
     cuda::DeviceBuffer<uint32_t> d_corrupt(1, stream);
     d_corrupt.zero(stream);
-    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, d_codes.data(), n, d_corrupt.data(),
-                           stream);
+    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, lorenzo_ans_shape(), d_codes.data(), n,
+                           d_corrupt.data(), stream);
     predict::LorenzoDecodeScratch scratch;
     predict::lorenzo_decode_cuda<T>(d_codes.data(), da.outliers.data(), plan.outliers.size(), plan.layout,
                                     plan.quant, d_out, scratch, stream);
     std::vector<uint32_t> corrupt;
     cuda::copy_to_host(corrupt, d_corrupt.data(), 1, stream);
     GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
-              "huffman_bitstream: a chunk does not decode, or the run tokens do not add up to the codes");
+              "huffman_bitstream or ans_stream: a chunk or lane does not decode, or the run tokens do not add up to the codes");
 }
 
 template <class T>

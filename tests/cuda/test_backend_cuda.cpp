@@ -11,6 +11,7 @@
 #include "predict/fast/fast_cuda.hpp"
 #include "predict/interp/interp_cuda.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
+#include "encode/ans_cuda.hpp"
 #include "encode/run_tokens_cuda.hpp"
 #include "runtime/status.hpp"
 
@@ -632,26 +633,32 @@ TEST(CudaBackend, AutoSameOnBothBackendsAndFromDevicePointers) {
     cudaFree(d_data);
 }
 
-// The lossless stage "runs" forced on every shared field, both pipelines:
-// the same tokens, the same archive, the same decoded values on both backends.
-TEST(CudaBackend, RunsByteIdentical) {
-    REQUIRE_GPU();
-    const auto fields = fields_or_sample();
-    for (const Field& f : fields) {
+// A lossless stage forced on every shared field, both pipelines: the same
+// archive (tokens or rANS states and words), the same decoded values on both backends.
+void forced_stage_on_every_field(gsz_lossless lossless, std::initializer_list<double> bounds) {
+    for (const Field& f : fields_or_sample()) {
         for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP}) {
-            for (double eb : {1e-2, 1e-3}) {
+            for (double eb : bounds) {
                 SCOPED_TRACE(f.name + (pipeline == GSZ_PIPELINE_INTERP ? " interp" : " lorenzo") + " rel " +
                              std::to_string(eb));
                 const uint32_t radius = pipeline == GSZ_PIPELINE_INTERP ? 0 : 512;
                 if (f.dtype == GSZ_DTYPE_F32)
-                    same_on_both(read_raw<float>(f.path), f.dims, GSZ_ERROR_REL, eb, radius, pipeline, 128,
-                                 GSZ_LOSSLESS_RUNS);
+                    same_on_both(read_raw<float>(f.path), f.dims, GSZ_ERROR_REL, eb, radius, pipeline, 128, lossless);
                 else
-                    same_on_both(read_raw<double>(f.path), f.dims, GSZ_ERROR_REL, eb, radius, pipeline, 128,
-                                 GSZ_LOSSLESS_RUNS);
+                    same_on_both(read_raw<double>(f.path), f.dims, GSZ_ERROR_REL, eb, radius, pipeline, 128, lossless);
             }
         }
     }
+}
+
+TEST(CudaBackend, RunsByteIdentical) {
+    REQUIRE_GPU();
+    forced_stage_on_every_field(GSZ_LOSSLESS_RUNS, {1e-2, 1e-3});
+}
+
+TEST(CudaBackend, AnsByteIdentical) {
+    REQUIRE_GPU();
+    forced_stage_on_every_field(GSZ_LOSSLESS_ANS, {1e-2, 1e-4});
 }
 
 // The run-token kernels against the CPU coder, on aligned and unaligned code
@@ -711,6 +718,108 @@ TEST(CudaBackend, RunTokenKernelsMatchCpu) {
     uint32_t corrupt = 0;
     ASSERT_EQ(cudaMemcpy(&corrupt, d_corrupt.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_NE(corrupt, 0u);
+}
+
+// The rANS kernels against the CPU coder: the same histogram, lane states and
+// words, on aligned and unaligned code arrays, with and without levels; the
+// decoder accepts and rejects exactly what the CPU decoder does.
+TEST(CudaBackend, AnsKernelsMatchCpu) {
+    REQUIRE_GPU();
+    using namespace gsz::encode;
+    cudaStream_t s = nullptr;
+    for (const uint32_t radius : {2u, 512u, 32768u}) {
+        for (const size_t n : {size_t{1}, size_t{1000}, size_t{4097}, size_t{1} << 20}) {
+            std::mt19937_64 rng(n * 7 + radius);
+            std::bernoulli_distribution zero(0.8), outlier(0.003);
+            std::normal_distribution<double> noise(0, 6);
+            std::vector<uint16_t> codes(n + 1);
+            for (auto& c : codes) {
+                int v = zero(rng) ? 0 : static_cast<int>(std::lround(noise(rng) * (radius > 100 ? 20 : 1)));
+                v = std::clamp(v, 1 - static_cast<int>(radius), static_cast<int>(radius) - 1);
+                c = outlier(rng) ? 0 : static_cast<uint16_t>(v + static_cast<int>(radius));
+            }
+            for (const uint32_t levels : {1u, 4u}) {
+                AnsContextShape shape;
+                shape.dims[0] = 97;
+                shape.dims[1] = 13;
+                shape.levels = levels;
+                for (const size_t shift : {size_t{0}, size_t{1}}) {
+                    SCOPED_TRACE("radius " + std::to_string(radius) + " n " + std::to_string(n) + " levels " +
+                                 std::to_string(levels) + " shift " + std::to_string(shift));
+                    const std::span<const uint16_t> in(codes.data() + shift, n);
+                    const auto hist = ans_histogram_cpu(in, radius, shape, 2);
+                    gsz::cuda::DeviceBuffer<uint16_t> d_codes(n + 1, s);
+                    ASSERT_EQ(cudaMemcpy(d_codes.data(), codes.data(), (n + 1) * 2, cudaMemcpyHostToDevice),
+                              cudaSuccess);
+                    gsz::cuda::DeviceBuffer<uint64_t> d_hist(hist.size(), s);
+                    gsz::cuda::DeviceBuffer<uint32_t> d_flag(1, s);
+                    d_flag.zero(s);
+                    ans_histogram_cuda(d_codes.data() + shift, n, radius, shape, d_hist.data(), d_flag.data(), s);
+                    std::vector<uint64_t> got_hist(hist.size());
+                    ASSERT_EQ(cudaMemcpy(got_hist.data(), d_hist.data(), hist.size() * 8, cudaMemcpyDeviceToHost),
+                              cudaSuccess);
+                    ASSERT_EQ(got_hist, hist);
+
+                    const AnsTables tables = ans_build_tables(hist, levels);
+                    const uint32_t lane = ans_lane_symbols(n, ans_estimated_bits(tables, hist));
+                    const AnsStream want = ans_encode_cpu(tables, in, radius, shape, lane, 2);
+                    AnsDeviceStream got;
+                    ans_encode_cuda(tables, d_codes.data() + shift, n, radius, shape, lane, got, s);
+                    std::vector<uint32_t> state, words_per_lane;
+                    std::vector<uint16_t> words;
+                    gsz::cuda::copy_to_host(state, got.lane_state.data(), got.num_lanes, s);
+                    gsz::cuda::copy_to_host(words_per_lane, got.lane_words.data(), got.num_lanes, s);
+                    gsz::cuda::copy_to_host(words, got.words.data(), got.num_words, s);
+                    ASSERT_EQ(state, want.lane_state);
+                    ASSERT_EQ(words_per_lane, want.lane_words);
+                    ASSERT_EQ(words, want.words);
+
+                    // Decode, and decode with one lane's state changed: the same verdict as the CPU's.
+                    for (const bool lie : {false, true}) {
+                        AnsStream sent = want;
+                        if (lie) sent.lane_state[sent.num_lanes() / 2] ^= 0x00F0F000u;
+                        gsz::ByteWriter t, l, w;
+                        ans_tables_write(tables, lane, t);
+                        ans_lanes_write(sent, l);
+                        ans_stream_write(sent, w);
+                        AnsStreamView view;
+                        try {
+                            view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, levels);
+                        } catch (const gsz::Error&) {
+                            continue;  // a state below 2^16: rejected before any decoding
+                        }
+                        std::vector<uint16_t> cpu(n);
+                        bool cpu_ok = true;
+                        try {
+                            ans_decode_cpu(view, radius, shape, cpu, 2);
+                        } catch (const gsz::Error&) {
+                            cpu_ok = false;
+                        }
+                        gsz::cuda::DeviceBuffer<uint16_t> d_words(sent.words.size(), s), d_out(n, s);
+                        gsz::cuda::DeviceBuffer<uint32_t> d_state(sent.num_lanes(), s);
+                        gsz::cuda::DeviceBuffer<uint64_t> d_offset(view.lane_word_offset.size(), s);
+                        cudaMemcpy(d_words.data(), sent.words.data(), sent.words.size() * 2, cudaMemcpyHostToDevice);
+                        cudaMemcpy(d_state.data(), sent.lane_state.data(), sent.num_lanes() * 4, cudaMemcpyHostToDevice);
+                        cudaMemcpy(d_offset.data(), view.lane_word_offset.data(), view.lane_word_offset.size() * 8,
+                                   cudaMemcpyHostToDevice);
+                        d_flag.zero(s);
+                        ans_decode_cuda(tables, d_words.data(), d_state.data(), d_offset.data(), n, lane, radius,
+                                        shape, d_out.data(), d_flag.data(), s);
+                        uint32_t corrupt = 2;
+                        std::vector<uint16_t> back(n);
+                        ASSERT_EQ(cudaMemcpy(back.data(), d_out.data(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+                        ASSERT_EQ(cudaMemcpy(&corrupt, d_flag.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+                        EXPECT_EQ(corrupt == 0, cpu_ok) << (lie ? "state changed" : "as encoded");
+                        if (!lie) {
+                            EXPECT_TRUE(std::equal(back.begin(), back.end(), in.begin()));
+                        } else if (cpu_ok) {
+                            EXPECT_EQ(back, cpu);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 }  // namespace

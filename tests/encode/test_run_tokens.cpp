@@ -115,24 +115,32 @@ TEST(RunTokens, ExpansionRejectsBadTokenStreams) {
 TEST(RunTokens, ChoiceFollowsTheEstimatedSize) {
     using namespace gsz::pipeline;
     const uint32_t radius = kAlphabet / 2;
+    const AnsContextShape shape;
     auto choose = [&](const std::vector<uint16_t>& codes, gsz_lossless mode) {
-        return code_stage_encode_cpu(codes, radius, mode, 2);
+        return code_stage_encode_cpu(codes, radius, shape, mode, 2);
     };
     const auto runny = runny_codes(200000, 0.97, 3);
     const auto noisy = runny_codes(200000, 0.3, 4);
     const auto runny_none = choose(runny, GSZ_LOSSLESS_NONE);
+    const auto runny_runs = choose(runny, GSZ_LOSSLESS_RUNS);
     const auto runny_auto = choose(runny, GSZ_LOSSLESS_AUTO);
     EXPECT_FALSE(runny_none.runs.has_value());
-    ASSERT_TRUE(runny_auto.runs.has_value());
-    EXPECT_EQ(runny_auto.runs->dominant, kDom);
+    EXPECT_FALSE(runny_none.ans.has_value());
+    ASSERT_TRUE(runny_runs.runs.has_value());
+    EXPECT_EQ(runny_runs.runs->dominant, kDom);
     // 97% dominant, independent: about 0.35 bits per code of entropy; Huffman alone spends >= 1.
-    EXPECT_LT(runny_auto.stream.words.size() * 2, runny_none.stream.words.size())
+    EXPECT_LT(runny_runs.stream.words.size() * 2, runny_none.stream.words.size())
         << "97% dominant codes: runs should cost under half a bit per code";
+    // rANS gets closer to the entropy than run tokens do, and auto sees it.
+    ASSERT_TRUE(runny_auto.ans.has_value());
+    EXPECT_LT(runny_auto.ans_stream.words.size() * 2 + runny_auto.ans_stream.num_lanes() * 8,
+              runny_runs.stream.words.size() * 4);
+    EXPECT_LT(runny_auto.ans_stream.words.size() * 16, 0.4 * 200000);
     EXPECT_FALSE(choose(noisy, GSZ_LOSSLESS_AUTO).runs.has_value());  // runs are not promising below 50%
     EXPECT_TRUE(choose(noisy, GSZ_LOSSLESS_RUNS).runs.has_value());   // forced
     // A radius whose alphabet leaves no room for the tokens never uses them.
-    EXPECT_FALSE(code_stage_encode_cpu(runny, 32768, GSZ_LOSSLESS_RUNS, 2).runs.has_value());
-    EXPECT_TRUE(code_stage_encode_cpu(runny, 32763, GSZ_LOSSLESS_AUTO, 2).runs.has_value());
+    EXPECT_FALSE(code_stage_encode_cpu(runny, 32768, shape, GSZ_LOSSLESS_RUNS, 2).runs.has_value());
+    EXPECT_TRUE(code_stage_encode_cpu(runny, 32763, shape, GSZ_LOSSLESS_RUNS, 2).runs.has_value());
 }
 
 TEST(RunTokens, DominantIsTheMostFrequentSmallestOnTies) {

@@ -190,7 +190,10 @@ TEST(Archive, SectionKindNames) {
     EXPECT_STREQ(section_kind_name(SectionKind::interp_anchors), "interp_anchors");
     EXPECT_STREQ(section_kind_name(SectionKind::outlier_indices), "outlier_indices");
     EXPECT_STREQ(section_kind_name(SectionKind::run_tokens), "run_tokens");
-    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(14)), "unknown");
+    EXPECT_STREQ(section_kind_name(SectionKind::ans_tables), "ans_tables");
+    EXPECT_STREQ(section_kind_name(SectionKind::ans_lanes), "ans_lanes");
+    EXPECT_STREQ(section_kind_name(SectionKind::ans_stream), "ans_stream");
+    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(17)), "unknown");
 }
 
 TEST(Archive, EveryTruncationIsCorrupt) {
@@ -362,9 +365,20 @@ TEST(Archive, StorePipelineParses) {
 }
 
 TEST(Archive, UnknownSectionKindRejected) {
-    for (const uint32_t kind : {0u, 14u, 0xFFFFFFFFu}) {
+    for (const uint32_t kind : {0u, 17u, 0xFFFFFFFFu}) {
         auto a = sample_archive();
         poke<uint32_t>(a, kHeaderBytes + 2 * kSectionEntryBytes, kind);
+        fix_header_checksum(a);
+        expect_corrupt(a, "unknown kind");
+    }
+    // The rANS sections (14..16) came with version 3: a version-2 archive cannot hold them.
+    Header v2 = sample_header();
+    v2.format_version = 2;
+    const uint8_t payload[] = {1, 2, 3};
+    const SectionData sections[] = {{SectionKind::pipeline_params, payload}, {SectionKind::outlier_values, payload}};
+    for (const uint32_t kind : {14u, 15u, 16u}) {
+        auto a = archive_write(v2, sections);
+        poke<uint32_t>(a, kHeaderBytes + kSectionEntryBytes, kind);
         fix_header_checksum(a);
         expect_corrupt(a, "unknown kind");
     }
@@ -465,8 +479,12 @@ TEST(Archive, WriteRejectsBadInput) {
     EXPECT_EQ(status_of([&] { archive_write(h, {}); }), GSZ_STATUS_INTERNAL);
     const SectionData dup[] = {{SectionKind::pipeline_params, kParams}, {SectionKind::pipeline_params, kParams}};
     EXPECT_EQ(status_of([&] { archive_write(h, dup); }), GSZ_STATUS_INTERNAL);
-    const SectionData unknown[] = {{static_cast<SectionKind>(14), kParams}};
+    const SectionData unknown[] = {{static_cast<SectionKind>(17), kParams}};
     EXPECT_EQ(status_of([&] { archive_write(h, unknown); }), GSZ_STATUS_INTERNAL);
+    Header v2 = sample_header();
+    v2.format_version = 2;
+    const SectionData ans_in_v2[] = {{SectionKind::ans_tables, kParams}};
+    EXPECT_EQ(status_of([&] { archive_write(v2, ans_in_v2); }), GSZ_STATUS_INTERNAL);
     const std::vector<SectionData> too_many(kMaxSections + 1, SectionData{SectionKind::pipeline_params, kParams});
     EXPECT_EQ(status_of([&] { archive_write(h, too_many); }), GSZ_STATUS_INTERNAL);
 }

@@ -40,11 +40,14 @@ std::vector<float> small_field() {
     return v;
 }
 
-std::vector<uint8_t> small_archive(gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO) {
+// Huffman-coded unless asked otherwise: most tests below lie in its sections.
+std::vector<uint8_t> small_archive(gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO,
+                                   gsz_lossless lossless = GSZ_LOSSLESS_NONE) {
     const auto v = small_field();
     gsz::Context ctx;
     auto p = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_REL, 1e-3);
     p.pipeline = pipeline;
+    p.lossless = lossless;
     return ctx.compress(p, v.data());
 }
 
@@ -203,7 +206,8 @@ TEST(Hostile, LyingFastSectionsAreRejected) {
 // An interp archive of the small field with several exact outliers (NaN,
 // Inf) and an absolute bound, so every section has content.
 // The tests below lie about raw anchors unless they ask for coded ones.
-std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_RAW) {
+std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_RAW,
+                                    gsz_lossless lossless = GSZ_LOSSLESS_NONE) {
     auto v = small_field();
     v[8] = std::numeric_limits<float>::quiet_NaN();   // anchor 1: coded, it is listed
     v[300] = v[301];
@@ -214,6 +218,7 @@ std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCH
     auto p = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_ABS, 1e-2);
     p.pipeline = GSZ_PIPELINE_INTERP;
     p.interp_anchors = anchors;
+    p.lossless = lossless;
     return ctx.compress(p, v.data());
 }
 
@@ -540,7 +545,7 @@ TEST(Hostile, LyingRunTokensAreRejected) {
         // Token streams whose lengths do not add up to the codes: the last
         // token dropped, or repeated, re-encoded with the archive's own book.
         const uint64_t n = parsed.header.num_elements();
-        const auto plan = gsz::pipeline::code_stage_read(parsed, info.radius, 1024, n);
+        const auto plan = gsz::pipeline::code_stage_read(parsed, info.radius, 1024, n, 1);
         std::vector<uint16_t> tokens(plan.stream.num_symbols);
         gsz::encode::huffman_decode_cpu(plan.book, plan.stream, tokens, 1);
         auto with_tokens = [&](const std::vector<uint16_t>& t) {
@@ -567,6 +572,119 @@ TEST(Hostile, LyingRunTokensAreRejected) {
     const std::vector<uint8_t> payload(8, 0);
     sections.push_back({gsz::format::SectionKind::run_tokens, payload});
     EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, sections)), GSZ_STATUS_CORRUPT);
+}
+
+// The rANS sections (lossless stage "ans"): tables that do not sum to the
+// scale, lanes that do not cover the codes or the stream, states out of
+// range, words flipped, dropped or added, sections mixed with Huffman's.
+TEST(Hostile, LyingAnsSectionsAreRejected) {
+    using gsz::format::SectionKind;
+    for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP}) {
+        SCOPED_TRACE(pipeline == GSZ_PIPELINE_INTERP ? "interp" : "lorenzo");
+        const auto archive = pipeline == GSZ_PIPELINE_INTERP
+                                 ? interp_archive(GSZ_INTERP_ANCHORS_RAW, GSZ_LOSSLESS_ANS)
+                                 : small_archive(GSZ_PIPELINE_LORENZO, GSZ_LOSSLESS_ANS);
+        ASSERT_EQ(gsz::Context().inspect(archive.data(), archive.size()).lossless, GSZ_LOSSLESS_ANS);
+        ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
+        const auto tables = section_of(archive, SectionKind::ans_tables);
+        const auto lanes = section_of(archive, SectionKind::ans_lanes);
+        const auto words = section_of(archive, SectionKind::ans_stream);
+        ASSERT_GE(lanes.size(), 8u);
+        ASSERT_GE(words.size(), 8u);
+        auto expect_corrupt = [&](SectionKind kind, const std::vector<uint8_t>& payload, const std::string& what) {
+            EXPECT_EQ(try_decompress(with_section(archive, kind, payload)), GSZ_STATUS_CORRUPT) << what;
+        };
+        auto patched = [](std::vector<uint8_t> b, size_t offset, auto value) {
+            std::memcpy(b.data() + offset, &value, sizeof value);
+            return b;
+        };
+        // ans_tables: lane length u32 @0, levels @4, classes @5, alphabet @6, scale bits @7, then per context
+        // a count and (symbol u8, frequency - 1 u16) entries.
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 0, uint32_t{0}), "lanes of 0 codes");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 0, uint32_t{7}), "lane length changed");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 4, static_cast<uint8_t>(tables[4] + 1)), "levels");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 5, uint8_t{8}), "classes");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 6, uint8_t{57}), "alphabet");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 7, uint8_t{11}), "scale bits");
+        size_t first = 8;  // the first context that lists symbols
+        while (tables[first] == 0) ++first;
+        expect_corrupt(SectionKind::ans_tables, patched(tables, first, uint8_t{57}), "57 symbols");
+        if (tables[first] >= 2) {
+            expect_corrupt(SectionKind::ans_tables, patched(tables, first + 4, tables[first + 1]), "symbol repeated");
+            const uint16_t f = static_cast<uint16_t>(tables[first + 2] | tables[first + 3] << 8);
+            expect_corrupt(SectionKind::ans_tables, patched(tables, first + 2, static_cast<uint16_t>(f + 1)),
+                           "frequencies over the scale");
+            if (f > 0)
+                expect_corrupt(SectionKind::ans_tables, patched(tables, first + 2, static_cast<uint16_t>(f - 1)),
+                               "frequencies under the scale");
+        }
+        auto longer = tables;
+        longer.push_back(0);
+        expect_corrupt(SectionKind::ans_tables, longer, "trailing byte");
+        expect_corrupt(SectionKind::ans_tables, {tables.begin(), tables.end() - 1}, "truncated");
+
+        // ans_lanes: (state u32, words u32) per lane.
+        expect_corrupt(SectionKind::ans_lanes, patched(lanes, 0, uint32_t{0xFFFF}), "state below 2^16");
+        const uint32_t w0 = lanes[4] | lanes[5] << 8 | lanes[6] << 16 | uint32_t{lanes[7]} << 24;
+        expect_corrupt(SectionKind::ans_lanes, patched(lanes, 4, w0 + 1), "word count over the stream");
+        expect_corrupt(SectionKind::ans_lanes, patched(lanes, 4, uint32_t{0xFFFFFFFF}), "giant word count");
+        expect_corrupt(SectionKind::ans_lanes, {lanes.begin(), lanes.end() - 8}, "a lane missing");
+
+        // A changed state or word is a lie no entropy coder can always see
+        // (the section checksums catch real damage): the decoder must stay in
+        // bounds and say OK or CORRUPT; the end-state check catches most.
+        int lies = 0, caught = 0;
+        for (size_t at = 0; at < words.size(); ++at) {
+            auto flipped = words;
+            flipped[at] ^= 0x5A;
+            const gsz_status st = try_decompress(with_section(archive, SectionKind::ans_stream, flipped));
+            EXPECT_TRUE(st == GSZ_STATUS_OK || st == GSZ_STATUS_CORRUPT) << "word byte " << at;
+            ++lies;
+            caught += st == GSZ_STATUS_CORRUPT;
+        }
+        for (size_t at = 0; at < 4; ++at) {
+            auto changed = lanes;
+            changed[at] ^= 0x21;
+            const gsz_status st = try_decompress(with_section(archive, SectionKind::ans_lanes, changed));
+            EXPECT_TRUE(st == GSZ_STATUS_OK || st == GSZ_STATUS_CORRUPT) << "state byte " << at;
+            ++lies;
+            caught += st == GSZ_STATUS_CORRUPT;
+        }
+        EXPECT_GE(caught * 2, lies) << caught << " of " << lies << " changed words and states caught";
+        // A word dropped (and the count fixed) or added.
+        if (w0 >= 1) {
+            auto shorter = words;
+            shorter.erase(shorter.begin(), shorter.begin() + 2);
+            const auto fewer = patched(lanes, 4, w0 - 1);
+            EXPECT_EQ(try_decompress(with_section(with_section(archive, SectionKind::ans_lanes, fewer),
+                                                  SectionKind::ans_stream, shorter)),
+                      GSZ_STATUS_CORRUPT)
+                << "first word dropped";
+        }
+        auto more = words;
+        more.insert(more.begin(), {0x34, 0x12});
+        EXPECT_EQ(try_decompress(with_section(with_section(archive, SectionKind::ans_lanes, patched(lanes, 4, w0 + 1)),
+                                              SectionKind::ans_stream, more)),
+                  GSZ_STATUS_CORRUPT)
+            << "a word added";
+
+        // Sections missing or mixed with Huffman's.
+        const auto parsed = gsz::format::archive_parse(archive);
+        const auto huffman = gsz::format::archive_parse(
+            pipeline == GSZ_PIPELINE_INTERP ? interp_archive() : small_archive());
+        for (const SectionKind drop : {SectionKind::ans_tables, SectionKind::ans_lanes, SectionKind::ans_stream}) {
+            std::vector<gsz::format::SectionData> kept;
+            for (const auto& s : parsed.sections)
+                if (s.kind != drop) kept.push_back({s.kind, s.bytes});
+            EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, kept)), GSZ_STATUS_CORRUPT)
+                << gsz::format::section_kind_name(drop) << " dropped";
+        }
+        std::vector<gsz::format::SectionData> mixed;
+        for (const auto& s : parsed.sections) mixed.push_back({s.kind, s.bytes});
+        mixed.push_back({SectionKind::huffman_codebook, huffman.section(SectionKind::huffman_codebook)});
+        EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, mixed)), GSZ_STATUS_CORRUPT)
+            << "ans and Huffman sections together";
+    }
 }
 
 TEST(Hostile, HugeDimsNeverAllocate) {

@@ -1,0 +1,381 @@
+// Context-modelled rANS of quant-codes on the CPU, and the tables and
+// sections both backends share (see ans.hpp).
+#include "encode/ans.hpp"
+
+#include "runtime/parallel.hpp"
+#include "runtime/status.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gsz::encode {
+namespace {
+
+constexpr gsz_status kCorrupt = GSZ_STATUS_CORRUPT;
+
+// The first [begin, end) of lane l.
+std::pair<uint64_t, uint64_t> lane_range(uint64_t lane, uint32_t lane_symbols, uint64_t n) {
+    const uint64_t begin = lane * lane_symbols;
+    return {begin, std::min<uint64_t>(n, begin + lane_symbols)};
+}
+
+uint64_t lane_count(uint64_t n, uint32_t lane_symbols) { return n / lane_symbols + (n % lane_symbols != 0); }
+
+}  // namespace
+
+std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_t radius,
+                                        const AnsContextShape& shape, int num_threads) {
+    GSZ_CHECK(radius >= 1 && radius <= 32768 && shape.levels >= 1 && shape.levels <= kAnsMaxLevels,
+              GSZ_STATUS_INVALID_ARGUMENT, "ans histogram: radius %u, %u levels", radius, shape.levels);
+    const size_t bins = size_t{shape.num_contexts()} * kAnsAlphabet;
+    const int threads = resolve_threads(num_threads);
+    std::vector<std::vector<uint64_t>> partial(static_cast<size_t>(threads));
+    std::vector<uint8_t> bad(static_cast<size_t>(threads), 0);
+#pragma omp parallel num_threads(threads)
+    {
+        const auto [begin, end] = thread_range(codes.size());
+        std::vector<uint64_t> h(bins, 0);
+        AnsCursor cur = shape.cursor();
+        cur.seek(begin);
+        uint32_t prev_class = begin == 0 ? 0 : ans_class_of(codes[begin - 1], radius);
+        bool out_of_range = false;
+        for (uint64_t i = begin; i < end; ++i, cur.next()) {
+            const uint32_t code = codes[i];
+            out_of_range |= code >= 2 * radius;
+            const uint32_t ctx = cur.level() * kAnsClasses + prev_class;
+            ++h[size_t{ctx} * kAnsAlphabet + ans_symbol_of(std::min(code, 2 * radius - 1), radius).symbol];
+            prev_class = ans_class_of(code, radius);
+        }
+        bad[static_cast<size_t>(thread_index())] = out_of_range;
+        partial[static_cast<size_t>(thread_index())] = std::move(h);
+    }
+    std::vector<uint64_t> hist(bins, 0);
+    for (size_t t = 0; t < partial.size(); ++t) {
+        GSZ_CHECK(!bad[t], GSZ_STATUS_INTERNAL, "ans histogram: quant-code outside the alphabet");
+        for (size_t b = 0; b < partial[t].size(); ++b) hist[b] += partial[t][b];
+    }
+    return hist;
+}
+
+namespace {
+
+// Frequencies summing to kAnsScale for one context's counts (total > 0):
+// each used symbol gets round(count * scale / total), at least 1; the
+// difference to kAnsScale is taken from or given to the largest entries.
+void normalize(const uint64_t* count, uint32_t* freq) {
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
+    int64_t sum = 0;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+        freq[s] = 0;
+        if (count[s] == 0) continue;
+        const auto scaled = static_cast<uint64_t>(
+            (static_cast<unsigned __int128>(count[s]) * kAnsScale + total / 2) / total);
+        freq[s] = static_cast<uint32_t>(std::max<uint64_t>(1, scaled));
+        sum += freq[s];
+    }
+    // At most 56 symbols of at least 1 each: the largest always has room.
+    while (sum != kAnsScale) {
+        uint32_t big = 0;
+        for (uint32_t s = 1; s < kAnsAlphabet; ++s)
+            if (freq[s] > freq[big]) big = s;
+        if (sum < kAnsScale) {
+            freq[big] += static_cast<uint32_t>(kAnsScale - sum);
+            sum = kAnsScale;
+        } else {
+            const int64_t take = std::min<int64_t>(sum - kAnsScale, freq[big] - 1);
+            freq[big] -= static_cast<uint32_t>(take);
+            sum -= take;
+        }
+    }
+}
+
+void pack(const uint32_t* freq, uint32_t* entry) {
+    uint32_t cum = 0;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+        entry[s] = freq[s] ? (freq[s] | cum << 16) : 0;
+        cum += freq[s];
+    }
+}
+
+}  // namespace
+
+AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels) {
+    GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && histogram.size() == size_t{levels} * kAnsClasses * kAnsAlphabet,
+              GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels", histogram.size(), levels);
+    AnsTables t;
+    t.levels = levels;
+    t.entry.assign(histogram.size(), 0);
+    for (uint32_t level = 0; level < levels; ++level) {
+        uint64_t start[kAnsAlphabet] = {};
+        for (uint32_t c = 0; c < kAnsClasses; ++c) {
+            const size_t ctx = size_t{level} * kAnsClasses + c;
+            const uint64_t* count = histogram.data() + ctx * kAnsAlphabet;
+            if (c == kAnsStartClass) count = start;  // the level's marginal
+            uint64_t total = 0;
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+                total += count[s];
+                if (c != kAnsStartClass) start[s] += count[s];
+            }
+            if (total == 0) continue;
+            uint32_t freq[kAnsAlphabet];
+            normalize(count, freq);
+            pack(freq, t.entry.data() + ctx * kAnsAlphabet);
+        }
+    }
+    return t;
+}
+
+uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> histogram) {
+    // Cost of a frequency in 1/256 bits: 256 * (scale_bits - log2 f).
+    static const std::vector<uint32_t> cost = [] {
+        std::vector<uint32_t> c(kAnsScale + 1, 0);
+        for (uint32_t f = 1; f <= kAnsScale; ++f)
+            c[f] = static_cast<uint32_t>(std::lround(256.0 * (kAnsScaleBits - std::log2(static_cast<double>(f)))));
+        return c;
+    }();
+    uint64_t q8 = 0;
+    for (size_t b = 0; b < histogram.size(); ++b) {
+        if (histogram[b] == 0) continue;
+        const uint32_t s = static_cast<uint32_t>(b % kAnsAlphabet);
+        const uint32_t f = AnsTables::freq(tables.entry[b]);
+        q8 += histogram[b] * (cost[std::max<uint32_t>(f, 1)] + 256u * ans_extra_bits(s));
+    }
+    return q8 / 256;
+}
+
+uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits) {
+    // 64 bits of state and word count per lane, ~2% of the payload.
+    const uint64_t lanes = std::max<uint64_t>(1, payload_bits / 3200);
+    uint64_t s = n / lanes + (n % lanes != 0);
+    s = std::clamp<uint64_t>((s + 63) / 64 * 64, 256, uint64_t{1} << 24);
+    return static_cast<uint32_t>(s);
+}
+
+uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n) {
+    const uint64_t bits = ans_estimated_bits(tables, histogram);
+    const uint64_t lanes = lane_count(n, ans_lane_symbols(n, bits));
+    uint64_t table_bytes = 8;
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
+        table_bytes += 1;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) table_bytes += tables.entry[size_t{ctx} * kAnsAlphabet + s] ? 3 : 0;
+    }
+    return bits / 8 + 2 + lanes * 8 + table_bytes;
+}
+
+AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
+                         const AnsContextShape& shape, uint32_t lane_symbols, int num_threads) {
+    GSZ_CHECK(lane_symbols >= 1 && tables.levels == shape.levels &&
+                  tables.entry.size() == size_t{tables.num_contexts()} * kAnsAlphabet,
+              GSZ_STATUS_INTERNAL, "ans encode: lane of %u codes, %u / %u levels", lane_symbols, tables.levels,
+              shape.levels);
+    const uint64_t n = codes.size();
+    AnsStream out;
+    out.num_symbols = n;
+    out.lane_symbols = lane_symbols;
+    const uint64_t lanes = lane_count(n, lane_symbols);
+    out.lane_state.assign(lanes, 0);
+    out.lane_words.assign(lanes, 0);
+    std::vector<std::vector<uint16_t>> lane_out(lanes);
+    std::vector<uint8_t> missing(lanes, 0);
+    const int threads = resolve_threads(num_threads);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 16)
+    for (uint64_t lane = 0; lane < lanes; ++lane) {
+        const auto [begin, end] = lane_range(lane, lane_symbols, n);
+        std::vector<uint16_t>& words = lane_out[lane];
+        words.reserve((end - begin) / 2 + 16);
+        AnsCursor cur = shape.cursor();
+        cur.seek(end - 1);
+        uint32_t x = kAnsStateLow;
+        uint16_t word;
+        for (uint64_t i = end; i-- > begin; cur.prev()) {
+            const AnsSymbol s = ans_symbol_of(codes[i], radius);
+            const uint32_t cls = i == begin ? kAnsStartClass : ans_class_of(codes[i - 1], radius);
+            const uint32_t e = tables.entry[size_t{cur.level() * kAnsClasses + cls} * kAnsAlphabet + s.symbol];
+            if (e == 0) {
+                missing[lane] = 1;
+                break;
+            }
+            if (s.extra_bits && ans_encode_put(x, 1, s.extra, s.extra_bits, &word)) words.push_back(word);
+            if (ans_encode_put(x, AnsTables::freq(e), AnsTables::cum(e), kAnsScaleBits, &word)) words.push_back(word);
+        }
+        std::reverse(words.begin(), words.end());
+        out.lane_state[lane] = x;
+        out.lane_words[lane] = static_cast<uint32_t>(words.size());
+    }
+    for (uint64_t lane = 0; lane < lanes; ++lane)
+        GSZ_CHECK(!missing[lane], GSZ_STATUS_INTERNAL, "ans encode: a code without a table entry (lane %llu)",
+                  static_cast<unsigned long long>(lane));
+    uint64_t total = 0;
+    for (const auto& w : lane_out) total += w.size();
+    out.words.reserve(total);
+    for (auto& w : lane_out) {
+        out.words.insert(out.words.end(), w.begin(), w.end());
+        std::vector<uint16_t>().swap(w);
+    }
+    return out;
+}
+
+void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out) {
+    out.put(lane_symbols);
+    out.put(static_cast<uint8_t>(tables.levels));
+    out.put(static_cast<uint8_t>(kAnsClasses));
+    out.put(static_cast<uint8_t>(kAnsAlphabet));
+    out.put(static_cast<uint8_t>(kAnsScaleBits));
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
+        const uint32_t* e = tables.entry.data() + size_t{ctx} * kAnsAlphabet;
+        uint8_t used = 0;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) used += e[s] != 0;
+        out.put(used);
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            if (!e[s]) continue;
+            out.put(static_cast<uint8_t>(s));
+            out.put(static_cast<uint16_t>(AnsTables::freq(e[s]) - 1));  // 1..4096 stored as 0..4095
+        }
+    }
+}
+
+void ans_lanes_write(const AnsStream& stream, ByteWriter& out) {
+    for (uint64_t lane = 0; lane < stream.num_lanes(); ++lane) {
+        out.put(stream.lane_state[lane]);
+        out.put(stream.lane_words[lane]);
+    }
+}
+
+void ans_stream_write(const AnsStream& stream, ByteWriter& out) {
+    out.put_array(std::span<const uint16_t>(stream.words));
+}
+
+AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
+                              std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels) {
+    AnsStreamView v;
+    ByteReader in(tables_section, "ans_tables");
+    v.num_symbols = n;
+    v.lane_symbols = in.get<uint32_t>("lane length");
+    const uint32_t stored_levels = in.get<uint8_t>("levels");
+    const uint32_t classes = in.get<uint8_t>("classes");
+    const uint32_t alphabet = in.get<uint8_t>("alphabet");
+    const uint32_t scale_bits = in.get<uint8_t>("scale bits");
+    GSZ_CHECK(v.lane_symbols >= 1, kCorrupt, "ans_tables: lanes of 0 codes");
+    GSZ_CHECK(stored_levels == levels && classes == kAnsClasses && alphabet == kAnsAlphabet &&
+                  scale_bits == kAnsScaleBits,
+              kCorrupt, "ans_tables: %u levels, %u classes, %u symbols, %u-bit tables (expected %u, %u, %u, %u)",
+              stored_levels, classes, alphabet, scale_bits, levels, kAnsClasses, kAnsAlphabet, kAnsScaleBits);
+    v.tables.levels = levels;
+    v.tables.entry.assign(size_t{v.tables.num_contexts()} * kAnsAlphabet, 0);
+    for (uint32_t ctx = 0; ctx < v.tables.num_contexts(); ++ctx) {
+        const uint32_t used = in.get<uint8_t>("used symbols");
+        GSZ_CHECK(used <= kAnsAlphabet, kCorrupt, "ans_tables: context %u lists %u symbols", ctx, used);
+        uint32_t cum = 0;
+        int32_t last = -1;
+        uint32_t* e = v.tables.entry.data() + size_t{ctx} * kAnsAlphabet;
+        for (uint32_t k = 0; k < used; ++k) {
+            const uint32_t s = in.get<uint8_t>("symbol");
+            const uint32_t f = uint32_t{in.get<uint16_t>("frequency")} + 1;
+            GSZ_CHECK(static_cast<int32_t>(s) > last && s < kAnsAlphabet && f <= kAnsScale, kCorrupt,
+                      "ans_tables: context %u: symbol %u (after %d) with frequency %u", ctx, s, last, f);
+            last = static_cast<int32_t>(s);
+            GSZ_CHECK(cum + f <= kAnsScale, kCorrupt, "ans_tables: context %u: frequencies exceed %u", ctx, kAnsScale);
+            e[s] = f | cum << 16;
+            cum += f;
+        }
+        GSZ_CHECK(used == 0 || cum == kAnsScale, kCorrupt, "ans_tables: context %u: frequencies sum to %u, not %u",
+                  ctx, cum, kAnsScale);
+    }
+    in.expect_end();
+
+    const uint64_t lanes = lane_count(n, v.lane_symbols);
+    GSZ_CHECK(lanes_section.size() / 8 == lanes && lanes_section.size() % 8 == 0, kCorrupt,
+              "ans_lanes: %zu bytes for %llu lanes of %u codes", lanes_section.size(),
+              static_cast<unsigned long long>(lanes), v.lane_symbols);
+    ByteReader lin(lanes_section, "ans_lanes");
+    v.lane_state.resize(lanes);
+    v.lane_word_offset.resize(lanes + 1);
+    v.lane_word_offset[0] = 0;
+    for (uint64_t lane = 0; lane < lanes; ++lane) {
+        v.lane_state[lane] = lin.get<uint32_t>("lane state");
+        const uint32_t words = lin.get<uint32_t>("lane words");
+        const uint64_t count = lane_range(lane, v.lane_symbols, n).second - lane * v.lane_symbols;
+        GSZ_CHECK(v.lane_state[lane] >= kAnsStateLow && words <= 2 * count, kCorrupt,
+                  "ans_lanes: lane %llu: state %u, %u words for %llu codes", static_cast<unsigned long long>(lane),
+                  v.lane_state[lane], words, static_cast<unsigned long long>(count));
+        v.lane_word_offset[lane + 1] = v.lane_word_offset[lane] + words;
+    }
+    GSZ_CHECK(stream_section.size() % 2 == 0 && stream_section.size() / 2 == v.lane_word_offset[lanes], kCorrupt,
+              "ans_stream: %zu bytes, the lanes hold %llu words", stream_section.size(),
+              static_cast<unsigned long long>(v.lane_word_offset[lanes]));
+    v.words = stream_section;
+    return v;
+}
+
+std::vector<uint8_t> ans_decode_lut(const AnsTables& tables) {
+    std::vector<uint8_t> lut(size_t{tables.num_contexts()} * kAnsScale, 0xFF);
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx)
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            const uint32_t e = tables.entry[size_t{ctx} * kAnsAlphabet + s];
+            if (!e) continue;
+            std::fill_n(lut.begin() + size_t{ctx} * kAnsScale + AnsTables::cum(e), AnsTables::freq(e),
+                        static_cast<uint8_t>(s));
+        }
+    return lut;
+}
+
+void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsContextShape& shape,
+                    std::span<uint16_t> codes, int num_threads) {
+    const uint64_t n = stream.num_symbols;
+    const uint64_t lanes = stream.lane_state.size();
+    GSZ_CHECK(codes.size() == n && stream.lane_symbols >= 1 && lanes == lane_count(n, stream.lane_symbols) &&
+                  stream.lane_word_offset.size() == lanes + 1 && stream.lane_word_offset[lanes] * 2 <= stream.words.size() &&
+                  stream.tables.levels == shape.levels,
+              GSZ_STATUS_INVALID_ARGUMENT, "ans decode: stream view is inconsistent");
+    const std::vector<uint8_t> lut = ans_decode_lut(stream.tables);
+    const uint32_t* entry = stream.tables.entry.data();
+    std::vector<uint8_t> bad(lanes, 0);
+    const int threads = resolve_threads(num_threads);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 16)
+    for (uint64_t lane = 0; lane < lanes; ++lane) {
+        const auto [begin, end] = lane_range(lane, stream.lane_symbols, n);
+        uint64_t pos = stream.lane_word_offset[lane];
+        const uint64_t stop = stream.lane_word_offset[lane + 1];
+        const uint8_t* w = stream.words.data();
+        const auto refill = [&](uint32_t& x) {
+            if (!ans_decode_needs_word(x)) return true;
+            if (pos == stop) return false;
+            x = x << 16 | (uint32_t{w[2 * pos]} | uint32_t{w[2 * pos + 1]} << 8);
+            ++pos;
+            return true;
+        };
+        uint32_t x = stream.lane_state[lane];
+        uint32_t cls = kAnsStartClass;
+        AnsCursor cur = shape.cursor();
+        cur.seek(begin);
+        bool ok = true;
+        for (uint64_t i = begin; ok && i < end; ++i, cur.next()) {
+            const uint32_t ctx = cur.level() * kAnsClasses + cls;
+            const uint32_t slot = x & (kAnsScale - 1);
+            const uint32_t s = lut[size_t{ctx} * kAnsScale + slot];
+            if (s == 0xFF) {
+                ok = false;
+                break;
+            }
+            const uint32_t e = entry[size_t{ctx} * kAnsAlphabet + s];
+            x = ans_decode_advance(x, AnsTables::freq(e), AnsTables::cum(e), kAnsScaleBits);
+            ok = refill(x);
+            uint32_t extra = 0;
+            if (const uint32_t k = ans_extra_bits(s); ok && k) {
+                extra = x & ((1u << k) - 1u);
+                x >>= k;
+                ok = refill(x);
+            }
+            const uint32_t code = ans_code_of(s, extra, radius);
+            ok = ok && code != kAnsBadCode;
+            codes[i] = static_cast<uint16_t>(ok ? code : 0);
+            cls = ans_class_of(code, radius);
+        }
+        bad[lane] = !(ok && x == kAnsStateLow && pos == stop);
+    }
+    for (uint64_t lane = 0; lane < lanes; ++lane)
+        GSZ_CHECK(!bad[lane], kCorrupt, "ans_stream: lane %llu does not decode", static_cast<unsigned long long>(lane));
+}
+
+}  // namespace gsz::encode

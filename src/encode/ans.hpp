@@ -1,0 +1,111 @@
+// Context-modelled rANS of quant-codes: the "ans" lossless stage.  It spends
+// fractional bits per code (Huffman cannot go below one), and conditions each
+// code on its level and on the previous code (ans_math.hpp).
+//
+// The codes are cut into lanes of `lane_symbols` consecutive codes; each lane
+// is one rANS chain (one GPU thread decodes it), encoded last code first and
+// stored as its 16-bit words in decoding order plus the final encoder state.
+// The lane length is chosen so that the lanes' 64 bits each stay near 2% of
+// the payload: few lanes for a small or highly compressible field.
+//
+// Frequency tables are static, built on the host from an integer histogram of
+// (context, symbol), so the CPU and CUDA backends build the same tables.
+#pragma once
+
+#include "encode/ans_math.hpp"
+#include "runtime/byte_io.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gsz::encode {
+
+// What the decoder knows about a code's position: the array's dims (fastest
+// first, the pipeline's raster order) and the number of levels (1: none).
+struct AnsContextShape {
+    uint64_t dims[3] = {1, 1, 1};
+    uint32_t levels = 1;
+
+    uint32_t num_contexts() const { return levels * kAnsClasses; }
+    AnsCursor cursor() const { return AnsCursor{dims[0], dims[1], 0, 0, 0, levels}; }
+};
+
+// Counts of (context, symbol), [context * kAnsAlphabet + symbol], over
+// shape.num_contexts() contexts; every code is counted under the class of the
+// code before it (the first under class 0), whatever the lanes.  Codes must be
+// < 2 * radius (checked).
+std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_t radius,
+                                        const AnsContextShape& shape, int num_threads);
+
+// Per context, the frequencies of its symbols (sum kAnsScale, or an unused
+// context with none), as packed entries freq | cum << 16 (freq 0: absent).
+struct AnsTables {
+    uint32_t levels = 1;
+    std::vector<uint32_t> entry;  // [context * kAnsAlphabet + symbol]
+
+    uint32_t num_contexts() const { return levels * kAnsClasses; }
+    static uint32_t freq(uint32_t e) { return e & 0xFFFFu; }
+    static uint32_t cum(uint32_t e) { return e >> 16; }
+};
+
+// Normalizes the histogram into tables; each level's lane-start context gets
+// the level's counts summed over the classes, so it holds every symbol a lane
+// can start with.  Deterministic integer arithmetic.
+AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels);
+
+// The coded size of these counts under these tables, in bits (symbols and
+// uniform bits; lane states and tables not included).
+uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> histogram);
+
+// Lane length for n codes of about `payload_bits`: a multiple of 64, at least 256.
+uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits);
+
+// Archive bytes of the stage (tables, lanes, words) for that estimate.
+uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n);
+
+struct AnsStream {
+    uint64_t num_symbols = 0;
+    uint32_t lane_symbols = 0;
+    std::vector<uint32_t> lane_state;  // final encoder state, where the decoder starts
+    std::vector<uint32_t> lane_words;  // 16-bit words of each lane
+    std::vector<uint16_t> words;       // lane after lane, each in decoding order
+
+    uint64_t num_lanes() const { return lane_state.size(); }
+};
+
+AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
+                         const AnsContextShape& shape, uint32_t lane_symbols, int num_threads);
+
+// Sections: ans_tables (lane length and tables), ans_lanes (state and word
+// count per lane), ans_stream (the words).
+void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out);
+void ans_lanes_write(const AnsStream& stream, ByteWriter& out);
+void ans_stream_write(const AnsStream& stream, ByteWriter& out);
+
+// A validated view of the three sections for n codes of a pipeline with
+// `levels` levels: tables sum to kAnsScale, lanes cover n exactly, word counts
+// add up to the stream (each lane at most 2 words per code), states in range.
+// Throws GSZ_STATUS_CORRUPT.
+struct AnsStreamView {
+    AnsTables tables;
+    uint64_t num_symbols = 0;
+    uint32_t lane_symbols = 0;
+    std::vector<uint32_t> lane_state;
+    std::vector<uint64_t> lane_word_offset;  // [lanes + 1]
+    std::span<const uint8_t> words;          // little-endian 16-bit words
+};
+AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
+                              std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels);
+
+// Slot -> symbol per context ([context * kAnsScale + slot]; 0xFF where a
+// context has no table): the decoders' lookup.
+std::vector<uint8_t> ans_decode_lut(const AnsTables& tables);
+
+// Decodes every lane (OpenMP over lanes).  A lane that meets an unused
+// context, a residual outside the radius, runs out of words, or does not end
+// in the initial state with all its words read is corrupt.
+void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsContextShape& shape,
+                    std::span<uint16_t> codes, int num_threads);
+
+}  // namespace gsz::encode

@@ -1,0 +1,161 @@
+// The per-symbol arithmetic of the context-modelled rANS stage ("ans",
+// ans.hpp), written once for the CPU and the CUDA coder so that both emit the
+// same words.
+//
+// Symbols: a quant-code's residual v = code - radius is its own symbol when
+// |v| <= 15, else a bucket symbol for 2^k <= |v| < 2^(k+1) (and its sign)
+// followed by the k low bits of |v| coded as uniform rANS bits; code 0 (an
+// outlier) is a symbol of its own.  Contexts: the class of the previous code
+// in the lane (0, ±1, ±2, ±3..4, ±5..8, ±9..16, larger, outlier; or "lane
+// start") crossed with the point's level, a function of its position known to
+// the decoder (interp: the stride of the finest grid the point lies on;
+// lorenzo: one level).
+//
+// rANS (Duda; Giesen's byte-aligned variant with 16-bit words): a 32-bit state
+// kept in [2^16, 2^32), 12-bit frequency tables, at most one 16-bit word out
+// (encoder) or in (decoder) per coded item.
+#pragma once
+
+#include "runtime/host_device.hpp"
+
+#include <cstdint>
+
+namespace gsz::encode {
+
+inline constexpr uint32_t kAnsScaleBits = 12;
+inline constexpr uint32_t kAnsScale = 1u << kAnsScaleBits;  // every table's frequencies sum to this
+inline constexpr uint32_t kAnsStateLow = 1u << 16;          // states live in [kAnsStateLow, 2^32)
+inline constexpr int32_t kAnsExact = 15;                     // |v| <= 15: one symbol per residual
+inline constexpr uint32_t kAnsFirstBucket = 2 * kAnsExact + 1;  // 31 .. 54: (k - 4) * 2 + sign
+inline constexpr uint32_t kAnsFirstBucketLog = 4;               // the first bucket holds 16 <= |v| < 32
+inline constexpr uint32_t kAnsOutlier = kAnsFirstBucket + 24;   // 55: code 0
+inline constexpr uint32_t kAnsAlphabet = kAnsOutlier + 1;       // 56
+inline constexpr uint32_t kAnsClasses = 9;                      // previous-code classes 0..7, lane start
+inline constexpr uint32_t kAnsStartClass = 8;
+inline constexpr uint32_t kAnsMaxLevels = 8;
+inline constexpr uint32_t kAnsMaxContexts = kAnsMaxLevels * kAnsClasses;
+inline constexpr uint32_t kAnsBadCode = 0xFFFFFFFFu;  // ans_code_of's "not a code of this radius"
+
+GSZ_HD uint32_t ans_floor_log2(uint32_t a) {  // a > 0
+#if defined(__CUDA_ARCH__)
+    return 31u - static_cast<uint32_t>(__clz(a));
+#else
+    return 31u - static_cast<uint32_t>(__builtin_clz(a));
+#endif
+}
+
+GSZ_HD uint32_t ans_trailing_zeros(uint64_t m) {  // m > 0
+#if defined(__CUDA_ARCH__)
+    return static_cast<uint32_t>(__ffsll(static_cast<long long>(m))) - 1u;
+#else
+    return static_cast<uint32_t>(__builtin_ctzll(m));
+#endif
+}
+
+// A quant-code as a symbol and the uniform bits that follow it.
+struct AnsSymbol {
+    uint32_t symbol;
+    uint32_t extra_bits;  // 0, or k in 4..15
+    uint32_t extra;       // < 2^extra_bits
+};
+
+GSZ_HD AnsSymbol ans_symbol_of(uint32_t code, uint32_t radius) {
+    if (code == 0) return {kAnsOutlier, 0, 0};
+    const int32_t v = static_cast<int32_t>(code) - static_cast<int32_t>(radius);
+    const uint32_t a = static_cast<uint32_t>(v < 0 ? -v : v);
+    if (a <= static_cast<uint32_t>(kAnsExact)) return {static_cast<uint32_t>(v + kAnsExact), 0, 0};
+    const uint32_t k = ans_floor_log2(a);
+    return {kAnsFirstBucket + 2 * (k - kAnsFirstBucketLog) + (v < 0 ? 1u : 0u), k, a - (1u << k)};
+}
+
+// Uniform bits after a symbol (0 for exact residuals and outliers).
+GSZ_HD uint32_t ans_extra_bits(uint32_t symbol) {
+    return symbol >= kAnsFirstBucket && symbol < kAnsOutlier ? (symbol - kAnsFirstBucket) / 2 + kAnsFirstBucketLog
+                                                              : 0u;
+}
+
+// The code of a symbol and its extra bits, or kAnsBadCode when the residual
+// is not below the radius (only a corrupt stream gives one).
+GSZ_HD uint32_t ans_code_of(uint32_t symbol, uint32_t extra, uint32_t radius) {
+    if (symbol == kAnsOutlier) return 0;
+    int32_t v;
+    if (symbol < kAnsFirstBucket) {
+        v = static_cast<int32_t>(symbol) - kAnsExact;
+    } else {
+        const uint32_t k = ans_extra_bits(symbol);
+        const int32_t a = static_cast<int32_t>((1u << k) + extra);
+        v = ((symbol - kAnsFirstBucket) & 1u) ? -a : a;
+    }
+    const int32_t r = static_cast<int32_t>(radius);
+    return v > -r && v < r ? static_cast<uint32_t>(v + r) : kAnsBadCode;
+}
+
+// The class a code gives the next code's context.
+GSZ_HD uint32_t ans_class_of(uint32_t code, uint32_t radius) {
+    if (code == 0) return 7;
+    const int32_t v = static_cast<int32_t>(code) - static_cast<int32_t>(radius);
+    const uint32_t a = static_cast<uint32_t>(v < 0 ? -v : v);
+    return a <= 2 ? a : a <= 4 ? 3u : a <= 8 ? 4u : a <= 16 ? 5u : 6u;
+}
+
+// Position of a raster index in up to three dims (fastest first), stepped
+// forward or backward without division; level() is the point's level: the
+// trailing zero bits of x | y | z, capped at levels - 1 (a point on every
+// coarse grid, like the origin, gets the cap).
+struct AnsCursor {
+    uint64_t nx = 1, ny = 1, x = 0, y = 0, z = 0;
+    uint32_t levels = 1;
+
+    GSZ_HD void seek(uint64_t index) {
+        x = index % nx;
+        const uint64_t row = index / nx;
+        y = row % ny;
+        z = row / ny;
+    }
+    GSZ_HD void next() {
+        if (++x < nx) return;
+        x = 0;
+        if (++y < ny) return;
+        y = 0;
+        ++z;
+    }
+    GSZ_HD void prev() {
+        if (x-- > 0) return;
+        x = nx - 1;
+        if (y-- > 0) return;
+        y = ny - 1;
+        --z;
+    }
+    GSZ_HD uint32_t level() const {
+        if (levels == 1) return 0;
+        const uint64_t m = x | y | z;
+        if (m == 0) return levels - 1;
+        const uint32_t t = ans_trailing_zeros(m);
+        return t < levels - 1 ? t : levels - 1;
+    }
+};
+
+// Encoder step (items are pushed in reverse decoding order): a symbol of
+// frequency `freq` at cumulative `cum` on a 2^scale_bits table, or k uniform
+// bits as freq 1, cum = the bits, scale_bits = k.  Returns whether the low
+// 16 bits of the old state were emitted into *word.
+GSZ_HD bool ans_encode_put(uint32_t& x, uint32_t freq, uint32_t cum, uint32_t scale_bits, uint16_t* word) {
+    const uint64_t x_max = static_cast<uint64_t>(freq) << (32 - scale_bits);
+    const bool emit = x >= x_max;
+    if (emit) {
+        *word = static_cast<uint16_t>(x & 0xFFFFu);
+        x >>= 16;
+    }
+    x = ((x / freq) << scale_bits) + (x % freq) + cum;
+    return emit;
+}
+
+// Decoder step after the slot's symbol was looked up: the state after the
+// symbol; the caller then renormalizes (ans_decode_needs_word).
+GSZ_HD uint32_t ans_decode_advance(uint32_t x, uint32_t freq, uint32_t cum, uint32_t scale_bits) {
+    return freq * (x >> scale_bits) + (x & ((1u << scale_bits) - 1u)) - cum;
+}
+
+GSZ_HD bool ans_decode_needs_word(uint32_t x) { return x < kAnsStateLow; }
+
+}  // namespace gsz::encode

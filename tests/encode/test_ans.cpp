@@ -1,0 +1,238 @@
+// The context-modelled rANS coder ("ans" lossless stage): symbol mapping,
+// contexts, tables, round trips, and that it spends what the model says.
+#include "encode/ans.hpp"
+#include "runtime/status.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace gsz::encode {
+namespace {
+
+TEST(Ans, EveryCodeMapsToASymbolAndBack) {
+    for (const uint32_t radius : {1u, 2u, 16u, 17u, 512u, 32763u, 32768u}) {
+        for (uint32_t code = 0; code < 2 * radius; ++code) {
+            const AnsSymbol s = ans_symbol_of(code, radius);
+            ASSERT_LT(s.symbol, kAnsAlphabet);
+            ASSERT_EQ(ans_extra_bits(s.symbol), s.extra_bits);
+            ASSERT_LT(s.extra, 1u << s.extra_bits);
+            ASSERT_EQ(ans_code_of(s.symbol, s.extra, radius), code) << "radius " << radius;
+        }
+    }
+    // Residuals at or beyond the radius are not codes (a corrupt stream's).
+    EXPECT_EQ(ans_code_of(kAnsExact + 2, 0, 2), kAnsBadCode);    // v = +2, radius 2
+    EXPECT_EQ(ans_code_of(kAnsFirstBucket + 1, 0, 16), kAnsBadCode);  // v = -16, radius 16
+    EXPECT_EQ(ans_code_of(kAnsOutlier - 1, 0x7FFF, 32768), kAnsBadCode);  // v = -65535
+    EXPECT_EQ(ans_code_of(kAnsOutlier, 0, 512), 0u);
+}
+
+TEST(Ans, ClassesFollowTheResidual) {
+    const uint32_t r = 100;
+    EXPECT_EQ(ans_class_of(r, r), 0u);
+    EXPECT_EQ(ans_class_of(r - 1, r), 1u);
+    EXPECT_EQ(ans_class_of(r + 2, r), 2u);
+    EXPECT_EQ(ans_class_of(r - 4, r), 3u);
+    EXPECT_EQ(ans_class_of(r + 8, r), 4u);
+    EXPECT_EQ(ans_class_of(r - 16, r), 5u);
+    EXPECT_EQ(ans_class_of(r + 17, r), 6u);
+    EXPECT_EQ(ans_class_of(0, r), 7u);
+}
+
+TEST(Ans, CursorStepsAndLevels) {
+    AnsContextShape shape;
+    shape.dims[0] = 5;
+    shape.dims[1] = 3;
+    shape.levels = 3;
+    AnsCursor fwd = shape.cursor();
+    fwd.seek(0);
+    for (uint64_t i = 0; i < 5 * 3 * 4; ++i, fwd.next()) {
+        AnsCursor at = shape.cursor();
+        at.seek(i);
+        ASSERT_EQ(fwd.x, at.x);
+        ASSERT_EQ(fwd.y, at.y);
+        ASSERT_EQ(fwd.z, at.z);
+        ASSERT_EQ(at.x + 5 * (at.y + 3 * at.z), i);
+        if (i > 0) {
+            AnsCursor back = at;
+            back.prev();
+            AnsCursor prev = shape.cursor();
+            prev.seek(i - 1);
+            ASSERT_EQ(back.x, prev.x);
+            ASSERT_EQ(back.y, prev.y);
+            ASSERT_EQ(back.z, prev.z);
+        }
+        // Level: trailing zeros of x | y | z, capped at levels - 1.
+        const uint64_t m = at.x | at.y | at.z;
+        const uint32_t want = m == 0 ? 2u : std::min<uint32_t>(2u, static_cast<uint32_t>(__builtin_ctzll(m)));
+        ASSERT_EQ(at.level(), want);
+    }
+    AnsContextShape flat;
+    AnsCursor c = flat.cursor();
+    c.seek(12);
+    EXPECT_EQ(c.level(), 0u);
+}
+
+// Codes with a two-state memory: runs of the radius broken by small residuals
+// and rare outliers, so contexts matter; levels vary with position.
+std::vector<uint16_t> markov_codes(uint64_t n, uint32_t radius, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<uint16_t> codes(n);
+    bool busy = false;
+    for (uint64_t i = 0; i < n; ++i) {
+        busy = busy ? u(rng) < 0.7 : u(rng) < 0.05;
+        int32_t v = 0;
+        if (busy) v = static_cast<int32_t>(std::lround(std::normal_distribution<double>(0, 3)(rng)));
+        v = std::clamp<int32_t>(v, -static_cast<int32_t>(radius) + 1, static_cast<int32_t>(radius) - 1);
+        codes[i] = u(rng) < 0.002 ? 0 : static_cast<uint16_t>(v + static_cast<int32_t>(radius));
+    }
+    return codes;
+}
+
+AnsStream encode(const std::vector<uint16_t>& codes, uint32_t radius, const AnsContextShape& shape,
+                 uint32_t lane_symbols, int threads, AnsTables* tables_out = nullptr) {
+    const auto hist = ans_histogram_cpu(codes, radius, shape, threads);
+    const AnsTables tables = ans_build_tables(hist, shape.levels);
+    if (tables_out) *tables_out = tables;
+    return ans_encode_cpu(tables, codes, radius, shape, lane_symbols, threads);
+}
+
+std::vector<uint16_t> round_trip(const std::vector<uint16_t>& codes, uint32_t radius, const AnsContextShape& shape,
+                                 uint32_t lane_symbols, int threads) {
+    AnsTables tables;
+    const AnsStream s = encode(codes, radius, shape, lane_symbols, threads, &tables);
+    ByteWriter t, l, w;
+    ans_tables_write(tables, s.lane_symbols, t);
+    ans_lanes_write(s, l);
+    ans_stream_write(s, w);
+    const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels);
+    std::vector<uint16_t> out(codes.size(), 0xABCD);
+    ans_decode_cpu(view, radius, shape, out, threads);
+    return out;
+}
+
+TEST(Ans, RoundTripsAcrossLanesShapesAndRadii) {
+    AnsContextShape interp;
+    interp.dims[0] = 37;
+    interp.dims[1] = 11;
+    interp.levels = 4;
+    for (const uint32_t radius : {1u, 3u, 512u, 32768u}) {
+        for (const uint64_t n : {uint64_t{1}, uint64_t{255}, uint64_t{256}, uint64_t{257}, uint64_t{5000}}) {
+            const auto codes = markov_codes(n, radius, static_cast<uint32_t>(n + radius));
+            for (const uint32_t lane : {1u, 64u, 256u, 100000u}) {
+                SCOPED_TRACE("radius " + std::to_string(radius) + " n " + std::to_string(n) + " lane " +
+                             std::to_string(lane));
+                ASSERT_EQ(round_trip(codes, radius, AnsContextShape{}, lane, 2), codes);
+                ASSERT_EQ(round_trip(codes, radius, interp, lane, 2), codes);
+            }
+        }
+    }
+    // Every residual a 16-bit code can hold, in one lane and in many.
+    std::vector<uint16_t> all(65536);
+    for (uint32_t c = 0; c < 65536; ++c) all[c] = static_cast<uint16_t>((c * 40503u) & 0xFFFF);
+    EXPECT_EQ(round_trip(all, 32768, AnsContextShape{}, 1u << 20, 1), all);
+    EXPECT_EQ(round_trip(all, 32768, interp, 256, 2), all);
+}
+
+TEST(Ans, OutputDoesNotDependOnThreads) {
+    const auto codes = markov_codes(300000, 512, 7);
+    AnsContextShape shape;
+    shape.dims[0] = 600;
+    shape.levels = 5;
+    const AnsStream one = encode(codes, 512, shape, 4096, 1);
+    const AnsStream two = encode(codes, 512, shape, 4096, 2);
+    EXPECT_EQ(one.words, two.words);
+    EXPECT_EQ(one.lane_state, two.lane_state);
+    EXPECT_EQ(one.lane_words, two.lane_words);
+}
+
+TEST(Ans, TablesSumToTheScaleAndHoldEveryCountedSymbol) {
+    const auto codes = markov_codes(100000, 512, 3);
+    AnsContextShape shape;
+    shape.dims[0] = 100;
+    shape.levels = 3;
+    const auto hist = ans_histogram_cpu(codes, 512, shape, 2);
+    uint64_t total = 0;
+    for (const uint64_t c : hist) total += c;
+    EXPECT_EQ(total, codes.size());
+    const AnsTables t = ans_build_tables(hist, shape.levels);
+    for (uint32_t ctx = 0; ctx < t.num_contexts(); ++ctx) {
+        uint32_t sum = 0;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            const uint32_t e = t.entry[ctx * kAnsAlphabet + s];
+            if (ctx % kAnsClasses != kAnsStartClass && hist[ctx * kAnsAlphabet + s] > 0) {
+                EXPECT_GT(AnsTables::freq(e), 0u);
+            }
+            if (e) {
+                EXPECT_EQ(AnsTables::cum(e), sum);
+            }
+            sum += AnsTables::freq(e);
+        }
+        EXPECT_TRUE(sum == 0 || sum == kAnsScale) << "context " << ctx;
+    }
+    // The lane-start context of a level holds every symbol of that level.
+    for (uint32_t level = 0; level < shape.levels; ++level)
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            uint64_t count = 0;
+            for (uint32_t c = 0; c < kAnsStartClass; ++c) count += hist[(level * kAnsClasses + c) * kAnsAlphabet + s];
+            if (count) {
+                EXPECT_GT(t.entry[(level * kAnsClasses + kAnsStartClass) * kAnsAlphabet + s], 0u);
+            }
+        }
+}
+
+TEST(Ans, SpendsWhatTheModelSaysAndBeatsOrderZero) {
+    const uint64_t n = 1 << 20;
+    const auto codes = markov_codes(n, 512, 11);
+    AnsTables tables;
+    const AnsContextShape shape;
+    const auto hist = ans_histogram_cpu(codes, 512, shape, 2);
+    const uint32_t lane = ans_lane_symbols(n, ans_estimated_bits(ans_build_tables(hist, 1), hist));
+    const AnsStream s = encode(codes, 512, shape, lane, 2, &tables);
+    const double coded_bits = 16.0 * static_cast<double>(s.words.size()) + 32.0 * static_cast<double>(s.num_lanes());
+    const double estimate = static_cast<double>(ans_estimated_bits(tables, hist));
+    EXPECT_NEAR(coded_bits / estimate, 1.0, 0.03) << "the words and lane states must match the estimate";
+    // Order-0 entropy of the codes themselves: what any context-free coder pays at best.
+    std::vector<double> f(1024, 0);
+    for (const uint16_t c : codes) f[c] += 1;
+    double h0 = 0;
+    for (const double c : f)
+        if (c > 0) h0 += c * std::log2(static_cast<double>(n) / c);
+    // The entropy of a code given the previous code's class: what this model can reach.
+    std::vector<std::vector<double>> g(8, std::vector<double>(1024, 0));
+    for (uint64_t i = 0; i < n; ++i) g[i ? ans_class_of(codes[i - 1], 512) : 0][codes[i]] += 1;
+    double h1 = 0;
+    for (const auto& row : g) {
+        double total = 0;
+        for (const double c : row) total += c;
+        for (const double c : row)
+            if (c > 0) h1 += c * std::log2(total / c);
+    }
+    EXPECT_LT(coded_bits, 1.05 * h1) << "within 5% of the context model's entropy (tables are 12-bit)";
+    EXPECT_LT(coded_bits, 0.9 * h0) << "the previous code's context must pay off on a Markov source";
+    // The lanes' states and counts stay near 2% of the payload.
+    EXPECT_LT(64.0 * static_cast<double>(s.num_lanes()), 0.03 * coded_bits);
+}
+
+TEST(Ans, ReaderRejectsInconsistentSections) {
+    const auto codes = markov_codes(3000, 512, 5);
+    AnsTables tables;
+    const AnsStream s = encode(codes, 512, AnsContextShape{}, 256, 1, &tables);
+    ByteWriter t, l, w;
+    ans_tables_write(tables, s.lane_symbols, t);
+    ans_lanes_write(s, l);
+    ans_stream_write(s, w);
+    EXPECT_NO_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), 1));
+    // The same sections claimed for another code count or level count.
+    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size() + 256, 1), Error);
+    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size() - 256, 1), Error);
+    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), 2), Error);
+    auto odd = w.bytes();
+    odd.push_back(0);
+    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), odd, codes.size(), 1), Error);
+}
+
+}  // namespace
+}  // namespace gsz::encode
