@@ -16,17 +16,6 @@ constexpr int kHistThreads = 256;
 constexpr uint32_t kHistCodesPerThread = 64;  // consecutive codes: one cursor seek per 64
 constexpr int kLaneThreads = 128;
 
-// The tables as the kernels read them: packed entries in shared memory.
-struct DeviceTables {
-    const uint32_t* entry;  // [context * kAnsAlphabet + symbol]
-    uint32_t contexts;
-};
-
-__device__ __forceinline__ void load_entries(const uint32_t* __restrict__ d_entry, uint32_t count, uint32_t* s_entry) {
-    for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) s_entry[i] = d_entry[i];
-    __syncthreads();
-}
-
 // Counts (context, symbol) over runs of 64 consecutive codes per thread; a
 // bin repeated back to back (the dominant code's runs) is added once.
 __global__ void __launch_bounds__(kHistThreads)
@@ -67,16 +56,65 @@ __global__ void __launch_bounds__(kHistThreads)
         if (s_hist[i]) atomicAdd(d_hist + i, static_cast<unsigned long long>(s_hist[i]));
 }
 
-// One lane, last code first, as ans_encode_cpu's loop.  Pass 1 (words ==
-// nullptr) counts the words and keeps the final state; pass 2 writes each
-// word at its decoding position.
+// Division by a frequency (1..4096) as a multiply: q = umulhi64(x, ceil(2^64
+// / f)) is exact for every 32-bit x (the error term x * e * f < 2^56 < 2^64),
+// so the words equal the CPU's, which divides.
+struct EncodeEntry {
+    uint32_t freq, cum;
+    unsigned long long rcp;  // ceil(2^64 / freq), 0 for freq 1
+};
+
+__device__ __forceinline__ uint32_t divide(uint32_t x, const EncodeEntry& e) {
+    return e.freq == 1 ? x : static_cast<uint32_t>(__umul64hi(x, e.rcp));
+}
+
+// The rANS encoder step of ans_encode_put, with the division above.
+__device__ __forceinline__ bool encode_put(uint32_t& x, const EncodeEntry& e, uint16_t& word) {
+    const bool emit = x >= (static_cast<unsigned long long>(e.freq) << (32 - kAnsScaleBits));
+    if (emit) {
+        word = static_cast<uint16_t>(x & 0xFFFFu);
+        x >>= 16;
+    }
+    const uint32_t q = divide(x, e);
+    x = (q << kAnsScaleBits) + (x - q * e.freq) + e.cum;
+    return emit;
+}
+
+// Words of one lane, written backwards from the end of its slot (2 words per
+// code at most) four at a time: emission order w0, w1, ... lands as ... w1 w0,
+// the decoding order.
+struct SlotWriter {
+    uint16_t* end;   // one past the next word's position
+    unsigned long long pack = 0;
+    uint32_t held = 0;
+
+    __device__ void put(uint16_t w) {
+        pack = pack << 16 | w;
+        if (++held == 4) {
+            end -= 4;
+            *reinterpret_cast<unsigned long long*>(end) = pack;
+            held = 0;
+        }
+    }
+    __device__ void flush() {
+        for (uint32_t j = 0; j < held; ++j) end[-1 - static_cast<int>(j)] = static_cast<uint16_t>(pack >> (16 * (held - 1 - j)));
+    }
+};
+
+// One lane, last code first, as ans_encode_cpu's loop, into its slot; codes
+// are read eight at a time when the array is 16-byte aligned.
 __global__ void __launch_bounds__(kLaneThreads)
     ans_encode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries, const uint16_t* __restrict__ codes,
                       uint64_t n, uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
-                      uint32_t* __restrict__ lane_state, uint32_t* __restrict__ lane_words,
-                      uint64_t* __restrict__ lane_offset, uint16_t* __restrict__ words) {
-    extern __shared__ uint32_t s_entry[];
-    load_entries(d_entry, num_entries, s_entry);
+                      uint16_t* __restrict__ slots, uint64_t slot_words, uint32_t* __restrict__ lane_state,
+                      uint32_t* __restrict__ lane_words, uint64_t* __restrict__ lane_count) {
+    extern __shared__ unsigned long long s_enc[];
+    EncodeEntry* s_entry = reinterpret_cast<EncodeEntry*>(s_enc);
+    for (uint32_t i = threadIdx.x; i < num_entries; i += blockDim.x) {
+        const uint32_t e = d_entry[i], f = e & 0xFFFFu;
+        s_entry[i] = {f, e >> 16, f > 1 ? ~0ull / f + 1 : 0ull};  // ceil(2^64 / f); exactly 2^64 / f for a power of 2
+    }
+    __syncthreads();
     const uint64_t lane = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (lane >= lanes) return;
     const uint64_t begin = lane * lane_symbols;
@@ -84,46 +122,87 @@ __global__ void __launch_bounds__(kLaneThreads)
     AnsCursor cur = shape;
     cur.seek(end - 1);
     uint32_t x = kAnsStateLow;
-    uint64_t emitted = 0;
-    uint64_t out = 0;
-    if (words) out = lane_offset[lane + 1];  // words are written from the lane's end backwards
+    uint32_t emitted = 0;
+    SlotWriter out{slots + (lane + 1) * slot_words};
     uint16_t word;
-    uint32_t next_code = codes[end - 1];
-    for (uint64_t i = end; i-- > begin;) {
-        const uint32_t code = next_code;
+    const bool vec = (reinterpret_cast<uintptr_t>(codes) & 15) == 0;
+    // Codes come from an aligned group of eight held in two registers.
+    unsigned long long lo = 0, hi = 0;
+    uint64_t group = ~uint64_t{0};
+    const auto code_at = [&](uint64_t k) -> uint32_t {
+        if (!vec) return __ldg(codes + k);
+        if ((k & ~uint64_t{7}) != group) {
+            group = k & ~uint64_t{7};
+            const ulonglong2 q = __ldg(reinterpret_cast<const ulonglong2*>(codes + group));
+            lo = q.x;
+            hi = q.y;
+        }
+        const uint32_t j = static_cast<uint32_t>(k & 7);
+        return static_cast<uint32_t>(((j < 4 ? lo : hi) >> (16 * (j & 3))) & 0xFFFFu);
+    };
+    uint32_t code = code_at(end - 1);  // then codes[i - 1]: the class of the code before
+    uint64_t i = end;
+    while (i-- > begin) {
         const AnsSymbol s = ans_symbol_of(code, radius);
         uint32_t cls = kAnsStartClass;
         if (i > begin) {
-            next_code = codes[i - 1];
-            cls = ans_class_of(next_code, radius);
+            code = code_at(i - 1);
+            cls = ans_class_of(code, radius);
         }
-        const uint32_t e = s_entry[(cur.level() * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
+        const EncodeEntry e = s_entry[(cur.level() * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
         cur.prev();
-        if (s.extra_bits && ans_encode_put(x, 1, s.extra, s.extra_bits, &word)) {
-            ++emitted;
-            if (words) words[--out] = word;
+        if (s.extra_bits) {  // uniform bits: frequency 1 of 2^k
+            if (x >= (1u << (32 - s.extra_bits))) {
+                out.put(static_cast<uint16_t>(x & 0xFFFFu));
+                x >>= 16;
+                ++emitted;
+            }
+            x = (x << s.extra_bits) + s.extra;
         }
-        if (ans_encode_put(x, e & 0xFFFFu, e >> 16, kAnsScaleBits, &word)) {
+        if (encode_put(x, e, word)) {
+            out.put(word);
             ++emitted;
-            if (words) words[--out] = word;
         }
     }
-    if (!words) {
-        lane_state[lane] = x;
-        lane_words[lane] = static_cast<uint32_t>(emitted);  // <= 2 per code
-        lane_offset[lane] = emitted;
-    }
+    out.flush();
+    lane_state[lane] = x;
+    lane_words[lane] = emitted;  // <= 2 per code
+    lane_count[lane] = emitted;
 }
 
-// One lane, first code first, as ans_decode_cpu's loop.
+// A warp per lane: the lane's words, at the end of its slot, to their place.
+__global__ void ans_pack_kernel(const uint16_t* __restrict__ slots, uint64_t slot_words,
+                                const uint64_t* __restrict__ lane_offset, uint64_t lanes, uint16_t* __restrict__ words) {
+    const uint64_t lane = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+    if (lane >= lanes) return;
+    const uint64_t out = lane_offset[lane];
+    const uint64_t count = lane_offset[lane + 1] - out;
+    const uint16_t* src = slots + (lane + 1) * slot_words - count;
+    for (uint64_t k = threadIdx.x & 31; k < count; k += 32) words[out + k] = src[k];
+}
+
+// Per context, the first symbol of each 16-slot bucket of the table: the
+// decoder starts there and steps forward to the slot's symbol (one step
+// at most for most slots).  0xFF: the context has no table.
+constexpr uint32_t kBucketShift = 4;
+constexpr uint32_t kBuckets = kAnsScale >> kBucketShift;
+
+// One lane, first code first, as ans_decode_cpu's loop; codes are stored
+// eight at a time when the output is 16-byte aligned.
 __global__ void __launch_bounds__(kLaneThreads)
-    ans_decode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries, const uint8_t* __restrict__ lut,
+    ans_decode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries, const uint8_t* __restrict__ bucket,
                       const uint16_t* __restrict__ words, const uint32_t* __restrict__ lane_state,
                       const uint64_t* __restrict__ lane_offset, uint64_t n, uint32_t radius, AnsCursor shape,
                       uint32_t lane_symbols, uint64_t lanes, uint16_t* __restrict__ codes,
                       uint32_t* __restrict__ d_corrupt) {
-    extern __shared__ uint32_t s_entry[];
-    load_entries(d_entry, num_entries, s_entry);
+    extern __shared__ uint32_t s_dec[];
+    uint32_t* s_entry = s_dec;
+    uint8_t* s_bucket = reinterpret_cast<uint8_t*>(s_dec + num_entries);
+    const uint32_t contexts = num_entries / kAnsAlphabet;
+    for (uint32_t i = threadIdx.x; i < num_entries; i += blockDim.x) s_entry[i] = d_entry[i];
+    for (uint32_t i = threadIdx.x; i < contexts * kBuckets / 4; i += blockDim.x)
+        reinterpret_cast<uint32_t*>(s_bucket)[i] = reinterpret_cast<const uint32_t*>(bucket)[i];
+    __syncthreads();
     const uint64_t lane = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (lane >= lanes) return;
     const uint64_t begin = lane * lane_symbols;
@@ -141,15 +220,20 @@ __global__ void __launch_bounds__(kLaneThreads)
         x = x << 16 | __ldg(words + pos++);
         return true;
     };
+    const bool vec = (reinterpret_cast<uintptr_t>(codes) & 15) == 0;
+    unsigned long long lo = 0, hi = 0;  // the aligned group of eight codes being filled
     for (uint64_t i = begin; i < end; ++i) {
         const uint32_t ctx = cur.level() * kAnsClasses + cls;
         cur.next();
-        const uint32_t s = __ldg(lut + ctx * kAnsScale + (x & (kAnsScale - 1)));
+        const uint32_t slot = x & (kAnsScale - 1);
+        uint32_t s = s_bucket[ctx * kBuckets + (slot >> kBucketShift)];
         if (s == 0xFF) {
             ok = false;
             break;
         }
-        const uint32_t e = s_entry[ctx * kAnsAlphabet + s];
+        const uint32_t* row = s_entry + ctx * kAnsAlphabet;
+        uint32_t e = row[s];
+        while (slot >= (e >> 16) + (e & 0xFFFFu)) e = row[++s];  // the bucket's symbols are present: ends in range
         x = ans_decode_advance(x, e & 0xFFFFu, e >> 16, kAnsScaleBits);
         if (!refill()) {
             ok = false;
@@ -169,8 +253,28 @@ __global__ void __launch_bounds__(kLaneThreads)
             ok = false;
             break;
         }
-        codes[i] = static_cast<uint16_t>(code);
         cls = ans_class_of(code, radius);
+        if (vec) {
+            const uint32_t j = static_cast<uint32_t>(i & 7);
+            if (j < 4)
+                lo |= static_cast<unsigned long long>(code) << (16 * j);
+            else
+                hi |= static_cast<unsigned long long>(code) << (16 * (j - 4));
+            if (j == 7 || i + 1 == end) {
+                const uint64_t at = i & ~uint64_t{7};
+                if (j == 7 && at >= begin) {
+                    *reinterpret_cast<ulonglong2*>(codes + at) = make_ulonglong2(lo, hi);
+                } else {  // a lane's partial first or last group: the neighbour lane owns the rest
+                    for (uint64_t k = max(at, begin); k <= i; ++k) {
+                        const uint32_t jj = static_cast<uint32_t>(k & 7);
+                        codes[k] = static_cast<uint16_t>((jj < 4 ? lo : hi) >> (16 * (jj & 3)));
+                    }
+                }
+                lo = hi = 0;
+            }
+        } else {
+            codes[i] = static_cast<uint16_t>(code);
+        }
     }
     if (!(ok && x == kAnsStateLow && pos == stop)) *d_corrupt = 1;
 }
@@ -208,13 +312,14 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     out.lane_words.allocate(lanes, stream);
     out.lane_word_offset.allocate(lanes + 1, stream);
     GSZ_CUDA(cudaMemsetAsync(out.lane_word_offset.data() + lanes, 0, sizeof(uint64_t), stream));
-    const size_t smem = entries * sizeof(uint32_t);
-    const uint32_t blocks = grid_of(lanes, kLaneThreads);
-    ans_encode_kernel<<<blocks, kLaneThreads, smem, stream>>>(d_entry.data(), entries, d_codes, n, radius,
-                                                              cursor_of(shape), lane_symbols, lanes,
-                                                              out.lane_state.data(), out.lane_words.data(),
-                                                              out.lane_word_offset.data(), nullptr);
-    GSZ_CUDA_LAUNCHED("ans_encode_kernel (count)");
+    // Each lane's slot holds 2 words per code, the most a code can emit,
+    // rounded to whole 8-byte stores.
+    const uint64_t slot_words = (2 * uint64_t{lane_symbols} + 3) / 4 * 4;
+    cuda::DeviceBuffer<uint16_t> slots(lanes * slot_words, stream);
+    ans_encode_kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, entries * sizeof(EncodeEntry), stream>>>(
+        d_entry.data(), entries, d_codes, n, radius, cursor_of(shape), lane_symbols, lanes, slots.data(), slot_words,
+        out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
+    GSZ_CUDA_LAUNCHED("ans_encode_kernel");
     size_t temp_bytes = 0;
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, out.lane_word_offset.data(), lanes + 1, stream));
     cuda::DeviceBuffer<uint8_t> temp(temp_bytes, stream);
@@ -224,11 +329,9 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     GSZ_CUDA(cudaStreamSynchronize(stream));
     out.words.allocate(out.num_words, stream);
     if (out.num_words == 0) return;
-    ans_encode_kernel<<<blocks, kLaneThreads, smem, stream>>>(d_entry.data(), entries, d_codes, n, radius,
-                                                              cursor_of(shape), lane_symbols, lanes,
-                                                              out.lane_state.data(), out.lane_words.data(),
-                                                              out.lane_word_offset.data(), out.words.data());
-    GSZ_CUDA_LAUNCHED("ans_encode_kernel (write)");
+    ans_pack_kernel<<<grid_of(lanes * 32, 256), 256, 0, stream>>>(slots.data(), slot_words,
+                                                                   out.lane_word_offset.data(), lanes, out.words.data());
+    GSZ_CUDA_LAUNCHED("ans_pack_kernel");
 }
 
 void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uint32_t* d_lane_state,
@@ -237,14 +340,20 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     if (n == 0) return;
     const uint64_t lanes = n / lane_symbols + (n % lane_symbols != 0);
     const uint32_t entries = static_cast<uint32_t>(tables.entry.size());
+    const uint32_t contexts = tables.num_contexts();
+    // The bucket table: the symbol holding each bucket's first slot.
+    std::vector<uint8_t> bucket(size_t{contexts} * kBuckets, 0xFF);
     const std::vector<uint8_t> lut = ans_decode_lut(tables);
+    for (uint32_t c = 0; c < contexts; ++c)
+        for (uint32_t b = 0; b < kBuckets; ++b) bucket[size_t{c} * kBuckets + b] = lut[size_t{c} * kAnsScale + (b << kBucketShift)];
     cuda::DeviceBuffer<uint32_t> d_entry(entries, stream);
-    cuda::DeviceBuffer<uint8_t> d_lut(lut.size(), stream);
+    cuda::DeviceBuffer<uint8_t> d_bucket(bucket.size(), stream);
     GSZ_CUDA(cudaMemcpyAsync(d_entry.data(), tables.entry.data(), entries * sizeof(uint32_t), cudaMemcpyHostToDevice,
                              stream));
-    GSZ_CUDA(cudaMemcpyAsync(d_lut.data(), lut.data(), lut.size(), cudaMemcpyHostToDevice, stream));
-    ans_decode_kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, entries * sizeof(uint32_t), stream>>>(
-        d_entry.data(), entries, d_lut.data(), d_words, d_lane_state, d_lane_word_offset, n, radius,
+    GSZ_CUDA(cudaMemcpyAsync(d_bucket.data(), bucket.data(), bucket.size(), cudaMemcpyHostToDevice, stream));
+    const size_t smem = entries * sizeof(uint32_t) + bucket.size();
+    ans_decode_kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, smem, stream>>>(
+        d_entry.data(), entries, d_bucket.data(), d_words, d_lane_state, d_lane_word_offset, n, radius,
         cursor_of(shape), lane_symbols, lanes, d_codes, d_corrupt);
     GSZ_CUDA_LAUNCHED("ans_decode_kernel");
     // The host tables must outlive the copies.
