@@ -14,7 +14,7 @@ namespace {
 
 constexpr int kHistThreads = 256;
 constexpr uint32_t kHistCodesPerThread = 64;  // consecutive codes: one cursor seek per 64
-constexpr int kLaneThreads = 128;
+constexpr int kLaneThreads = 64;  // few lanes at low bit rates: spread them over every SM
 
 // Counts (context, symbol) over runs of 64 consecutive codes per thread; a
 // bin repeated back to back (the dominant code's runs) is added once.
@@ -102,7 +102,9 @@ struct SlotWriter {
 };
 
 // One lane, last code first, as ans_encode_cpu's loop, into its slot; codes
-// are read eight at a time when the array is 16-byte aligned.
+// are read eight at a time when the array is 16-byte aligned.  Levels: the
+// contexts depend on the position (interp), else the cursor is skipped.
+template <bool Levels>
 __global__ void __launch_bounds__(kLaneThreads)
     ans_encode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries, const uint16_t* __restrict__ codes,
                       uint64_t n, uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
@@ -120,7 +122,7 @@ __global__ void __launch_bounds__(kLaneThreads)
     const uint64_t begin = lane * lane_symbols;
     const uint64_t end = min(n, begin + lane_symbols);
     AnsCursor cur = shape;
-    cur.seek(end - 1);
+    if constexpr (Levels) cur.seek(end - 1);
     uint32_t x = kAnsStateLow;
     uint32_t emitted = 0;
     SlotWriter out{slots + (lane + 1) * slot_words};
@@ -149,8 +151,12 @@ __global__ void __launch_bounds__(kLaneThreads)
             code = code_at(i - 1);
             cls = ans_class_of(code, radius);
         }
-        const EncodeEntry e = s_entry[(cur.level() * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
-        cur.prev();
+        uint32_t level = 0;
+        if constexpr (Levels) {
+            level = cur.level();
+            cur.prev();
+        }
+        const EncodeEntry e = s_entry[(level * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
         if (s.extra_bits) {  // uniform bits: frequency 1 of 2^k
             if (x >= (1u << (32 - s.extra_bits))) {
                 out.put(static_cast<uint16_t>(x & 0xFFFFu));
@@ -189,6 +195,7 @@ constexpr uint32_t kBuckets = kAnsScale >> kBucketShift;
 
 // One lane, first code first, as ans_decode_cpu's loop; codes are stored
 // eight at a time when the output is 16-byte aligned.
+template <bool Levels>
 __global__ void __launch_bounds__(kLaneThreads)
     ans_decode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries, const uint8_t* __restrict__ bucket,
                       const uint16_t* __restrict__ words, const uint32_t* __restrict__ lane_state,
@@ -212,7 +219,7 @@ __global__ void __launch_bounds__(kLaneThreads)
     uint32_t x = lane_state[lane];
     uint32_t cls = kAnsStartClass;
     AnsCursor cur = shape;
-    cur.seek(begin);
+    if constexpr (Levels) cur.seek(begin);
     bool ok = true;
     const auto refill = [&] {  // false: the lane ran out of words
         if (!ans_decode_needs_word(x)) return true;
@@ -223,8 +230,11 @@ __global__ void __launch_bounds__(kLaneThreads)
     const bool vec = (reinterpret_cast<uintptr_t>(codes) & 15) == 0;
     unsigned long long lo = 0, hi = 0;  // the aligned group of eight codes being filled
     for (uint64_t i = begin; i < end; ++i) {
-        const uint32_t ctx = cur.level() * kAnsClasses + cls;
-        cur.next();
+        uint32_t ctx = cls;
+        if constexpr (Levels) {
+            ctx += cur.level() * kAnsClasses;
+            cur.next();
+        }
         const uint32_t slot = x & (kAnsScale - 1);
         uint32_t s = s_bucket[ctx * kBuckets + (slot >> kBucketShift)];
         if (s == 0xFF) {
@@ -316,7 +326,11 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     // rounded to whole 8-byte stores.
     const uint64_t slot_words = (2 * uint64_t{lane_symbols} + 3) / 4 * 4;
     cuda::DeviceBuffer<uint16_t> slots(lanes * slot_words, stream);
-    ans_encode_kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, entries * sizeof(EncodeEntry), stream>>>(
+    const auto kernel = shape.levels > 1 ? ans_encode_kernel<true> : ans_encode_kernel<false>;
+    const size_t smem = entries * sizeof(EncodeEntry);  // up to 64.5 KB with 8 levels: opt in above 48 KB
+    if (smem > 48 * 1024)
+        GSZ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, smem, stream>>>(
         d_entry.data(), entries, d_codes, n, radius, cursor_of(shape), lane_symbols, lanes, slots.data(), slot_words,
         out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
     GSZ_CUDA_LAUNCHED("ans_encode_kernel");
@@ -352,7 +366,8 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
                              stream));
     GSZ_CUDA(cudaMemcpyAsync(d_bucket.data(), bucket.data(), bucket.size(), cudaMemcpyHostToDevice, stream));
     const size_t smem = entries * sizeof(uint32_t) + bucket.size();
-    ans_decode_kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, smem, stream>>>(
+    const auto kernel = shape.levels > 1 ? ans_decode_kernel<true> : ans_decode_kernel<false>;
+    kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, smem, stream>>>(
         d_entry.data(), entries, d_bucket.data(), d_words, d_lane_state, d_lane_word_offset, n, radius,
         cursor_of(shape), lane_symbols, lanes, d_codes, d_corrupt);
     GSZ_CUDA_LAUNCHED("ans_decode_kernel");
