@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(kLaneThreads)
     unsigned long long lo = 0, hi = 0;
     uint64_t group = ~uint64_t{0};
     const auto code_at = [&](uint64_t k) -> uint32_t {
-        if (!vec) return __ldg(codes + k);
+        if (!vec || (k | 7) >= n) return __ldg(codes + k);  // the array's partial last group: one by one
         if ((k & ~uint64_t{7}) != group) {
             group = k & ~uint64_t{7};
             const ulonglong2 q = __ldg(reinterpret_cast<const ulonglong2*>(codes + group));
