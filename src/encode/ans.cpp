@@ -21,6 +21,13 @@ std::pair<uint64_t, uint64_t> lane_range(uint64_t lane, uint32_t lane_symbols, u
 
 uint64_t lane_count(uint64_t n, uint32_t lane_symbols) { return n / lane_symbols + (n % lane_symbols != 0); }
 
+// Residual-0 codes just before codes[i], counted back to `first` (at most kAnsRunLength).
+uint32_t zeros_before(std::span<const uint16_t> codes, uint64_t i, uint64_t first, uint32_t radius) {
+    uint32_t z = 0;
+    while (z < kAnsRunLength && i - z > first && codes[i - z - 1] == radius) ++z;
+    return z;
+}
+
 }  // namespace
 
 std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_t radius,
@@ -38,13 +45,15 @@ std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_
         AnsCursor cur = shape.cursor();
         cur.seek(begin);
         uint32_t prev_class = begin == 0 ? 0 : ans_class_of(codes[begin - 1], radius);
+        uint32_t zeros = zeros_before(codes, begin, 0, radius);
         bool out_of_range = false;
         for (uint64_t i = begin; i < end; ++i, cur.next()) {
             const uint32_t code = codes[i];
             out_of_range |= code >= 2 * radius;
-            const uint32_t ctx = cur.level() * kAnsClasses + prev_class;
+            const uint32_t ctx = cur.level() * kAnsClasses + ans_context_class(i, zeros, prev_class);
             ++h[size_t{ctx} * kAnsAlphabet + ans_symbol_of(std::min(code, 2 * radius - 1), radius).symbol];
             prev_class = ans_class_of(code, radius);
+            zeros = code == radius ? std::min(zeros + 1, kAnsRunLength) : 0;
         }
         bad[static_cast<size_t>(thread_index())] = out_of_range;
         partial[static_cast<size_t>(thread_index())] = std::move(h);
@@ -107,16 +116,15 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels)
     t.levels = levels;
     t.entry.assign(histogram.size(), 0);
     for (uint32_t level = 0; level < levels; ++level) {
-        uint64_t start[kAnsAlphabet] = {};
+        uint64_t start[kAnsAlphabet] = {};  // the level's marginal over every class, lane starts included
+        for (uint32_t c = 0; c < kAnsClasses; ++c)
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+                start[s] += histogram[(size_t{level} * kAnsClasses + c) * kAnsAlphabet + s];
         for (uint32_t c = 0; c < kAnsClasses; ++c) {
             const size_t ctx = size_t{level} * kAnsClasses + c;
-            const uint64_t* count = histogram.data() + ctx * kAnsAlphabet;
-            if (c == kAnsStartClass) count = start;  // the level's marginal
+            const uint64_t* count = c == kAnsStartClass ? start : histogram.data() + ctx * kAnsAlphabet;
             uint64_t total = 0;
-            for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
-                total += count[s];
-                if (c != kAnsStartClass) start[s] += count[s];
-            }
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
             if (total == 0) continue;
             uint32_t freq[kAnsAlphabet];
             normalize(count, freq);
@@ -190,7 +198,10 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
         uint16_t word;
         for (uint64_t i = end; i-- > begin; cur.prev()) {
             const AnsSymbol s = ans_symbol_of(codes[i], radius);
-            const uint32_t cls = i == begin ? kAnsStartClass : ans_class_of(codes[i - 1], radius);
+            const uint32_t cls = i - begin < kAnsRunLength  // a lane start: no look back
+                                     ? kAnsStartClass
+                                     : ans_context_class(i - begin, zeros_before(codes, i, begin, radius),
+                                                         ans_class_of(codes[i - 1], radius));
             const uint32_t e = tables.entry[size_t{cur.level() * kAnsClasses + cls} * kAnsAlphabet + s.symbol];
             if (e == 0) {
                 missing[lane] = 1;
@@ -346,12 +357,12 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
             return true;
         };
         uint32_t x = stream.lane_state[lane];
-        uint32_t cls = kAnsStartClass;
+        uint32_t prev_class = 0, zeros = 0;
         AnsCursor cur = shape.cursor();
         cur.seek(begin);
         bool ok = true;
         for (uint64_t i = begin; ok && i < end; ++i, cur.next()) {
-            const uint32_t ctx = cur.level() * kAnsClasses + cls;
+            const uint32_t ctx = cur.level() * kAnsClasses + ans_context_class(i - begin, zeros, prev_class);
             const uint32_t slot = x & (kAnsScale - 1);
             const uint32_t s = lut[size_t{ctx} * kAnsScale + slot];
             if (s == 0xFF) {
@@ -370,7 +381,8 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
             const uint32_t code = ans_code_of(s, extra, radius);
             ok = ok && code != kAnsBadCode;
             codes[i] = static_cast<uint16_t>(ok ? code : 0);
-            cls = ans_class_of(code, radius);
+            prev_class = ans_class_of(code, radius);
+            zeros = code == radius ? std::min(zeros + 1, kAnsRunLength) : 0;
         }
         bad[lane] = !(ok && x == kAnsStateLow && pos == stop);
     }

@@ -32,9 +32,9 @@ struct AnsContextShape {
 };
 
 // Counts of (context, symbol), [context * kAnsAlphabet + symbol], over
-// shape.num_contexts() contexts; every code is counted under the class of the
-// code before it (the first under class 0), whatever the lanes.  Codes must be
-// < 2 * radius (checked).
+// shape.num_contexts() contexts; every code is counted under the context
+// class ans_context_class gives it with its array index as the offset,
+// whatever the lanes.  Codes must be < 2 * radius (checked).
 std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_t radius,
                                         const AnsContextShape& shape, int num_threads);
 
@@ -50,8 +50,8 @@ struct AnsTables {
 };
 
 // Normalizes the histogram into tables; each level's lane-start context gets
-// the level's counts summed over the classes, so it holds every symbol a lane
-// can start with.  Deterministic integer arithmetic.
+// the level's counts summed over all classes, so it holds every symbol of the
+// level.  Deterministic integer arithmetic.
 AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels);
 
 // The coded size of these counts under these tables, in bits (symbols and

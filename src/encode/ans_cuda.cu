@@ -32,6 +32,8 @@ __global__ void __launch_bounds__(kHistThreads)
         if (cur.levels > 1) cur.seek(begin);
         const uint32_t limit = 2 * radius - 1;
         uint32_t prev_class = begin == 0 ? 0u : ans_class_of(min(static_cast<uint32_t>(codes[begin - 1]), limit), radius);
+        uint32_t zeros = 0;  // residual-0 codes just before codes[begin], up to kAnsRunLength
+        while (zeros < kAnsRunLength && begin > zeros && codes[begin - zeros - 1] == radius) ++zeros;
         uint32_t run_bin = 0xFFFFFFFFu, run = 0;
         for (uint64_t i = begin; i < end; ++i) {
             const uint32_t raw = codes[i];
@@ -39,7 +41,8 @@ __global__ void __launch_bounds__(kHistThreads)
             const uint32_t code = min(raw, limit);
             const uint32_t level = cur.level();
             if (cur.levels > 1) cur.next();
-            const uint32_t bin = (level * kAnsClasses + prev_class) * kAnsAlphabet + ans_symbol_of(code, radius).symbol;
+            const uint32_t bin = (level * kAnsClasses + ans_context_class(i, zeros, prev_class)) * kAnsAlphabet +
+                                 ans_symbol_of(code, radius).symbol;
             if (bin != run_bin) {
                 if (run) atomicAdd(&s_hist[run_bin], run);
                 run_bin = bin;
@@ -47,6 +50,7 @@ __global__ void __launch_bounds__(kHistThreads)
             }
             ++run;
             prev_class = ans_class_of(code, radius);
+            zeros = code == radius ? min(zeros + 1, kAnsRunLength) : 0u;
         }
         if (run) atomicAdd(&s_hist[run_bin], run);
     }
@@ -142,15 +146,25 @@ __global__ void __launch_bounds__(kLaneThreads)
         const uint32_t j = static_cast<uint32_t>(k & 7);
         return static_cast<uint32_t>(((j < 4 ? lo : hi) >> (16 * (j & 3))) & 0xFFFFu);
     };
-    uint32_t code = code_at(end - 1);  // then codes[i - 1]: the class of the code before
+    // The code at i and the four before it (nearest first; kNone outside the
+    // lane), shifted down one per step: the context needs no look back beyond.
+    constexpr uint32_t kNone = 0xFFFFFFFFu;
+    const auto back = [&](uint64_t j) { return end - begin > j ? code_at(end - 1 - j) : kNone; };  // codes[end-1-j]
+    uint32_t code = back(0);
+    uint32_t w1 = back(1), w2 = back(2), w3 = back(3), w4 = back(4);
     uint64_t i = end;
     while (i-- > begin) {
         const AnsSymbol s = ans_symbol_of(code, radius);
-        uint32_t cls = kAnsStartClass;
-        if (i > begin) {
-            code = code_at(i - 1);
-            cls = ans_class_of(code, radius);
-        }
+        const uint32_t cls =
+            i - begin < kAnsRunLength
+                ? kAnsStartClass
+                : (w1 == radius && w2 == radius && w3 == radius && w4 == radius ? kAnsRunClass
+                                                                                 : ans_class_of(w1, radius));
+        code = w1;
+        w1 = w2;
+        w2 = w3;
+        w3 = w4;
+        w4 = i >= begin + kAnsRunLength + 1 ? code_at(i - kAnsRunLength - 1) : kNone;
         uint32_t level = 0;
         if constexpr (Levels) {
             level = cur.level();
@@ -217,7 +231,7 @@ __global__ void __launch_bounds__(kLaneThreads)
     uint64_t pos = lane_offset[lane];
     const uint64_t stop = lane_offset[lane + 1];
     uint32_t x = lane_state[lane];
-    uint32_t cls = kAnsStartClass;
+    uint32_t prev_class = 0, zeros = 0;
     AnsCursor cur = shape;
     if constexpr (Levels) cur.seek(begin);
     bool ok = true;
@@ -230,7 +244,7 @@ __global__ void __launch_bounds__(kLaneThreads)
     const bool vec = (reinterpret_cast<uintptr_t>(codes) & 15) == 0;
     unsigned long long lo = 0, hi = 0;  // the aligned group of eight codes being filled
     for (uint64_t i = begin; i < end; ++i) {
-        uint32_t ctx = cls;
+        uint32_t ctx = ans_context_class(i - begin, zeros, prev_class);
         if constexpr (Levels) {
             ctx += cur.level() * kAnsClasses;
             cur.next();
@@ -263,7 +277,8 @@ __global__ void __launch_bounds__(kLaneThreads)
             ok = false;
             break;
         }
-        cls = ans_class_of(code, radius);
+        prev_class = ans_class_of(code, radius);
+        zeros = code == radius ? min(zeros + 1, kAnsRunLength) : 0u;
         if (vec) {
             const uint32_t j = static_cast<uint32_t>(i & 7);
             if (j < 4)

@@ -6,10 +6,11 @@
 // |v| <= 15, else a bucket symbol for 2^k <= |v| < 2^(k+1) (and its sign)
 // followed by the k low bits of |v| coded as uniform rANS bits; code 0 (an
 // outlier) is a symbol of its own.  Contexts: the class of the previous code
-// in the lane (0, ±1, ±2, ±3..4, ±5..8, ±9..16, larger, outlier; or "lane
-// start") crossed with the point's level, a function of its position known to
-// the decoder (interp: the stride of the finest grid the point lies on;
-// lorenzo: one level).
+// in the lane (0, ±1, ±2, ±3..4, ±5..8, ±9..16, larger, outlier), or "run"
+// when the previous four codes are all 0 residuals, or "lane start" for a
+// lane's first four codes; crossed with the point's level, a function of its
+// position known to the decoder (interp: the stride of the finest grid the
+// point lies on; lorenzo: one level).
 //
 // rANS (Duda; Giesen's byte-aligned variant with 16-bit words): a 32-bit state
 // kept in [2^16, 2^32), 12-bit frequency tables, at most one 16-bit word out
@@ -30,8 +31,10 @@ inline constexpr uint32_t kAnsFirstBucket = 2 * kAnsExact + 1;  // 31 .. 54: (k 
 inline constexpr uint32_t kAnsFirstBucketLog = 4;               // the first bucket holds 16 <= |v| < 32
 inline constexpr uint32_t kAnsOutlier = kAnsFirstBucket + 24;   // 55: code 0
 inline constexpr uint32_t kAnsAlphabet = kAnsOutlier + 1;       // 56
-inline constexpr uint32_t kAnsClasses = 9;                      // previous-code classes 0..7, lane start
-inline constexpr uint32_t kAnsStartClass = 8;
+inline constexpr uint32_t kAnsClasses = 10;  // previous-code classes 0..7, run, lane start
+inline constexpr uint32_t kAnsRunClass = 8;   // the previous kAnsRunLength codes are all residual 0
+inline constexpr uint32_t kAnsStartClass = 9; // a lane's first kAnsRunLength codes
+inline constexpr uint32_t kAnsRunLength = 4;
 inline constexpr uint32_t kAnsMaxLevels = 8;
 inline constexpr uint32_t kAnsMaxContexts = kAnsMaxLevels * kAnsClasses;
 inline constexpr uint32_t kAnsBadCode = 0xFFFFFFFFu;  // ans_code_of's "not a code of this radius"
@@ -96,6 +99,18 @@ GSZ_HD uint32_t ans_class_of(uint32_t code, uint32_t radius) {
     const int32_t v = static_cast<int32_t>(code) - static_cast<int32_t>(radius);
     const uint32_t a = static_cast<uint32_t>(v < 0 ? -v : v);
     return a <= 2 ? a : a <= 4 ? 3u : a <= 8 ? 4u : a <= 16 ? 5u : 6u;
+}
+
+// The context class of a code: `offset` is its index inside its lane (the
+// histogram, which knows no lanes, passes the array index, so its first codes
+// count as lane starts too), `zeros` the number of residual-0 codes just
+// before it (at least kAnsRunLength is enough), `prev_class` the class of the
+// code before it.  A lane's first kAnsRunLength codes use the lane-start
+// table, which holds every symbol of the level: their "run" cannot be seen
+// inside the lane, so the encoder, the decoder and the histogram agree.
+GSZ_HD uint32_t ans_context_class(uint64_t offset, uint32_t zeros, uint32_t prev_class) {
+    if (offset < kAnsRunLength) return kAnsStartClass;
+    return zeros >= kAnsRunLength ? kAnsRunClass : prev_class;
 }
 
 // Position of a raster index in up to three dims (fastest first), stepped

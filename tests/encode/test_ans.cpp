@@ -40,6 +40,27 @@ TEST(Ans, ClassesFollowTheResidual) {
     EXPECT_EQ(ans_class_of(0, r), 7u);
 }
 
+TEST(Ans, RunAndLaneStartClasses) {
+    // A lane's first four codes use the lane-start table; after four residual-0 codes, the run class.
+    EXPECT_EQ(ans_context_class(0, 0, 3), kAnsStartClass);
+    EXPECT_EQ(ans_context_class(3, 4, 0), kAnsStartClass);
+    EXPECT_EQ(ans_context_class(4, 3, 0), 0u);
+    EXPECT_EQ(ans_context_class(4, 4, 0), kAnsRunClass);
+    EXPECT_EQ(ans_context_class(9, 2, 5), 5u);
+    // The histogram counts by array index: codes 4.. after four zeros land in the run class.
+    const uint32_t r = 8;
+    const std::vector<uint16_t> codes = {r, r, r, r, r, r, r + 1, r, r, r, r, 0, r};
+    const auto h = ans_histogram_cpu(codes, r, AnsContextShape{}, 1);
+    auto count = [&](uint32_t cls, uint32_t code) { return h[cls * kAnsAlphabet + ans_symbol_of(code, r).symbol]; };
+    EXPECT_EQ(count(kAnsStartClass, r), 4u);    // indices 0..3
+    EXPECT_EQ(count(kAnsRunClass, r), 2u);      // 4, 5
+    EXPECT_EQ(count(kAnsRunClass, r + 1), 1u);  // 6
+    EXPECT_EQ(count(1, r), 1u);                 // 7: after a residual of 1
+    EXPECT_EQ(count(0, r), 3u);                 // 8..10: fewer than four zeros before
+    EXPECT_EQ(count(kAnsRunClass, 0), 1u);      // 11: an outlier after four zeros
+    EXPECT_EQ(count(7, r), 1u);                 // 12: after an outlier
+}
+
 TEST(Ans, CursorStepsAndLevels) {
     AnsContextShape shape;
     shape.dims[0] = 5;

@@ -670,8 +670,8 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
 
         // Sections missing or mixed with Huffman's.
         const auto parsed = gsz::format::archive_parse(archive);
-        const auto huffman = gsz::format::archive_parse(
-            pipeline == GSZ_PIPELINE_INTERP ? interp_archive() : small_archive());
+        const auto huffman_bytes = pipeline == GSZ_PIPELINE_INTERP ? interp_archive() : small_archive();
+        const auto huffman = gsz::format::archive_parse(huffman_bytes);  // views into huffman_bytes
         for (const SectionKind drop : {SectionKind::ans_tables, SectionKind::ans_lanes, SectionKind::ans_stream}) {
             std::vector<gsz::format::SectionData> kept;
             for (const auto& s : parsed.sections)
