@@ -381,8 +381,8 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
             const uint32_t code = ans_code_of(s, extra, radius);
             ok = ok && code != kAnsBadCode;
             codes[i] = static_cast<uint16_t>(ok ? code : 0);
-            prev_class = ans_class_of(code, radius);
-            zeros = code == radius ? std::min(zeros + 1, kAnsRunLength) : 0;
+            prev_class = ans_class_of_symbol(s);
+            zeros = s == kAnsZeroSymbol ? std::min(zeros + 1, kAnsRunLength) : 0;
         }
         bad[lane] = !(ok && x == kAnsStateLow && pos == stop);
     }

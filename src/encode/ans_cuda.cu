@@ -277,8 +277,8 @@ __global__ void __launch_bounds__(kLaneThreads)
             ok = false;
             break;
         }
-        prev_class = ans_class_of(code, radius);
-        zeros = code == radius ? min(zeros + 1, kAnsRunLength) : 0u;
+        prev_class = ans_class_of_symbol(s);
+        zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsRunLength) : 0u;
         if (vec) {
             const uint32_t j = static_cast<uint32_t>(i & 7);
             if (j < 4)

@@ -6,7 +6,7 @@
 // |v| <= 15, else a bucket symbol for 2^k <= |v| < 2^(k+1) (and its sign)
 // followed by the k low bits of |v| coded as uniform rANS bits; code 0 (an
 // outlier) is a symbol of its own.  Contexts: the class of the previous code
-// in the lane (0, ±1, ±2, ±3..4, ±5..8, ±9..16, larger, outlier), or "run"
+// in the lane (0, ±1, ±2, ±3..4, ±5..8, ±9..15, larger, outlier), or "run"
 // when the previous four codes are all 0 residuals, or "lane start" for a
 // lane's first four codes; crossed with the point's level, a function of its
 // position known to the decoder (interp: the stride of the finest grid the
@@ -93,13 +93,27 @@ GSZ_HD uint32_t ans_code_of(uint32_t symbol, uint32_t extra, uint32_t radius) {
     return v > -r && v < r ? static_cast<uint32_t>(v + r) : kAnsBadCode;
 }
 
-// The class a code gives the next code's context.
+// The class a residual magnitude gives the next code's context: a function
+// of the symbol alone (bucket symbols are all class 6), so a decoder knows
+// the next context before it has the uniform bits.
+GSZ_HD uint32_t ans_class_of_magnitude(uint32_t a) {
+    return a <= 2 ? a : a <= 4 ? 3u : a <= 8 ? 4u : a <= static_cast<uint32_t>(kAnsExact) ? 5u : 6u;
+}
+
 GSZ_HD uint32_t ans_class_of(uint32_t code, uint32_t radius) {
     if (code == 0) return 7;
     const int32_t v = static_cast<int32_t>(code) - static_cast<int32_t>(radius);
-    const uint32_t a = static_cast<uint32_t>(v < 0 ? -v : v);
-    return a <= 2 ? a : a <= 4 ? 3u : a <= 8 ? 4u : a <= 16 ? 5u : 6u;
+    return ans_class_of_magnitude(static_cast<uint32_t>(v < 0 ? -v : v));
 }
+
+GSZ_HD uint32_t ans_class_of_symbol(uint32_t symbol) {
+    if (symbol == kAnsOutlier) return 7;
+    if (symbol >= kAnsFirstBucket) return 6;
+    const int32_t v = static_cast<int32_t>(symbol) - kAnsExact;
+    return ans_class_of_magnitude(static_cast<uint32_t>(v < 0 ? -v : v));
+}
+
+inline constexpr uint32_t kAnsZeroSymbol = kAnsExact;  // residual 0
 
 // The context class of a code: `offset` is its index inside its lane (the
 // histogram, which knows no lanes, passes the array index, so its first codes

@@ -35,9 +35,12 @@ TEST(Ans, ClassesFollowTheResidual) {
     EXPECT_EQ(ans_class_of(r + 2, r), 2u);
     EXPECT_EQ(ans_class_of(r - 4, r), 3u);
     EXPECT_EQ(ans_class_of(r + 8, r), 4u);
-    EXPECT_EQ(ans_class_of(r - 16, r), 5u);
-    EXPECT_EQ(ans_class_of(r + 17, r), 6u);
+    EXPECT_EQ(ans_class_of(r - 15, r), 5u);
+    EXPECT_EQ(ans_class_of(r + 16, r), 6u);
     EXPECT_EQ(ans_class_of(0, r), 7u);
+    // The class is a function of the symbol: decoders take it before the uniform bits.
+    for (uint32_t code = 0; code < 2 * r; ++code)
+        ASSERT_EQ(ans_class_of_symbol(ans_symbol_of(code, r).symbol), ans_class_of(code, r)) << code;
 }
 
 TEST(Ans, RunAndLaneStartClasses) {
