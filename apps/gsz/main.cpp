@@ -355,7 +355,7 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
         ->capture_default_str();
     c->add_option("-e,--error-bound", a.eb, "Error bound (0 = lossless)")->required();
     c->add_option("-p,--pipeline", a.pipeline,
-                  "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman: high ratio, fast), interp (cuSZ-i-style "
+                  "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman or rANS: high ratio, fast), interp (cuSZ-i-style "
                   "anchored spline interpolation + Huffman: highest ratio and PSNR) or fast (SZx-style constant "
                   "blocks and leading-byte coding: highest speed, lower ratio); compress also takes auto (runs "
                   "lorenzo and interp and keeps the smaller archive: the best ratio of the two, twice the time)")
@@ -385,7 +385,8 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "lorenzo, interp: second lossless stage: auto (the smallest of the three below, by exact size "
                   "estimates), none (Huffman of the quant-codes, >= 1 bit per value), runs (runs of the most "
                   "frequent code folded into the Huffman alphabet; radius <= 32763) or ans (context-modelled rANS: "
-                  "fractional bits per value, each code conditioned on its level and the code before it)")
+                  "fractional bits per value, each code conditioned on its level, the code before it and a run of "
+                  "zeros before it; on the GPU slower than Huffman at low bit rates)")
         ->capture_default_str();
     c->add_option("--device", a.device, "Backend: auto, cpu or cuda")->capture_default_str();
     c->add_option("--threads", a.threads, "CPU threads (0 = all); never changes the archive")->capture_default_str();
