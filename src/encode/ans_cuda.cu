@@ -241,66 +241,58 @@ __global__ void __launch_bounds__(kLaneThreads)
         x = x << 16 | __ldg(words + pos++);
         return true;
     };
-    const bool vec = (reinterpret_cast<uintptr_t>(codes) & 15) == 0;
-    unsigned long long lo = 0, hi = 0;  // the aligned group of eight codes being filled
-    for (uint64_t i = begin; i < end; ++i) {
-        uint32_t ctx = ans_context_class(i - begin, zeros, prev_class);
+    // Whole groups of eight codes are stored at once when they are 16-byte
+    // aligned (gsz's lanes are multiples of 64 codes); the loop runs on the
+    // lane's own 32-bit index.
+    const uint32_t count = static_cast<uint32_t>(end - begin);
+    uint16_t* out = codes + begin;
+    const bool vec = (reinterpret_cast<uintptr_t>(out) & 15) == 0;
+    unsigned long long lo = 0, hi = 0;  // the group of eight codes being filled
+    uint32_t k = 0;
+    for (; k < count; ++k) {
+        uint32_t ctx = ans_context_class(k, zeros, prev_class);
         if constexpr (Levels) {
             ctx += cur.level() * kAnsClasses;
             cur.next();
         }
         const uint32_t slot = x & (kAnsScale - 1);
         uint32_t s = s_bucket[ctx * kBuckets + (slot >> kBucketShift)];
-        if (s == 0xFF) {
-            ok = false;
-            break;
-        }
+        if (s == 0xFF) break;
         const uint32_t* row = s_entry + ctx * kAnsAlphabet;
         uint32_t e = row[s];
         while (slot >= (e >> 16) + (e & 0xFFFFu)) e = row[++s];  // the bucket's symbols are present: ends in range
         x = ans_decode_advance(x, e & 0xFFFFu, e >> 16, kAnsScaleBits);
-        if (!refill()) {
-            ok = false;
-            break;
-        }
+        if (!refill()) break;
         uint32_t extra = 0;
-        if (const uint32_t k = ans_extra_bits(s)) {
-            extra = x & ((1u << k) - 1u);
-            x >>= k;
-            if (!refill()) {
-                ok = false;
-                break;
-            }
+        if (const uint32_t bits = ans_extra_bits(s)) {
+            extra = x & ((1u << bits) - 1u);
+            x >>= bits;
+            if (!refill()) break;
         }
         const uint32_t code = ans_code_of(s, extra, radius);
-        if (code == kAnsBadCode) {
-            ok = false;
-            break;
-        }
+        if (code == kAnsBadCode) break;
         prev_class = ans_class_of_symbol(s);
         zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsRunLength) : 0u;
-        if (vec) {
-            const uint32_t j = static_cast<uint32_t>(i & 7);
-            if (j < 4)
-                lo |= static_cast<unsigned long long>(code) << (16 * j);
-            else
-                hi |= static_cast<unsigned long long>(code) << (16 * (j - 4));
-            if (j == 7 || i + 1 == end) {
-                const uint64_t at = i & ~uint64_t{7};
-                if (j == 7 && at >= begin) {
-                    *reinterpret_cast<ulonglong2*>(codes + at) = make_ulonglong2(lo, hi);
-                } else {  // a lane's partial first or last group: the neighbour lane owns the rest
-                    for (uint64_t k = max(at, begin); k <= i; ++k) {
-                        const uint32_t jj = static_cast<uint32_t>(k & 7);
-                        codes[k] = static_cast<uint16_t>((jj < 4 ? lo : hi) >> (16 * (jj & 3)));
-                    }
-                }
-                lo = hi = 0;
-            }
-        } else {
-            codes[i] = static_cast<uint16_t>(code);
+        if (!vec) {
+            out[k] = static_cast<uint16_t>(code);
+            continue;
+        }
+        const uint32_t j = k & 7;
+        if (j < 4)
+            lo |= static_cast<unsigned long long>(code) << (16 * j);
+        else
+            hi |= static_cast<unsigned long long>(code) << (16 * (j - 4));
+        if (j == 7) {
+            *reinterpret_cast<ulonglong2*>(out + k - 7) = make_ulonglong2(lo, hi);
+            lo = hi = 0;
         }
     }
+    ok = k == count;
+    if (ok && vec)  // the lane's partial last group
+        for (uint32_t m = count & ~7u; m < count; ++m) {
+            const uint32_t j = m & 7;
+            out[m] = static_cast<uint16_t>((j < 4 ? lo : hi) >> (16 * (j & 3)));
+        }
     if (!(ok && x == kAnsStateLow && pos == stop)) *d_corrupt = 1;
 }
 
