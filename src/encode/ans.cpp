@@ -163,12 +163,7 @@ uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits) {
 uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n) {
     const uint64_t bits = ans_estimated_bits(tables, histogram);
     const uint64_t lanes = lane_count(n, ans_lane_symbols(n, bits));
-    uint64_t table_bytes = 8;
-    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
-        table_bytes += 1;
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s) table_bytes += tables.entry[size_t{ctx} * kAnsAlphabet + s] ? 3 : 0;
-    }
-    return bits / 8 + 2 + lanes * 8 + table_bytes;
+    return bits / 8 + 2 + lanes * 8 + ans_tables_bytes(tables);
 }
 
 AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
@@ -227,23 +222,60 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
     return out;
 }
 
+namespace {
+
+// One context's table: u8 used; with used <= 7 the symbols as u8 each, else a
+// 56-bit presence mask (7 bytes); then frequency - 1 of every listed symbol
+// but the last (whose frequency is what the others leave of kAnsScale) as a
+// minimal 1- or 2-byte varint (7 bits per byte, low first).
+constexpr uint32_t kAnsListedSymbols = 7;
+constexpr uint32_t kAnsMaskBytes = 7;
+
+void put_varint(ByteWriter& out, uint32_t v) {  // v < 2^14
+    if (v < 128) {
+        out.put(static_cast<uint8_t>(v));
+    } else {
+        out.put(static_cast<uint8_t>(0x80u | (v & 0x7Fu)));
+        out.put(static_cast<uint8_t>(v >> 7));
+    }
+}
+
+void write_table(const uint32_t* e, ByteWriter& out) {
+    uint32_t used = 0;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s) used += e[s] != 0;
+    out.put(static_cast<uint8_t>(used));
+    if (used == 0) return;
+    if (used <= kAnsListedSymbols) {
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+            if (e[s]) out.put(static_cast<uint8_t>(s));
+    } else {
+        uint8_t mask[kAnsMaskBytes] = {};
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+            if (e[s]) mask[s / 8] |= static_cast<uint8_t>(1u << (s % 8));
+        for (const uint8_t m : mask) out.put(m);
+    }
+    uint32_t listed = 0;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+        if (e[s] && ++listed < used) put_varint(out, AnsTables::freq(e[s]) - 1);
+}
+
+}  // namespace
+
+uint64_t ans_tables_bytes(const AnsTables& tables) {
+    ByteWriter out;
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx)
+        write_table(tables.entry.data() + size_t{ctx} * kAnsAlphabet, out);
+    return 8 + out.size();
+}
+
 void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out) {
     out.put(lane_symbols);
     out.put(static_cast<uint8_t>(tables.levels));
     out.put(static_cast<uint8_t>(kAnsClasses));
     out.put(static_cast<uint8_t>(kAnsAlphabet));
     out.put(static_cast<uint8_t>(kAnsScaleBits));
-    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
-        const uint32_t* e = tables.entry.data() + size_t{ctx} * kAnsAlphabet;
-        uint8_t used = 0;
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s) used += e[s] != 0;
-        out.put(used);
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
-            if (!e[s]) continue;
-            out.put(static_cast<uint8_t>(s));
-            out.put(static_cast<uint16_t>(AnsTables::freq(e[s]) - 1));  // 1..4096 stored as 0..4095
-        }
-    }
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx)
+        write_table(tables.entry.data() + size_t{ctx} * kAnsAlphabet, out);
 }
 
 void ans_lanes_write(const AnsStream& stream, ByteWriter& out) {
@@ -277,21 +309,46 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
     for (uint32_t ctx = 0; ctx < v.tables.num_contexts(); ++ctx) {
         const uint32_t used = in.get<uint8_t>("used symbols");
         GSZ_CHECK(used <= kAnsAlphabet, kCorrupt, "ans_tables: context %u lists %u symbols", ctx, used);
+        if (used == 0) continue;
+        uint32_t symbols[kAnsAlphabet];
+        if (used <= kAnsListedSymbols) {
+            for (uint32_t k = 0; k < used; ++k) {
+                symbols[k] = in.get<uint8_t>("symbol");
+                GSZ_CHECK(symbols[k] < kAnsAlphabet && (k == 0 || symbols[k] > symbols[k - 1]), kCorrupt,
+                          "ans_tables: context %u: symbol %u out of order or range", ctx, symbols[k]);
+            }
+        } else {
+            uint32_t k = 0;
+            for (uint32_t b = 0; b < kAnsMaskBytes; ++b) {
+                const uint32_t m = in.get<uint8_t>("symbol mask");
+                for (uint32_t bit = 0; bit < 8; ++bit)
+                    if (m >> bit & 1u) {
+                        GSZ_CHECK(k < used, kCorrupt, "ans_tables: context %u: more symbols than %u", ctx, used);
+                        symbols[k++] = 8 * b + bit;
+                    }
+            }
+            GSZ_CHECK(k == used, kCorrupt, "ans_tables: context %u: %u symbols in the mask, %u said", ctx, k, used);
+        }
         uint32_t cum = 0;
-        int32_t last = -1;
         uint32_t* e = v.tables.entry.data() + size_t{ctx} * kAnsAlphabet;
         for (uint32_t k = 0; k < used; ++k) {
-            const uint32_t s = in.get<uint8_t>("symbol");
-            const uint32_t f = uint32_t{in.get<uint16_t>("frequency")} + 1;
-            GSZ_CHECK(static_cast<int32_t>(s) > last && s < kAnsAlphabet && f <= kAnsScale, kCorrupt,
-                      "ans_tables: context %u: symbol %u (after %d) with frequency %u", ctx, s, last, f);
-            last = static_cast<int32_t>(s);
-            GSZ_CHECK(cum + f <= kAnsScale, kCorrupt, "ans_tables: context %u: frequencies exceed %u", ctx, kAnsScale);
-            e[s] = f | cum << 16;
+            uint32_t f = kAnsScale - cum;  // the last symbol: what the others leave
+            if (k + 1 < used) {
+                const uint32_t lo = in.get<uint8_t>("frequency");
+                uint32_t value = lo;
+                if (lo & 0x80u) {
+                    const uint32_t hi = in.get<uint8_t>("frequency");
+                    GSZ_CHECK(hi != 0 && hi < 128, kCorrupt, "ans_tables: context %u: frequency not a minimal varint",
+                              ctx);
+                    value = (lo & 0x7Fu) | hi << 7;
+                }
+                f = value + 1;
+            }
+            GSZ_CHECK(f >= 1 && cum + f <= kAnsScale && (k + 1 == used || cum + f < kAnsScale), kCorrupt,
+                      "ans_tables: context %u: frequencies do not sum to %u", ctx, kAnsScale);
+            e[symbols[k]] = f | cum << 16;
             cum += f;
         }
-        GSZ_CHECK(used == 0 || cum == kAnsScale, kCorrupt, "ans_tables: context %u: frequencies sum to %u, not %u",
-                  ctx, cum, kAnsScale);
     }
     in.expect_end();
 

@@ -61,6 +61,9 @@ uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> h
 // Lane length for n codes of about `payload_bits`: a multiple of 64, at least 256.
 uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits);
 
+// Bytes of the ans_tables section for these tables.
+uint64_t ans_tables_bytes(const AnsTables& tables);
+
 // Archive bytes of the stage (tables, lanes, words) for that estimate.
 uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n);
 

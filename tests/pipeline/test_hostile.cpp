@@ -579,11 +579,17 @@ TEST(Hostile, LyingRunTokensAreRejected) {
 // range, words flipped, dropped or added, sections mixed with Huffman's.
 TEST(Hostile, LyingAnsSectionsAreRejected) {
     using gsz::format::SectionKind;
+    // An absolute bound: the relative one of small_archive spans the planted 1e35, and every code would be 0.
+    const auto lorenzo_archive = [] {
+        const auto v = small_field();
+        auto p = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_ABS, 1e-2);
+        p.lossless = GSZ_LOSSLESS_ANS;
+        return gsz::Context().compress(p, v.data());
+    };
     for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP}) {
         SCOPED_TRACE(pipeline == GSZ_PIPELINE_INTERP ? "interp" : "lorenzo");
-        const auto archive = pipeline == GSZ_PIPELINE_INTERP
-                                 ? interp_archive(GSZ_INTERP_ANCHORS_RAW, GSZ_LOSSLESS_ANS)
-                                 : small_archive(GSZ_PIPELINE_LORENZO, GSZ_LOSSLESS_ANS);
+        const auto archive = pipeline == GSZ_PIPELINE_INTERP ? interp_archive(GSZ_INTERP_ANCHORS_RAW, GSZ_LOSSLESS_ANS)
+                                                             : lorenzo_archive();
         ASSERT_EQ(gsz::Context().inspect(archive.data(), archive.size()).lossless, GSZ_LOSSLESS_ANS);
         ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
         const auto tables = section_of(archive, SectionKind::ans_tables);
@@ -598,25 +604,45 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
             std::memcpy(b.data() + offset, &value, sizeof value);
             return b;
         };
-        // ans_tables: lane length u32 @0, levels @4, classes @5, alphabet @6, scale bits @7, then per context
-        // a count and (symbol u8, frequency - 1 u16) entries.
+        // ans_tables: lane length u32 @0, levels @4, classes @5, alphabet @6, scale bits @7, then the tables.
         expect_corrupt(SectionKind::ans_tables, patched(tables, 0, uint32_t{0}), "lanes of 0 codes");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 0, uint32_t{7}), "lane length changed");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 4, static_cast<uint8_t>(tables[4] + 1)), "levels");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 5, uint8_t{8}), "classes");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 6, uint8_t{57}), "alphabet");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 7, uint8_t{11}), "scale bits");
-        size_t first = 8;  // the first context that lists symbols
-        while (tables[first] == 0) ++first;
-        expect_corrupt(SectionKind::ans_tables, patched(tables, first, uint8_t{57}), "57 symbols");
-        if (tables[first] >= 2) {
-            expect_corrupt(SectionKind::ans_tables, patched(tables, first + 4, tables[first + 1]), "symbol repeated");
-            const uint16_t f = static_cast<uint16_t>(tables[first + 2] | tables[first + 3] << 8);
-            expect_corrupt(SectionKind::ans_tables, patched(tables, first + 2, static_cast<uint16_t>(f + 1)),
-                           "frequencies over the scale");
-            if (f > 0)
-                expect_corrupt(SectionKind::ans_tables, patched(tables, first + 2, static_cast<uint16_t>(f - 1)),
-                               "frequencies under the scale");
+        // Each table: u8 used, the symbols (used <= 7: one byte each; else a 7-byte mask), then used - 1
+        // varint frequencies.  Find the first tables listing symbols and by mask, and their frequencies.
+        size_t listed = 0, masked = 0, listed_freq = 0, masked_freq = 0;
+        for (size_t p = 8; p < tables.size();) {
+            const uint32_t used = tables[p];
+            if (used == 0) {
+                ++p;
+                continue;
+            }
+            const size_t freq = p + 1 + (used <= 7 ? used : 7);
+            if (used >= 2 && used <= 7 && !listed) listed = p, listed_freq = freq;
+            if (used > 7 && !masked) masked = p, masked_freq = freq;
+            p = freq;
+            for (uint32_t k = 0; k + 1 < used; ++k) p += tables[p] & 0x80 ? 2 : 1;
+        }
+        ASSERT_TRUE(masked) << "the test needs a table with more than 7 symbols";
+        expect_corrupt(SectionKind::ans_tables, patched(tables, masked, uint8_t{57}), "57 symbols");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, masked, static_cast<uint8_t>(tables[masked] + 1)),
+                       "more symbols said than in the mask");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, masked_freq, uint16_t{0x7FFF}),
+                       "a frequency over the scale");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, masked_freq, uint16_t{0x0080}),
+                       "a varint that is not minimal");
+        if (listed) {
+            expect_corrupt(SectionKind::ans_tables, patched(tables, listed + 2, tables[listed + 1]),
+                           "symbol repeated");
+            expect_corrupt(SectionKind::ans_tables, patched(tables, listed + 1, uint8_t{56}), "symbol 56");
+            // The first frequency raised to take the whole scale: nothing left for the last symbol.
+            auto all = tables;
+            all[listed_freq] = 0xFF;
+            all.insert(all.begin() + static_cast<ptrdiff_t>(listed_freq) + 1, uint8_t{0x1F});  // 4095 as a varint
+            if (!(tables[listed_freq] & 0x80)) expect_corrupt(SectionKind::ans_tables, all, "no room for the last");
         }
         auto longer = tables;
         longer.push_back(0);
