@@ -21,10 +21,10 @@ std::pair<uint64_t, uint64_t> lane_range(uint64_t lane, uint32_t lane_symbols, u
 
 uint64_t lane_count(uint64_t n, uint32_t lane_symbols) { return n / lane_symbols + (n % lane_symbols != 0); }
 
-// Residual-0 codes just before codes[i], counted back to `first` (at most kAnsRunLength).
+// Residual-0 codes just before codes[i], counted back to `first` (at most kAnsLookBack).
 uint32_t zeros_before(std::span<const uint16_t> codes, uint64_t i, uint64_t first, uint32_t radius) {
     uint32_t z = 0;
-    while (z < kAnsRunLength && i - z > first && codes[i - z - 1] == radius) ++z;
+    while (z < kAnsLookBack && i - z > first && codes[i - z - 1] == radius) ++z;
     return z;
 }
 
@@ -53,7 +53,7 @@ std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_
             const uint32_t ctx = cur.level() * kAnsClasses + ans_context_class(i, zeros, prev_class);
             ++h[size_t{ctx} * kAnsAlphabet + ans_symbol_of(std::min(code, 2 * radius - 1), radius).symbol];
             prev_class = ans_class_of(code, radius);
-            zeros = code == radius ? std::min(zeros + 1, kAnsRunLength) : 0;
+            zeros = code == radius ? std::min(zeros + 1, kAnsLookBack) : 0;
         }
         bad[static_cast<size_t>(thread_index())] = out_of_range;
         partial[static_cast<size_t>(thread_index())] = std::move(h);
@@ -193,7 +193,7 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
         uint16_t word;
         for (uint64_t i = end; i-- > begin; cur.prev()) {
             const AnsSymbol s = ans_symbol_of(codes[i], radius);
-            const uint32_t cls = i - begin < kAnsRunLength  // a lane start: no look back
+            const uint32_t cls = i - begin < kAnsLookBack  // a lane start: no look back
                                      ? kAnsStartClass
                                      : ans_context_class(i - begin, zeros_before(codes, i, begin, radius),
                                                          ans_class_of(codes[i - 1], radius));
@@ -439,7 +439,7 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
             ok = ok && code != kAnsBadCode;
             codes[i] = static_cast<uint16_t>(ok ? code : 0);
             prev_class = ans_class_of_symbol(s);
-            zeros = s == kAnsZeroSymbol ? std::min(zeros + 1, kAnsRunLength) : 0;
+            zeros = s == kAnsZeroSymbol ? std::min(zeros + 1, kAnsLookBack) : 0;
         }
         bad[lane] = !(ok && x == kAnsStateLow && pos == stop);
     }

@@ -32,8 +32,8 @@ __global__ void __launch_bounds__(kHistThreads)
         if (cur.levels > 1) cur.seek(begin);
         const uint32_t limit = 2 * radius - 1;
         uint32_t prev_class = begin == 0 ? 0u : ans_class_of(min(static_cast<uint32_t>(codes[begin - 1]), limit), radius);
-        uint32_t zeros = 0;  // residual-0 codes just before codes[begin], up to kAnsRunLength
-        while (zeros < kAnsRunLength && begin > zeros && codes[begin - zeros - 1] == radius) ++zeros;
+        uint32_t zeros = 0;  // residual-0 codes just before codes[begin], up to kAnsLookBack
+        while (zeros < kAnsLookBack && begin > zeros && codes[begin - zeros - 1] == radius) ++zeros;
         uint32_t run_bin = 0xFFFFFFFFu, run = 0;
         for (uint64_t i = begin; i < end; ++i) {
             const uint32_t raw = codes[i];
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kHistThreads)
             }
             ++run;
             prev_class = ans_class_of(code, radius);
-            zeros = code == radius ? min(zeros + 1, kAnsRunLength) : 0u;
+            zeros = code == radius ? min(zeros + 1, kAnsLookBack) : 0u;
         }
         if (run) atomicAdd(&s_hist[run_bin], run);
     }
@@ -132,39 +132,41 @@ __global__ void __launch_bounds__(kLaneThreads)
     SlotWriter out{slots + (lane + 1) * slot_words};
     uint16_t word;
     const bool vec = (reinterpret_cast<uintptr_t>(codes) & 15) == 0;
-    // Codes come from an aligned group of eight held in two registers.
-    unsigned long long lo = 0, hi = 0;
-    uint64_t group = ~uint64_t{0};
-    const auto code_at = [&](uint64_t k) -> uint32_t {
+    // Two readers, each holding an aligned group of eight codes in registers:
+    // one for the code before i, one for the code kAnsLookBack + 1 before.
+    struct GroupReader {
+        unsigned long long lo = 0, hi = 0;
+        uint64_t group = ~uint64_t{0};
+    } near, far;
+    const auto code_at = [&](GroupReader& r, uint64_t k) -> uint32_t {
         if (!vec || (k | 7) >= n) return __ldg(codes + k);  // the array's partial last group: one by one
-        if ((k & ~uint64_t{7}) != group) {
-            group = k & ~uint64_t{7};
-            const ulonglong2 q = __ldg(reinterpret_cast<const ulonglong2*>(codes + group));
-            lo = q.x;
-            hi = q.y;
+        if ((k & ~uint64_t{7}) != r.group) {
+            r.group = k & ~uint64_t{7};
+            const ulonglong2 q = __ldg(reinterpret_cast<const ulonglong2*>(codes + r.group));
+            r.lo = q.x;
+            r.hi = q.y;
         }
         const uint32_t j = static_cast<uint32_t>(k & 7);
-        return static_cast<uint32_t>(((j < 4 ? lo : hi) >> (16 * (j & 3))) & 0xFFFFu);
+        return static_cast<uint32_t>(((j < 4 ? r.lo : r.hi) >> (16 * (j & 3))) & 0xFFFFu);
     };
-    // The code at i and the four before it (nearest first; kNone outside the
-    // lane), shifted down one per step: the context needs no look back beyond.
-    constexpr uint32_t kNone = 0xFFFFFFFFu;
-    const auto back = [&](uint64_t j) { return end - begin > j ? code_at(end - 1 - j) : kNone; };  // codes[end-1-j]
-    uint32_t code = back(0);
-    uint32_t w1 = back(1), w2 = back(2), w3 = back(3), w4 = back(4);
+    // The code at i, the one before it, and a mask of which of the
+    // kAnsLookBack codes before i are residual 0 (bit k: codes[i - 1 - k]),
+    // inside the lane; shifted down one code per step.
+    uint32_t code = code_at(near, end - 1);
+    uint32_t before = end - 1 > begin ? code_at(near, end - 2) : 0u;
+    uint32_t zmask = 0;
+    for (uint32_t k = 0; k < kAnsLookBack && end - 1 - k > begin; ++k)
+        zmask |= static_cast<uint32_t>(code_at(far, end - 2 - k) == radius) << k;
     uint64_t i = end;
     while (i-- > begin) {
         const AnsSymbol s = ans_symbol_of(code, radius);
-        const uint32_t cls =
-            i - begin < kAnsRunLength
-                ? kAnsStartClass
-                : (w1 == radius && w2 == radius && w3 == radius && w4 == radius ? kAnsRunClass
-                                                                                 : ans_class_of(w1, radius));
-        code = w1;
-        w1 = w2;
-        w2 = w3;
-        w3 = w4;
-        w4 = i >= begin + kAnsRunLength + 1 ? code_at(i - kAnsRunLength - 1) : kNone;
+        const uint32_t zeros = __ffs(~zmask) - 1;  // trailing ones: 0..kAnsLookBack
+        const uint32_t cls = ans_context_class(i - begin, zeros, ans_class_of(before, radius));
+        code = before;
+        before = i >= begin + 2 ? code_at(near, i - 2) : 0u;
+        zmask = zmask >> 1 |
+                (i >= begin + kAnsLookBack + 1 ? static_cast<uint32_t>(code_at(far, i - kAnsLookBack - 1) == radius)
+                                              : 0u) << (kAnsLookBack - 1);
         uint32_t level = 0;
         if constexpr (Levels) {
             level = cur.level();
@@ -272,7 +274,7 @@ __global__ void __launch_bounds__(kLaneThreads)
         const uint32_t code = ans_code_of(s, extra, radius);
         if (code == kAnsBadCode) break;
         prev_class = ans_class_of_symbol(s);
-        zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsRunLength) : 0u;
+        zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsLookBack) : 0u;
         if (!vec) {
             out[k] = static_cast<uint16_t>(code);
             continue;

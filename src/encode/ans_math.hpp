@@ -6,9 +6,10 @@
 // |v| <= 15, else a bucket symbol for 2^k <= |v| < 2^(k+1) (and its sign)
 // followed by the k low bits of |v| coded as uniform rANS bits; code 0 (an
 // outlier) is a symbol of its own.  Contexts: the class of the previous code
-// in the lane (0, ±1, ±2, ±3..4, ±5..8, ±9..15, larger, outlier), or "run"
-// when the previous four codes are all 0 residuals, or "lane start" for a
-// lane's first four codes; crossed with the point's level, a function of its
+// in the lane (0, ±1, ±2, ±3..4, ±5..8, ±9..15, larger, outlier), or one of
+// three run classes when the previous 2..3, 4..15 or 16+ codes are all 0
+// residuals, or "lane start" for a lane's first 16 codes; crossed with the
+// point's level, a function of its
 // position known to the decoder (interp: the stride of the finest grid the
 // point lies on; lorenzo: one level).
 //
@@ -31,10 +32,12 @@ inline constexpr uint32_t kAnsFirstBucket = 2 * kAnsExact + 1;  // 31 .. 54: (k 
 inline constexpr uint32_t kAnsFirstBucketLog = 4;               // the first bucket holds 16 <= |v| < 32
 inline constexpr uint32_t kAnsOutlier = kAnsFirstBucket + 24;   // 55: code 0
 inline constexpr uint32_t kAnsAlphabet = kAnsOutlier + 1;       // 56
-inline constexpr uint32_t kAnsClasses = 10;  // previous-code classes 0..7, run, lane start
-inline constexpr uint32_t kAnsRunClass = 8;   // the previous kAnsRunLength codes are all residual 0
-inline constexpr uint32_t kAnsStartClass = 9; // a lane's first kAnsRunLength codes
-inline constexpr uint32_t kAnsRunLength = 4;
+inline constexpr uint32_t kAnsClasses = 12;        // previous-code classes 0..7, three runs, lane start
+inline constexpr uint32_t kAnsRunClass = 8;         // 4..15 residual-0 codes just before
+inline constexpr uint32_t kAnsShortRunClass = 9;    // 2..3
+inline constexpr uint32_t kAnsLongRunClass = 10;    // kAnsLookBack or more
+inline constexpr uint32_t kAnsStartClass = 11;      // a lane's first kAnsLookBack codes
+inline constexpr uint32_t kAnsLookBack = 16;        // residual-0 codes are counted up to this
 inline constexpr uint32_t kAnsMaxLevels = 8;
 inline constexpr uint32_t kAnsMaxContexts = kAnsMaxLevels * kAnsClasses;
 inline constexpr uint32_t kAnsBadCode = 0xFFFFFFFFu;  // ans_code_of's "not a code of this radius"
@@ -118,13 +121,15 @@ inline constexpr uint32_t kAnsZeroSymbol = kAnsExact;  // residual 0
 // The context class of a code: `offset` is its index inside its lane (the
 // histogram, which knows no lanes, passes the array index, so its first codes
 // count as lane starts too), `zeros` the number of residual-0 codes just
-// before it (at least kAnsRunLength is enough), `prev_class` the class of the
-// code before it.  A lane's first kAnsRunLength codes use the lane-start
-// table, which holds every symbol of the level: their "run" cannot be seen
-// inside the lane, so the encoder, the decoder and the histogram agree.
+// before it (counted up to kAnsLookBack), `prev_class` the class of the code
+// before it.  A lane's first kAnsLookBack codes use the lane-start table,
+// which holds every symbol of the level: their run cannot be seen inside the
+// lane, so the encoder, the decoder and the histogram agree.
 GSZ_HD uint32_t ans_context_class(uint64_t offset, uint32_t zeros, uint32_t prev_class) {
-    if (offset < kAnsRunLength) return kAnsStartClass;
-    return zeros >= kAnsRunLength ? kAnsRunClass : prev_class;
+    if (offset < kAnsLookBack) return kAnsStartClass;
+    if (zeros >= kAnsLookBack) return kAnsLongRunClass;
+    if (zeros >= 4) return kAnsRunClass;
+    return zeros >= 2 ? kAnsShortRunClass : prev_class;
 }
 
 // Position of a raster index in up to three dims (fastest first), stepped

@@ -44,24 +44,31 @@ TEST(Ans, ClassesFollowTheResidual) {
 }
 
 TEST(Ans, RunAndLaneStartClasses) {
-    // A lane's first four codes use the lane-start table; after four residual-0 codes, the run class.
+    // A lane's first 16 codes use the lane-start table; then runs of 2..3, 4..15 and 16+ residual-0 codes
+    // before a code have classes of their own, and a single zero is class 0.
     EXPECT_EQ(ans_context_class(0, 0, 3), kAnsStartClass);
-    EXPECT_EQ(ans_context_class(3, 4, 0), kAnsStartClass);
-    EXPECT_EQ(ans_context_class(4, 3, 0), 0u);
-    EXPECT_EQ(ans_context_class(4, 4, 0), kAnsRunClass);
-    EXPECT_EQ(ans_context_class(9, 2, 5), 5u);
-    // The histogram counts by array index: codes 4.. after four zeros land in the run class.
+    EXPECT_EQ(ans_context_class(15, 16, 0), kAnsStartClass);
+    EXPECT_EQ(ans_context_class(16, 1, 0), 0u);
+    EXPECT_EQ(ans_context_class(16, 2, 0), kAnsShortRunClass);
+    EXPECT_EQ(ans_context_class(16, 3, 0), kAnsShortRunClass);
+    EXPECT_EQ(ans_context_class(16, 4, 0), kAnsRunClass);
+    EXPECT_EQ(ans_context_class(20, 15, 0), kAnsRunClass);
+    EXPECT_EQ(ans_context_class(20, 16, 0), kAnsLongRunClass);
+    EXPECT_EQ(ans_context_class(30, 0, 5), 5u);
+    // The histogram counts by array index.
     const uint32_t r = 8;
-    const std::vector<uint16_t> codes = {r, r, r, r, r, r, r + 1, r, r, r, r, 0, r};
+    std::vector<uint16_t> codes(16, r);  // indices 0..15: lane start
+    for (uint16_t c : {r, r + 1, r, r, r, r, 0u, r}) codes.push_back(c);
     const auto h = ans_histogram_cpu(codes, r, AnsContextShape{}, 1);
     auto count = [&](uint32_t cls, uint32_t code) { return h[cls * kAnsAlphabet + ans_symbol_of(code, r).symbol]; };
-    EXPECT_EQ(count(kAnsStartClass, r), 4u);    // indices 0..3
-    EXPECT_EQ(count(kAnsRunClass, r), 2u);      // 4, 5
-    EXPECT_EQ(count(kAnsRunClass, r + 1), 1u);  // 6
-    EXPECT_EQ(count(1, r), 1u);                 // 7: after a residual of 1
-    EXPECT_EQ(count(0, r), 3u);                 // 8..10: fewer than four zeros before
-    EXPECT_EQ(count(kAnsRunClass, 0), 1u);      // 11: an outlier after four zeros
-    EXPECT_EQ(count(7, r), 1u);                 // 12: after an outlier
+    EXPECT_EQ(count(kAnsStartClass, r), 16u);
+    EXPECT_EQ(count(kAnsLongRunClass, r), 1u);      // 16: after 16 zeros
+    EXPECT_EQ(count(kAnsLongRunClass, r + 1), 1u);  // 17
+    EXPECT_EQ(count(1, r), 1u);                     // 18: after a residual of 1
+    EXPECT_EQ(count(0, r), 1u);                     // 19: after one zero
+    EXPECT_EQ(count(kAnsShortRunClass, r), 2u);     // 20, 21
+    EXPECT_EQ(count(kAnsRunClass, 0), 1u);          // 22: an outlier after four zeros
+    EXPECT_EQ(count(7, r), 1u);                     // 23: after an outlier
 }
 
 TEST(Ans, CursorStepsAndLevels) {

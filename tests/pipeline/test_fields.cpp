@@ -207,15 +207,15 @@ TEST(SharedData, InterpRatioAtLeastCuSZi) {
 // auto is never (beyond its estimate's slack) larger than none, runs or ans;
 // and at rel 1e-2, where most codes are the dominant one, runs and ans lift
 // the ratio past Huffman's one-bit floor (measured with ans's compact tables
-// and run context, floors set a little below: etopo5 interp 69.3, ncl 47.6,
-// pressure 102.7, testfloat lorenzo 40.5, halo lorenzo 35.0).  Runs win with
-// lorenzo on the fields with fill values (long runs of one code), ans on
-// nearly all the others.
+// and three run classes, floors set a little below: etopo5 interp 71.4, ncl
+// 51.0, pressure 100.8, testfloat lorenzo 40.3, halo lorenzo 36.0).  Runs win
+// with lorenzo on the seven fields with fill values (long runs of one code),
+// ans on nearly all the others.
 TEST(SharedData, LosslessStageChangesBytesNotValues) {
     const std::map<std::string, std::pair<gsz_pipeline, double>> floors = {
-        {"etopo5_relief_2161x4320", {GSZ_PIPELINE_INTERP, 67}},
-        {"ncl_atm_temp3d_17x96x192", {GSZ_PIPELINE_INTERP, 46}},
-        {"sperr_pressure2d_384x384", {GSZ_PIPELINE_INTERP, 100}},
+        {"etopo5_relief_2161x4320", {GSZ_PIPELINE_INTERP, 69}},
+        {"ncl_atm_temp3d_17x96x192", {GSZ_PIPELINE_INTERP, 49}},
+        {"sperr_pressure2d_384x384", {GSZ_PIPELINE_INTERP, 98}},
         {"sz_testfloat_8x8x128", {GSZ_PIPELINE_LORENZO, 39}},
         {"vtkdata_halo_particles_32314x3", {GSZ_PIPELINE_LORENZO, 34}},
     };
@@ -263,7 +263,7 @@ TEST(SharedData, LosslessStageChangesBytesNotValues) {
     }
     if (checked == 0) GTEST_SKIP() << "shared fields not found at " << shared_data_dir();
     EXPECT_EQ(floors_checked, 5);
-    EXPECT_GE(runs_chosen, 8) << "auto should pick runs with lorenzo on the fields with fill values at rel 1e-2";
+    EXPECT_GE(runs_chosen, 7) << "auto should pick runs with lorenzo on the fields with fill values at rel 1e-2";
     EXPECT_GE(ans_chosen, 20) << "auto should pick ans on nearly all the other cases at rel 1e-2";
 }
 
