@@ -191,12 +191,19 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
         cur.seek(end - 1);
         uint32_t x = kAnsStateLow;
         uint16_t word;
+        // Which of the kAnsLookBack codes before i are residual 0 (inside the lane).
+        uint32_t zmask = 0;
+        for (uint32_t k = 0; k < kAnsLookBack && end - 1 - k > begin; ++k)
+            zmask |= static_cast<uint32_t>(codes[end - 2 - k] == radius) << k;
         for (uint64_t i = end; i-- > begin; cur.prev()) {
             const AnsSymbol s = ans_symbol_of(codes[i], radius);
             const uint32_t cls = i - begin < kAnsLookBack  // a lane start: no look back
                                      ? kAnsStartClass
-                                     : ans_context_class(i - begin, zeros_before(codes, i, begin, radius),
+                                     : ans_context_class(i - begin, ans_zeros_in_mask(zmask),
                                                          ans_class_of(codes[i - 1], radius));
+            zmask = zmask >> 1 |
+                    (i >= begin + kAnsLookBack + 1 ? static_cast<uint32_t>(codes[i - kAnsLookBack - 1] == radius) : 0u)
+                        << (kAnsLookBack - 1);
             const uint32_t e = tables.entry[size_t{cur.level() * kAnsClasses + cls} * kAnsAlphabet + s.symbol];
             if (e == 0) {
                 missing[lane] = 1;

@@ -160,8 +160,7 @@ __global__ void __launch_bounds__(kLaneThreads)
     uint64_t i = end;
     while (i-- > begin) {
         const AnsSymbol s = ans_symbol_of(code, radius);
-        const uint32_t zeros = __ffs(~zmask) - 1;  // trailing ones: 0..kAnsLookBack
-        const uint32_t cls = ans_context_class(i - begin, zeros, ans_class_of(before, radius));
+        const uint32_t cls = ans_context_class(i - begin, ans_zeros_in_mask(zmask), ans_class_of(before, radius));
         code = before;
         before = i >= begin + 2 ? code_at(near, i - 2) : 0u;
         zmask = zmask >> 1 |
@@ -336,7 +335,7 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     const uint64_t slot_words = (2 * uint64_t{lane_symbols} + 3) / 4 * 4;
     cuda::DeviceBuffer<uint16_t> slots(lanes * slot_words, stream);
     const auto kernel = shape.levels > 1 ? ans_encode_kernel<true> : ans_encode_kernel<false>;
-    const size_t smem = entries * sizeof(EncodeEntry);  // up to 64.5 KB with 8 levels: opt in above 48 KB
+    const size_t smem = entries * sizeof(EncodeEntry);  // up to 84 KB with 8 levels: opt in above 48 KB
     if (smem > 48 * 1024)
         GSZ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, smem, stream>>>(
@@ -366,9 +365,13 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     const uint32_t contexts = tables.num_contexts();
     // The bucket table: the symbol holding each bucket's first slot.
     std::vector<uint8_t> bucket(size_t{contexts} * kBuckets, 0xFF);
-    const std::vector<uint8_t> lut = ans_decode_lut(tables);
     for (uint32_t c = 0; c < contexts; ++c)
-        for (uint32_t b = 0; b < kBuckets; ++b) bucket[size_t{c} * kBuckets + b] = lut[size_t{c} * kAnsScale + (b << kBucketShift)];
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            const uint32_t e = tables.entry[size_t{c} * kAnsAlphabet + s];
+            const uint32_t lo = AnsTables::cum(e), hi = lo + AnsTables::freq(e);  // slots [lo, hi)
+            for (uint32_t b = (lo + (1u << kBucketShift) - 1) >> kBucketShift; (b << kBucketShift) < hi; ++b)
+                bucket[size_t{c} * kBuckets + b] = static_cast<uint8_t>(s);
+        }
     cuda::DeviceBuffer<uint32_t> d_entry(entries, stream);
     cuda::DeviceBuffer<uint8_t> d_bucket(bucket.size(), stream);
     GSZ_CUDA(cudaMemcpyAsync(d_entry.data(), tables.entry.data(), entries * sizeof(uint32_t), cudaMemcpyHostToDevice,
@@ -380,8 +383,7 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
         d_entry.data(), entries, d_bucket.data(), d_words, d_lane_state, d_lane_word_offset, n, radius,
         cursor_of(shape), lane_symbols, lanes, d_codes, d_corrupt);
     GSZ_CUDA_LAUNCHED("ans_decode_kernel");
-    // The host tables must outlive the copies.
-    GSZ_CUDA(cudaStreamSynchronize(stream));
+    // No synchronization: copies from pageable memory return once the source is staged.
 }
 
 }  // namespace gsz::encode

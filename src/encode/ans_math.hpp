@@ -132,6 +132,19 @@ GSZ_HD uint32_t ans_context_class(uint64_t offset, uint32_t zeros, uint32_t prev
     return zeros >= 2 ? kAnsShortRunClass : prev_class;
 }
 
+// The residual-0 codes just before a code, from a mask of the kAnsLookBack
+// codes before it (bit k: the code k + 1 places back is residual 0): the
+// trailing ones, 0..kAnsLookBack.  The encoders walk backwards, so they keep
+// this mask instead of a running count.
+GSZ_HD uint32_t ans_zeros_in_mask(uint32_t mask) {
+    const uint32_t gaps = ~mask | (1u << kAnsLookBack);
+#if defined(__CUDA_ARCH__)
+    return static_cast<uint32_t>(__ffs(static_cast<int>(gaps))) - 1u;
+#else
+    return static_cast<uint32_t>(__builtin_ctz(gaps));
+#endif
+}
+
 // Position of a raster index in up to three dims (fastest first), stepped
 // forward or backward without division; level() is the point's level: the
 // trailing zero bits of x | y | z, capped at levels - 1 (a point on every
