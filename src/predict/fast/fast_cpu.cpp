@@ -94,22 +94,21 @@ void encode_block(const T* x, uint32_t len, double eb, uint8_t& code, T& mu, Byt
     code = kFastRaw;
     mu = 0;
     if (finite) {
-        const FastMid<T> mid = fast_mid(lo, hi, eb);
-        if (mid.constant) {
+        const FastFirstPlan<T> plan = fast_first_plan(lo, hi, eb);
+        if (plan.code == kFastConstant) {
             code = kFastConstant;
-            mu = mid.mu;
+            mu = plan.mu;
             return;
         }
-        const uint8_t first = fast_first_code(mid.half_range, eb);
-        const uint8_t tries[2] = {first, first == kFastRaw ? kFastRaw : fast_next_code<T>(first)};
+        const uint8_t tries[2] = {plan.code, plan.code == kFastRaw ? kFastRaw : fast_next_code<T>(plan.code)};
         for (const uint8_t c : tries) {
             if (c == kFastRaw) break;
-            const bool done = fast_truncation_safe(lo, hi, mid.mu, c, eb)
-                                  ? try_block<false>(x, len, mid.mu, c, eb, leads, bytes)
-                                  : try_block<true>(x, len, mid.mu, c, eb, leads, bytes);
+            const bool done = fast_truncation_safe(lo, hi, plan.mu, c, eb)
+                                  ? try_block<false>(x, len, plan.mu, c, eb, leads, bytes)
+                                  : try_block<true>(x, len, plan.mu, c, eb, leads, bytes);
             if (done) {
                 code = c;
-                mu = mid.mu;
+                mu = plan.mu;
                 return;
             }
         }

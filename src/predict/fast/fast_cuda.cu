@@ -1,8 +1,8 @@
 // CUDA kernels of the `fast` predictor.  A warp owns a few consecutive blocks
 // and issues all their loads before computing; in each block lane l holds the
 // values l*V .. l*V+V-1 (V = block/32), loaded as one vector when the data is
-// aligned.  Encoding is two passes (plan, then write at offsets
-// from device-wide scans); decoding is flags -> scan -> explicit-byte counts ->
+// aligned.  Encoding is one pass (plan, stage the bytes in shared memory,
+// write them at offsets from a decoupled look-back); decoding is flags -> scan -> explicit-byte counts ->
 // scan -> decode, where the bytes each value copies from its predecessor are
 // resolved by a warp scan over (known bytes, mask) pairs instead of a serial
 // walk (cuSZx's index propagation, in another form).
@@ -10,8 +10,11 @@
 
 #include "runtime/status.hpp"
 
+#include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/limits>
+
+#include <type_traits>
 
 #include <vector>
 
@@ -35,12 +38,6 @@ struct WarpBlock {
     uint32_t lane;
     uint32_t count;     // this lane's values (a prefix of lanes holds them)
 };
-
-// Blocks per warp: a warp issues the loads of all its blocks before it
-// computes on any, so each warp keeps several requests in flight (the kernels
-// are latency-bound with one block per warp).
-template <int V>
-constexpr int kBlocksPerWarp = V >= 8 ? 2 : 16 / V;
 
 // Decoding keeps one block per warp: its per-block state is larger, and
 // more blocks per warp measured slower (bench/NOTES.md).
@@ -86,16 +83,6 @@ __device__ __forceinline__ BlockMeta<T> load_meta(uint64_t first, uint64_t nb, c
         m.byte_offset = byte_offset[first + lane];
     }
     return m;
-}
-
-template <class T>
-__device__ __forceinline__ BlockMeta<T> share_meta(const BlockMeta<T>& m, int kb) {
-    BlockMeta<T> r;
-    r.code = __shfl_sync(kFull, m.code, kb);
-    r.mu = __shfl_sync(kFull, m.mu, kb);
-    r.lead_rank = __shfl_sync(kFull, m.lead_rank, kb);
-    r.byte_offset = __shfl_sync(kFull, m.byte_offset, kb);
-    return r;
 }
 
 // Lane values: one aligned vector access when whole, else element by element.
@@ -150,58 +137,6 @@ __device__ __forceinline__ U warp_sum(U v) {
     return v;
 }
 
-// The block decision of fast_cpu.cpp (encode_block), made by a warp: the
-// same comparisons and the same tries, with "all lanes agree" for "every value".
-template <class T, int V>
-__device__ __forceinline__ void plan_block(const T (&x)[V], const WarpBlock& wb, double eb, uint8_t& code, T& mu) {
-    bool finite = true;
-    T lo = ::cuda::std::numeric_limits<T>::infinity(), hi = -lo;
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-        if (k < static_cast<int>(wb.count)) {
-            finite &= isfinite(x[k]);
-            lo = x[k] < lo ? x[k] : lo;
-            hi = x[k] > hi ? x[k] : hi;
-        }
-    }
-    code = kFastRaw;
-    mu = 0;
-    if (!__all_sync(kFull, finite)) return;
-#pragma unroll
-    for (int d = 16; d > 0; d /= 2) {
-        const T olo = __shfl_xor_sync(kFull, lo, d), ohi = __shfl_xor_sync(kFull, hi, d);
-        lo = olo < lo ? olo : lo;
-        hi = ohi > hi ? ohi : hi;
-    }
-    const FastMid<T> mid = fast_mid(lo, hi, eb);
-    if (mid.constant) {
-        code = kFastConstant;
-        mu = mid.mu;
-        return;
-    }
-    const uint8_t first = fast_first_code(mid.half_range, eb);
-    const uint8_t tries[2] = {first, first == kFastRaw ? kFastRaw : fast_next_code<T>(first)};
-#pragma unroll
-    for (int t = 0; t < 2; ++t) {
-        const uint8_t c = tries[t];
-        if (c == kFastRaw) break;
-        if (fast_truncation_safe(lo, hi, mid.mu, c, eb)) {  // warp-uniform: no per-value check needed
-            code = c;
-            mu = mid.mu;
-            return;
-        }
-        bool ok = true;
-#pragma unroll
-        for (int k = 0; k < V; ++k)
-            if (k < static_cast<int>(wb.count)) ok &= fast_within(x[k], fast_reconstruct<T>(fast_pattern(x[k], mid.mu, c), mid.mu, c), eb);
-        if (__all_sync(kFull, ok)) {
-            code = c;
-            mu = mid.mu;
-            return;
-        }
-    }
-}
-
 // Patterns and lead codes of a lane's values; returns the lane's explicit
 // byte count.  The first value's predecessor is the previous lane's last.
 template <class T, int V>
@@ -224,39 +159,6 @@ __device__ __forceinline__ uint32_t lane_patterns(const T (&x)[V], const WarpBlo
         previous = p[k];
     }
     return count;
-}
-
-template <class T, int V>
-__global__ void __launch_bounds__(kThreads)
-    fast_plan_kernel(const T* __restrict__ data, FastLayout layout, double eb, bool aligned, uint8_t* __restrict__ codes,
-                     T* __restrict__ mids, uint64_t* __restrict__ lead_rank, uint64_t* __restrict__ byte_count) {
-    using Bits = typename FastTraits<T>::Bits;
-    constexpr int K = kBlocksPerWarp<V>;
-    const uint64_t first = first_block_of_warp<K>();
-    WarpBlock wb[K];
-    T x[K][V];
-#pragma unroll
-    for (int kb = 0; kb < K; ++kb)
-        if (warp_block<V>(layout, first + kb, wb[kb])) load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
-#pragma unroll
-    for (int kb = 0; kb < K; ++kb) {
-        if (first + kb >= layout.num_blocks) break;
-        uint8_t code;
-        T mu;
-        plan_block<T, V>(x[kb], wb[kb], eb, code, mu);
-        uint32_t count = 0;
-        if (code != kFastConstant) {
-            Bits p[V];
-            uint32_t lead[V];
-            count = warp_sum(lane_patterns<T, V>(x[kb], wb[kb], mu, code, p, lead));
-        }
-        if (wb[kb].lane == 0) {
-            codes[wb[kb].block] = code;
-            mids[wb[kb].block] = mu;
-            lead_rank[wb[kb].block] = code != kFastConstant;
-            byte_count[wb[kb].block] = count;
-        }
-    }
 }
 
 // Writes lane l's 2-bit lead codes (values l*V.. of the block) into the block's lead bytes.
@@ -289,41 +191,328 @@ __device__ __forceinline__ U warp_exclusive_sum(U v, uint32_t lane) {
     return inclusive - v;
 }
 
+// ---- Encoding: one pass ---------------------------------------------------
+// A CTA owns a tile of kWarps * K consecutive blocks (warp w: blocks w*K ..
+// w*K+K-1 of the tile).  It loads them, plans them, stages their explicit
+// bytes in shared memory and learns where its output starts from a
+// decoupled look-back over the tiles before it (CUB's tile state), so the
+// input is read once and every output byte is written once, with 16-byte
+// stores.
+
+// Blocks per warp in the one-pass encoder: 16 (f32) or 8 (f64) values per
+// lane, at most 4 blocks (their byte counts share one 64-bit scan).
 template <class T, int V>
-__global__ void __launch_bounds__(kThreads)
-    fast_write_kernel(const T* __restrict__ data, FastLayout layout, bool aligned, const uint8_t* __restrict__ codes,
-                      const T* __restrict__ mids, const uint64_t* __restrict__ lead_rank,
-                      const uint64_t* __restrict__ byte_offset, uint8_t* __restrict__ leads,
-                      uint8_t* __restrict__ bytes) {
+constexpr int kEncodeBlocksPerWarp = 64 / static_cast<int>(sizeof(T)) / V > 4   ? 4
+                                     : 64 / static_cast<int>(sizeof(T)) / V < 1 ? 1
+                                                                                : 64 / static_cast<int>(sizeof(T)) / V;
+
+// Integer keys ordered like the values they are the bits of (-0 below +0,
+// NaNs beyond the infinities): the block extremes come from integer
+// min/max, one warp reduction instruction per extreme for float.
+template <class T>
+struct OrderKey {
     using Bits = typename FastTraits<T>::Bits;
-    constexpr int K = kBlocksPerWarp<V>;
-    const uint64_t first = first_block_of_warp<K>();
-    const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
+    using Key = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+    static constexpr Key kMagnitude = static_cast<Key>(~Bits{0} >> 1);
+    __device__ static Key of(Bits b) {
+        const Key k = static_cast<Key>(b);
+        return k ^ ((k >> (FastTraits<T>::width - 1)) & kMagnitude);
+    }
+    __device__ static T value(Key k) { return fast_value<T>(static_cast<Bits>(k ^ ((k >> (FastTraits<T>::width - 1)) & kMagnitude))); }
+    __device__ static Key finite_max() { return of(fast_bits(::cuda::std::numeric_limits<T>::max())); }
+    __device__ static Key finite_min() { return of(fast_bits(-::cuda::std::numeric_limits<T>::max())); }
+};
+
+__device__ __forceinline__ int32_t warp_min(int32_t v) { return __reduce_min_sync(kFull, v); }
+__device__ __forceinline__ int32_t warp_max(int32_t v) { return __reduce_max_sync(kFull, v); }
+__device__ __forceinline__ int64_t warp_min(int64_t v) {
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) {
+        const int64_t o = __shfl_xor_sync(kFull, v, d);
+        v = o < v ? o : v;
+    }
+    return v;
+}
+__device__ __forceinline__ int64_t warp_max(int64_t v) {
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) {
+        const int64_t o = __shfl_xor_sync(kFull, v, d);
+        v = o > v ? o : v;
+    }
+    return v;
+}
+
+// The decision of fast_cpu.cpp's encode_block up to the per-value check,
+// made by one lane for one block from its extremes: non-finite -> raw;
+// constant; the first truncation (check set when it is not provably safe);
+// raw when no truncation helps.
+template <class T>
+__device__ __forceinline__ void plan_from_extremes(typename OrderKey<T>::Key lo_key, typename OrderKey<T>::Key hi_key,
+                                                   double eb, uint8_t& code, T& mu, bool& check) {
+    code = kFastRaw;
+    mu = 0;
+    check = false;
+    if (lo_key < OrderKey<T>::finite_min() || hi_key > OrderKey<T>::finite_max()) return;
+    const T lo = OrderKey<T>::value(lo_key), hi = OrderKey<T>::value(hi_key);
+    const FastFirstPlan<T> plan = fast_first_plan(lo, hi, eb);
+    code = plan.code;
+    mu = plan.mu;
+    check = code != kFastConstant && code != kFastRaw && !fast_truncation_safe(lo, hi, mu, code, eb);
+}
+
+// Whether every value of the lane reconstructs within eb under this code.
+template <class T, int V>
+__device__ __forceinline__ bool lane_within(const T (&x)[V], uint32_t count, T mu, uint8_t code, double eb) {
+    bool ok = true;
+#pragma unroll
+    for (int k = 0; k < V; ++k)
+        if (k < static_cast<int>(count)) ok &= fast_within(x[k], fast_reconstruct<T>(fast_pattern(x[k], mu, code), mu, code), eb);
+    return ok;
+}
+
+// The rest of encode_block for a block whose first code needs the check:
+// that code if every value passes, else one bit more (checked unless
+// provably safe), else raw.  Warp-uniform.
+template <class T, int V>
+__device__ __forceinline__ void settle_checked(const T (&x)[V], uint32_t count, T lo, T hi, double eb, uint8_t& code,
+                                               T& mu) {
+    if (__all_sync(kFull, lane_within<T, V>(x, count, mu, code, eb))) return;
+    const uint8_t next = fast_next_code<T>(code);
+    if (next != kFastRaw &&
+        (fast_truncation_safe(lo, hi, mu, next, eb) || __all_sync(kFull, lane_within<T, V>(x, count, mu, next, eb)))) {
+        code = next;
+        return;
+    }
+    code = kFastRaw;
+    mu = 0;
+}
+
+// ORs a value's explicit bytes (the top n bytes of e, most significant
+// first) into the staging words at byte offset `at`.  Neighbouring values
+// share words, so the staging area starts zeroed and bytes are ORed in.
+__device__ __forceinline__ void stage_bytes(uint32_t* stage, uint32_t at, uint32_t e, uint32_t n) {
+    if (n == 0) return;
+    const uint32_t s = 8 * (at & 3);
+    const uint32_t le = __byte_perm(e, 0, 0x0123);  // first explicit byte lowest
+    uint32_t* w = stage + (at >> 2);
+    atomicOr(w, le << s);
+    if (s + 8 * n > 32) atomicOr(w + 1, le >> (32 - s));
+}
+
+__device__ __forceinline__ void stage_bytes(uint32_t* stage, uint32_t at, uint64_t e, uint32_t n) {
+    if (n == 0) return;
+    const uint32_t s = 8 * (at & 3);
+    const uint32_t lo = __byte_perm(static_cast<uint32_t>(e >> 32), 0, 0x0123);
+    const uint32_t hi = __byte_perm(static_cast<uint32_t>(e), 0, 0x0123);
+    uint32_t* w = stage + (at >> 2);
+    atomicOr(w, lo << s);
+    if (s + 8 * n > 32) atomicOr(w + 1, __funnelshift_l(lo, hi, s));
+    if (s + 8 * n > 64) atomicOr(w + 2, hi >> (32 - s));
+}
+
+// The look-back's value: non-constant blocks and explicit bytes before a tile.
+struct StreamCounts {
+    uint64_t blocks, bytes;
+};
+struct AddCounts {
+    __device__ StreamCounts operator()(const StreamCounts& a, const StreamCounts& b) const {
+        return {a.blocks + b.blocks, a.bytes + b.bytes};
+    }
+};
+using CountsTileState = cub::ScanTileState<StreamCounts>;
+using CountsPrefixOp = cub::TilePrefixCallbackOp<StreamCounts, AddCounts, CountsTileState>;
+
+__global__ void counts_tile_init_kernel(CountsTileState state, int tiles) { state.InitializeStatus(tiles); }
+
+template <class T, int V>
+struct EncodeShared {
+    static constexpr int K = kEncodeBlocksPerWarp<T, V>;
+    static constexpr int kStageBytes = kWarps * K * 32 * V * static_cast<int>(sizeof(T)) + 32;
+    uint32_t warp_blocks[kWarps], warp_bytes[kWarps];
+    StreamCounts prefix;
+    typename CountsPrefixOp::TempStorage lookback;
+    alignas(16) uint32_t stage[kStageBytes / 4];
+};
+
+// Four CTAs per SM (64 registers): the look-back and the barriers around it
+// stall a CTA, so residency matters more than the few registers spilled
+// (wmagT rel 1e-4: 396 -> 418 GB/s against three CTAs, bench/NOTES.md).
+template <class T, int V>
+__global__ void __launch_bounds__(kThreads, 4)
+    fast_encode_kernel(const T* __restrict__ data, FastLayout layout, double eb, bool aligned,
+                       CountsTileState tile_state, uint8_t* __restrict__ codes, T* __restrict__ mids,
+                       uint8_t* __restrict__ leads, uint8_t* __restrict__ bytes, uint64_t* __restrict__ totals) {
+    using Bits = typename FastTraits<T>::Bits;
+    using Key = typename OrderKey<T>::Key;
+    constexpr int K = kEncodeBlocksPerWarp<T, V>;
+    __shared__ EncodeShared<T, V> sh;
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int tile = static_cast<int>(blockIdx.x);
+    const uint64_t first = (uint64_t{blockIdx.x} * kWarps + warp) * K;
+
     WarpBlock wb[K];
     T x[K][V];
-    uint32_t code[K];
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb)
+        if (warp_block<V>(layout, first + kb, wb[kb])) load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
+
+    // Extremes per block; lane kb keeps block kb's and plans it.
+    Key my_lo = 0, my_hi = 0;
 #pragma unroll
     for (int kb = 0; kb < K; ++kb) {
-        code[kb] = __shfl_sync(kFull, meta.code, kb);
-        if (warp_block<V>(layout, first + kb, wb[kb]) && code[kb] != kFastConstant)
-            load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
-    }
-#pragma unroll
-    for (int kb = 0; kb < K; ++kb) {
-        if (first + kb >= layout.num_blocks) break;
-        if (code[kb] == kFastConstant) continue;
-        const BlockMeta<T> m = share_meta(meta, kb);
-        Bits p[V];
-        uint32_t lead[V];
-        const uint8_t c = static_cast<uint8_t>(code[kb]);
-        const uint32_t count = lane_patterns<T, V>(x[kb], wb[kb], m.mu, c, p, lead);
-        write_leads<V>(wb[kb], lead, leads + m.lead_rank * (layout.block / 4));
-        uint8_t* dst = bytes + m.byte_offset + warp_exclusive_sum(count, wb[kb].lane);
-        const uint32_t kept = fast_kept_bytes<T>(c);
+        Key lo = ::cuda::std::numeric_limits<Key>::max(), hi = ::cuda::std::numeric_limits<Key>::min();
 #pragma unroll
         for (int k = 0; k < V; ++k) {
-            if (k >= static_cast<int>(wb[kb].count)) break;  // past the end of a short last block
-            for (uint32_t j = lead[k]; j < kept; ++j) *dst++ = static_cast<uint8_t>(fast_byte<T>(p[k], j));
+            if (k < static_cast<int>(wb[kb].count)) {
+                const Key key = OrderKey<T>::of(fast_bits(x[kb][k]));
+                lo = key < lo ? key : lo;
+                hi = key > hi ? key : hi;
+            }
+        }
+        lo = warp_min(lo);
+        hi = warp_max(hi);
+        if (lane == static_cast<uint32_t>(kb)) {
+            my_lo = lo;
+            my_hi = hi;
+        }
+    }
+    uint8_t my_code = kFastConstant;
+    T my_mu = 0;
+    bool my_check = false;
+    if (lane < static_cast<uint32_t>(K) && first + lane < layout.num_blocks)
+        plan_from_extremes<T>(my_lo, my_hi, eb, my_code, my_mu, my_check);
+    const uint32_t check = __ballot_sync(kFull, my_check);
+    if (check) {  // rare: first codes that need the per-value check
+#pragma unroll
+        for (int kb = 0; kb < K; ++kb) {
+            if (!(check >> kb & 1u)) continue;
+            uint8_t c = static_cast<uint8_t>(__shfl_sync(kFull, my_code, kb));
+            T mu = __shfl_sync(kFull, my_mu, kb);
+            const T lo = OrderKey<T>::value(__shfl_sync(kFull, my_lo, kb));
+            const T hi = OrderKey<T>::value(__shfl_sync(kFull, my_hi, kb));
+            settle_checked<T, V>(x[kb], wb[kb].count, lo, hi, eb, c, mu);
+            if (lane == static_cast<uint32_t>(kb)) {
+                my_code = c;
+                my_mu = mu;
+            }
+        }
+    }
+    if (lane < static_cast<uint32_t>(K) && first + lane < layout.num_blocks) {
+        codes[first + lane] = my_code;
+        mids[first + lane] = my_mu;
+    }
+
+    // Patterns, lead codes and explicit byte counts; the counts of the K
+    // blocks share one 64-bit word (16 bits each) and one warp scan.
+    Bits p[K][V];
+    uint32_t lead_bits[K];
+    uint64_t counts = 0;
+    uint32_t nonconst = 0;
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb) {
+        const uint8_t c = static_cast<uint8_t>(__shfl_sync(kFull, my_code, kb));
+        const T mu = __shfl_sync(kFull, my_mu, kb);
+        lead_bits[kb] = 0;
+        if (first + kb >= layout.num_blocks || c == kFastConstant) continue;
+        nonconst |= 1u << kb;
+        uint32_t lead[V];
+        const uint32_t count = lane_patterns<T, V>(x[kb], wb[kb], mu, c, p[kb], lead);
+#pragma unroll
+        for (int k = 0; k < V; ++k) lead_bits[kb] |= lead[k] << (2 * k);
+        counts |= uint64_t{count} << (16 * kb);
+    }
+    uint64_t inclusive = counts;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        const uint64_t up = __shfl_up_sync(kFull, inclusive, d);
+        if (lane >= static_cast<uint32_t>(d)) inclusive += up;
+    }
+    const uint64_t warp_totals = __shfl_sync(kFull, inclusive, 31);
+    uint32_t warp_bytes = 0;
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb) warp_bytes += static_cast<uint32_t>(warp_totals >> (16 * kb)) & 0xffffu;
+    if (lane == 0) {
+        sh.warp_blocks[warp] = __popc(nonconst);
+        sh.warp_bytes[warp] = warp_bytes;
+    }
+    __syncthreads();
+
+    // The tile's counts, this warp's place in them, and the tiles' before.
+    uint32_t tile_blocks = 0, tile_bytes = 0, warp_block0 = 0, warp_byte0 = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+        const uint32_t b = sh.warp_blocks[w], n = sh.warp_bytes[w];
+        if (w < static_cast<int>(warp)) {
+            warp_block0 += b;
+            warp_byte0 += n;
+        }
+        tile_blocks += b;
+        tile_bytes += n;
+    }
+    if (warp == 0) {
+        const StreamCounts aggregate{tile_blocks, tile_bytes};
+        StreamCounts before{0, 0};
+        if (tile == 0) {
+            if (lane == 0) tile_state.SetInclusive(0, aggregate);
+        } else {
+            CountsPrefixOp op(tile_state, sh.lookback, AddCounts{}, tile);
+            before = op(aggregate);
+        }
+        if (lane == 0) {
+            sh.prefix = before;
+            if (tile == static_cast<int>(gridDim.x) - 1) {
+                totals[0] = before.blocks + aggregate.blocks;
+                totals[1] = before.bytes + aggregate.bytes;
+            }
+        }
+    } else {
+        // Meanwhile the other warps zero the staging words the tile will use.
+        const uint32_t words = (tile_bytes + 16 + 15) / 16 * 4;
+        for (uint32_t i = threadIdx.x - 32; i < words; i += kThreads - 32) sh.stage[i] = 0;
+    }
+    __syncthreads();
+    const StreamCounts prefix = sh.prefix;
+    const uint32_t skew = static_cast<uint32_t>(prefix.bytes % 16);  // stage byte i -> bytes[prefix - skew + i]
+
+    // Lead codes straight to their place; explicit bytes into the stage.
+    uint32_t at = skew + warp_byte0;
+    uint32_t rank = warp_block0;
+#pragma unroll
+    for (int kb = 0; kb < K; ++kb) {
+        const uint32_t block_total = static_cast<uint32_t>(warp_totals >> (16 * kb)) & 0xffffu;
+        if (!(nonconst >> kb & 1u)) continue;
+        const uint8_t c = static_cast<uint8_t>(__shfl_sync(kFull, my_code, kb));
+        uint32_t lead[V];
+#pragma unroll
+        for (int k = 0; k < V; ++k) lead[k] = lead_bits[kb] >> (2 * k) & 3u;
+        write_leads<V>(wb[kb], lead, leads + (prefix.blocks + rank) * (layout.block / 4));
+        const uint32_t kept = fast_kept_bytes<T>(c);
+        const uint32_t own = static_cast<uint32_t>(counts >> (16 * kb)) & 0xffffu;
+        uint32_t o = at + (static_cast<uint32_t>(inclusive >> (16 * kb)) & 0xffffu) - own;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            if (k < static_cast<int>(wb[kb].count)) {
+                const uint32_t n = kept - lead[k];
+                stage_bytes(sh.stage, o, static_cast<Bits>(p[kb][k] << (8 * lead[k])), n);
+                o += n;
+            }
+        }
+        at += block_total;
+        ++rank;
+    }
+    __syncthreads();
+
+    // The stage to global memory: whole 16-byte words where the tile owns
+    // them, single bytes in the words it shares with its neighbours.
+    const uint32_t span = skew + tile_bytes;
+    uint8_t* out = bytes + (prefix.bytes - skew);
+    const uint8_t* stage = reinterpret_cast<const uint8_t*>(sh.stage);
+    for (uint32_t c = threadIdx.x; c * 16 < span; c += kThreads) {
+        const uint32_t b0 = c * 16;
+        if (b0 >= skew && b0 + 16 <= span) {
+            *reinterpret_cast<uint4*>(out + b0) = *reinterpret_cast<const uint4*>(stage + b0);
+        } else {
+            for (uint32_t i = b0 < skew ? skew : b0; i < b0 + 16 && i < span; ++i) out[i] = stage[i];
         }
     }
 }
@@ -341,29 +530,6 @@ __global__ void fast_flags_kernel(const uint8_t* __restrict__ codes, uint64_t nb
     const uint8_t code = codes[b];
     if (!fast_code_valid<T>(code)) atomicOr(corrupt, 1u);
     lead_rank[b] = code != kFastConstant;
-}
-
-// A lane's lead codes, read with bounds checks (out of range reads as 0 and flags).
-template <int V>
-__device__ __forceinline__ uint32_t read_lead_bits(const WarpBlock& wb, const uint8_t* __restrict__ leads,
-                                                   uint64_t base, uint64_t leads_size, uint32_t* corrupt) {
-    if (wb.count == 0) return 0;
-    uint32_t bits = 0;
-    if constexpr (V == 2) {
-        const uint64_t at = base + wb.lane / 2;
-        if (at < leads_size) bits = (leads[at] >> (4 * (wb.lane & 1))) & 0xfu;
-        else atomicOr(corrupt, 1u);
-    } else {
-#pragma unroll
-        for (int i = 0; i < V / 4; ++i) {
-            const uint64_t at = base + wb.lane * (V / 4) + i;
-            if (wb.lane * (V / 4) + i < FastLayout::lead_bytes(wb.len)) {
-                if (at < leads_size) bits |= uint32_t{leads[at]} << (8 * i);
-                else atomicOr(corrupt, 1u);
-            }
-        }
-    }
-    return bits;
 }
 
 // Decoding, pass 2: each block's explicit byte count from its lead codes,
@@ -431,6 +597,41 @@ __global__ void fast_check_totals_kernel(FastLayout layout, const uint8_t* __res
     if (lead_total != leads_size || byte_offset[nb] != bytes_size) atomicOr(corrupt, 1u);
 }
 
+// A lane's explicit bytes as a little-endian string of 16 bytes (first byte
+// lowest), from up to three aligned 8-byte loads.  Only for ranges whose
+// covering words lie inside the stream (checked by the caller).
+__device__ __forceinline__ void load_string16(const uint8_t* p, uint32_t count, uint32_t (&r)[4]) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    const uint64_t* q = reinterpret_cast<const uint64_t*>(a & ~uintptr_t{7});
+    const uint32_t skip = static_cast<uint32_t>(a & 7);
+    const uint32_t words = (skip + count + 7) / 8;  // 0..3
+    uint64_t q0 = 0, q1 = 0, q2 = 0;
+    if (words > 0) q0 = __ldg(q);
+    if (words > 1) q1 = __ldg(q + 1);
+    if (words > 2) q2 = __ldg(q + 2);
+    uint32_t w[6] = {static_cast<uint32_t>(q0), static_cast<uint32_t>(q0 >> 32), static_cast<uint32_t>(q1),
+                     static_cast<uint32_t>(q1 >> 32), static_cast<uint32_t>(q2), static_cast<uint32_t>(q2 >> 32)};
+    const bool drop = skip >= 4;  // whole words first, then bytes
+    const uint32_t s = 8 * (skip & 3);
+#pragma unroll
+    for (int i = 0; i < 5; ++i) w[i] = drop ? w[i + 1] : w[i];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r[i] = __funnelshift_rc(w[i], w[i + 1], s);
+}
+
+// Takes the next n (<= 4) bytes of the string as the explicit bytes of a
+// pattern whose first `lead` bytes are copied: the pattern's bytes lead..
+// lead+n-1, most significant first.
+__device__ __forceinline__ uint32_t take_explicit(uint32_t (&r)[4], uint32_t n, uint32_t lead) {
+    const uint32_t bytes = n >= 4 ? r[0] : r[0] & ((1u << (8 * n)) - 1u);
+    const uint32_t s = 8 * n;
+    r[0] = __funnelshift_rc(r[0], r[1], s);
+    r[1] = __funnelshift_rc(r[1], r[2], s);
+    r[2] = __funnelshift_rc(r[2], r[3], s);
+    r[3] = __funnelshift_rc(r[3], 0u, s);
+    return __byte_perm(bytes, 0, 0x0123) >> (8 * lead);  // lead <= 3
+}
+
 template <class T, int V>
 __global__ void __launch_bounds__(kThreads)
     fast_decode_kernel(const uint8_t* __restrict__ codes, const T* __restrict__ mids, FastLayout layout,
@@ -438,93 +639,119 @@ __global__ void __launch_bounds__(kThreads)
                        const uint64_t* __restrict__ byte_offset, const uint8_t* __restrict__ bytes,
                        uint64_t bytes_size, bool aligned, T* __restrict__ out, uint32_t* __restrict__ corrupt) {
     using Bits = typename FastTraits<T>::Bits;
-    constexpr int K = kDecodeBlocksPerWarp;
-    constexpr uint32_t kMaxKept = sizeof(T);
-    const uint64_t first = first_block_of_warp<K>();
-    const BlockMeta<T> meta = load_meta<T, K>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
-
-    // Round trip 1 done: the blocks' codes.  Round trip 2: their lead codes.
-    WarpBlock wb[K];
-    uint32_t code[K], bits[K];
+    const uint64_t first = first_block_of_warp<1>();
+    if (first >= layout.num_blocks) return;  // warp-uniform
+    const BlockMeta<T> meta = load_meta<T, 1>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
+    WarpBlock wb;
+    warp_block<V>(layout, first, wb);
+    const uint32_t code = __shfl_sync(kFull, meta.code, 0);
+    const T mu = __shfl_sync(kFull, meta.mu, 0);
+    T x[V];
+    if (code == kFastConstant || !fast_code_valid<T>(static_cast<uint8_t>(code))) {
 #pragma unroll
-    for (int kb = 0; kb < K; ++kb) {
-        code[kb] = __shfl_sync(kFull, meta.code, kb);
-        const uint64_t rank = __shfl_sync(kFull, meta.lead_rank, kb);
-        bits[kb] = 0;
-        const bool valid = warp_block<V>(layout, first + kb, wb[kb]) && fast_code_valid<T>(static_cast<uint8_t>(code[kb]));
-        if (!valid) code[kb] = kFastConstant + 0x100;  // skipped below (the flags kernel flagged a bad code)
-        if (valid && code[kb] != kFastConstant)
-            bits[kb] = read_lead_bits<V>(wb[kb], leads, rank * (layout.block / 4), leads_size, corrupt);
+        for (int k = 0; k < V; ++k) x[k] = mu;  // a bad code was flagged by the flags kernel
+        store_lane<T, V>(out, layout, wb, aligned, x);
+        return;
     }
-    // Round trip 3: each value's explicit bytes, at offsets from a warp scan.
-    uint32_t lead[K][V];
-    Bits known[K][V];
+
+    // Round trip 2: the lead codes, checked against the stream once per block.
+    const uint64_t lead_base = __shfl_sync(kFull, meta.lead_rank, 0) * (layout.block / 4);
+    const uint32_t lead_bytes = FastLayout::lead_bytes(wb.len);
+    if (lead_base + lead_bytes > leads_size) {
+        if (wb.lane == 0) atomicOr(corrupt, 1u);
+        return;
+    }
+    uint32_t bits = 0;
+    if constexpr (V == 2) {
+        if (wb.count) bits = (leads[lead_base + wb.lane / 2] >> (4 * (wb.lane & 1))) & 0xfu;
+    } else {
 #pragma unroll
-    for (int kb = 0; kb < K; ++kb) {
-        const uint32_t kept = code[kb] < 0x100 ? fast_kept_bytes<T>(static_cast<uint8_t>(code[kb])) : 0;
-        uint32_t count = 0;
+        for (int i = 0; i < V / 4; ++i)
+            if (wb.lane * (V / 4) + i < lead_bytes) bits |= uint32_t{leads[lead_base + wb.lane * (V / 4) + i]} << (8 * i);
+    }
+    const uint32_t kept = fast_kept_bytes<T>(static_cast<uint8_t>(code));
+    uint32_t lead[V];
+    uint32_t count = 0;
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const uint32_t l = (bits[kb] >> (2 * k)) & 3u;
-            lead[kb][k] = k < static_cast<int>(wb[kb].count) ? (l < kept ? l : kept) : kept;
-            count += kept - lead[kb][k];
+    for (int k = 0; k < V; ++k) {
+        const uint32_t l = (bits >> (2 * k)) & 3u;
+        lead[k] = k < static_cast<int>(wb.count) ? (l < kept ? l : kept) : kept;
+        count += kept - lead[k];
+    }
+
+    // Round trip 3: each lane's explicit bytes, at offsets from a warp scan;
+    // the block's range is checked once.
+    const uint32_t before = warp_exclusive_sum(count, wb.lane);
+    const uint32_t total = __shfl_sync(kFull, before + count, 31);
+    const uint64_t block_at = __shfl_sync(kFull, meta.byte_offset, 0);
+    if (block_at + total > bytes_size) {
+        if (wb.lane == 0) atomicOr(corrupt, 1u);
+        return;
+    }
+    const uint8_t* src = bytes + block_at + before;
+    Bits known[V];
+    if constexpr (sizeof(T) == 4) {
+        // Three aligned 8-byte loads when they stay inside the stream (all
+        // but the stream's first and last few lanes), else byte loads.
+        // Groups of up to four values (at most 16 bytes).
+#pragma unroll
+        for (int g = 0; g < V; g += 4) {
+            uint32_t group = 0;
+#pragma unroll
+            for (int k = g; k < g + 4 && k < V; ++k) group += kept - lead[k];
+            const uintptr_t lo = reinterpret_cast<uintptr_t>(src) & ~uintptr_t{7};
+            const bool words = lo >= reinterpret_cast<uintptr_t>(bytes) &&
+                               lo + 24 <= reinterpret_cast<uintptr_t>(bytes + bytes_size);
+            uint32_t r[4] = {0, 0, 0, 0};
+            if (words) {
+                load_string16(src, group, r);
+            } else {
+                for (uint32_t i = 0; i < group; ++i) r[i / 4] |= uint32_t{src[i]} << (8 * (i % 4));
+            }
+#pragma unroll
+            for (int k = g; k < g + 4 && k < V; ++k) known[k] = take_explicit(r, kept - lead[k], lead[k]);
+            src += group;
         }
-        if (first + kb >= layout.num_blocks || code[kb] == kFastConstant || code[kb] >= 0x100) continue;
-        uint64_t at = __shfl_sync(kFull, meta.byte_offset, kb) + warp_exclusive_sum(count, wb[kb].lane);
+    } else {
 #pragma unroll
         for (int k = 0; k < V; ++k) {
-            known[kb][k] = 0;
+            known[k] = 0;
 #pragma unroll
-            for (uint32_t j = 0; j < kMaxKept; ++j) {
-                if (j < lead[kb][k] || j >= kept) continue;
-                uint32_t byte = 0;
-                if (at < bytes_size) byte = bytes[at];
-                else atomicOr(corrupt, 1u);
-                ++at;
-                known[kb][k] |= static_cast<Bits>(byte) << (8 * (sizeof(T) - 1 - j));  // each byte set once
+            for (uint32_t j = 0; j < sizeof(T); ++j) {
+                if (j < lead[k] || j >= kept) continue;
+                known[k] |= static_cast<Bits>(*src++) << (8 * (sizeof(T) - 1 - j));
             }
         }
     }
+
     // The copied bytes: the lane's values as one step (bytes it sets, and
     // which), scanned across the warp, so each lane starts from the pattern
     // the values before it leave (0 for bytes nothing before it set).
+    Bits seg_known = 0, seg_mask = 0;
 #pragma unroll
-    for (int kb = 0; kb < K; ++kb) {
-        if (first + kb >= layout.num_blocks || code[kb] >= 0x100) continue;
-        const T mu = __shfl_sync(kFull, meta.mu, kb);
-        T x[V];
-        if (code[kb] == kFastConstant) {
-#pragma unroll
-            for (int k = 0; k < V; ++k) x[k] = mu;
-            store_lane<T, V>(out, layout, wb[kb], aligned, x);
-            continue;
-        }
-        Bits seg_known = 0, seg_mask = 0;
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const Bits mask = ~top_bytes<Bits>(lead[kb][k]);
-            seg_known = known[kb][k] | (seg_known & ~mask);
-            seg_mask |= mask;
-        }
-#pragma unroll
-        for (int d = 1; d < 32; d *= 2) {
-            const Bits up_known = __shfl_up_sync(kFull, seg_known, d), up_mask = __shfl_up_sync(kFull, seg_mask, d);
-            if (wb[kb].lane >= static_cast<uint32_t>(d)) {
-                seg_known |= up_known & ~seg_mask;
-                seg_mask |= up_mask;
-            }
-        }
-        Bits previous = __shfl_up_sync(kFull, seg_known, 1);
-        if (wb[kb].lane == 0) previous = 0;
-        const uint8_t c = static_cast<uint8_t>(code[kb]);
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const Bits p = known[kb][k] | (previous & top_bytes<Bits>(lead[kb][k]));
-            x[k] = fast_reconstruct<T>(p, mu, c);
-            previous = p;
-        }
-        store_lane<T, V>(out, layout, wb[kb], aligned, x);
+    for (int k = 0; k < V; ++k) {
+        const Bits mask = ~top_bytes<Bits>(lead[k]);
+        seg_known = known[k] | (seg_known & ~mask);
+        seg_mask |= mask;
     }
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        const Bits up_known = __shfl_up_sync(kFull, seg_known, d), up_mask = __shfl_up_sync(kFull, seg_mask, d);
+        if (wb.lane >= static_cast<uint32_t>(d)) {
+            seg_known |= up_known & ~seg_mask;
+            seg_mask |= up_mask;
+        }
+    }
+    Bits previous = __shfl_up_sync(kFull, seg_known, 1);
+    if (wb.lane == 0) previous = 0;
+    const uint8_t c = static_cast<uint8_t>(code);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+        const Bits p = known[k] | (previous & top_bytes<Bits>(lead[k]));
+        x[k] = fast_reconstruct<T>(p, mu, c);
+        previous = p;
+    }
+    store_lane<T, V>(out, layout, wb, aligned, x);
 }
 
 unsigned warp_grid(uint64_t num_blocks, int blocks_per_warp) {
@@ -548,37 +775,36 @@ bool is_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0
 template <class T, int V>
 void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned grid = warp_grid(nb, kBlocksPerWarp<V>);
-    const bool aligned = is_aligned(d_data);
+    const unsigned tiles = warp_grid(nb, kEncodeBlocksPerWarp<T, V>);
     out.codes.allocate(nb, s);
     out.mids.allocate(nb, s);
-    out.lead_rank.allocate(nb + 1, s);
-    out.byte_offset.allocate(nb + 1, s);
-    GSZ_CUDA(cudaMemsetAsync(out.lead_rank.data() + nb, 0, sizeof(uint64_t), s));
-    GSZ_CUDA(cudaMemsetAsync(out.byte_offset.data() + nb, 0, sizeof(uint64_t), s));
-    fast_plan_kernel<T, V><<<grid, kThreads, 0, s>>>(d_data, layout, eb, aligned, out.codes.data(), out.mids.data(),
-                                                     out.lead_rank.data(), out.byte_offset.data());
-    GSZ_CUDA_LAUNCHED("fast_plan_kernel");
-    exclusive_sum(out.lead_rank.data(), nb + 1, out.temp, s);
-    exclusive_sum(out.byte_offset.data(), nb + 1, out.temp, s);
+    out.leads.allocate(nb * (layout.block / 4), s);      // worst cases; trimmed below
+    out.bytes.allocate(layout.num_elements * sizeof(T), s);
+    out.totals.allocate(2, s);
+    size_t state_bytes = 0;
+    GSZ_CUDA(CountsTileState::AllocationSize(static_cast<int>(tiles), state_bytes));
+    out.temp.allocate(state_bytes, s);
+    CountsTileState state;
+    GSZ_CUDA(state.Init(static_cast<int>(tiles), out.temp.data(), state_bytes));
+    counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state, static_cast<int>(tiles));
+    GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
+    fast_encode_kernel<T, V><<<tiles, kThreads, 0, s>>>(d_data, layout, eb, is_aligned(d_data), state,
+                                                        out.codes.data(), out.mids.data(), out.leads.data(),
+                                                        out.bytes.data(), out.totals.data());
+    GSZ_CUDA_LAUNCHED("fast_encode_kernel");
 
     // Stream sizes: every non-constant block has block/4 lead bytes but a
     // short last one.
     uint64_t totals[2];
     uint8_t last_code = 0;
-    GSZ_CUDA(cudaMemcpyAsync(&totals[0], out.lead_rank.data() + nb, 8, cudaMemcpyDeviceToHost, s));
-    GSZ_CUDA(cudaMemcpyAsync(&totals[1], out.byte_offset.data() + nb, 8, cudaMemcpyDeviceToHost, s));
+    GSZ_CUDA(cudaMemcpyAsync(totals, out.totals.data(), sizeof totals, cudaMemcpyDeviceToHost, s));
     GSZ_CUDA(cudaMemcpyAsync(&last_code, out.codes.data() + nb - 1, 1, cudaMemcpyDeviceToHost, s));
     GSZ_CUDA(cudaStreamSynchronize(s));
     uint64_t lead_total = totals[0] * (layout.block / 4);
     if (last_code != kFastConstant)
         lead_total -= layout.block / 4 - FastLayout::lead_bytes(layout.block_len(nb - 1));
-    out.leads.allocate(lead_total, s);
+    out.leads.allocate(lead_total, s);   // within capacity: only the size changes
     out.bytes.allocate(totals[1], s);
-    fast_write_kernel<T, V><<<grid, kThreads, 0, s>>>(d_data, layout, aligned, out.codes.data(), out.mids.data(),
-                                                      out.lead_rank.data(), out.byte_offset.data(), out.leads.data(),
-                                                      out.bytes.data());
-    GSZ_CUDA_LAUNCHED("fast_write_kernel");
 }
 
 template <class T, int V>

@@ -15,16 +15,16 @@ template <class T>
 struct FastDeviceStreams {
     cuda::DeviceBuffer<uint8_t> codes;        // one per block
     cuda::DeviceBuffer<T> mids;               // one per block
-    cuda::DeviceBuffer<uint8_t> leads;        // exactly the stream's bytes
-    cuda::DeviceBuffer<uint8_t> bytes;
+    cuda::DeviceBuffer<uint8_t> leads;        // size: the stream's bytes (capacity: the worst case)
+    cuda::DeviceBuffer<uint8_t> bytes;        // likewise (capacity: the input's size)
     // scratch
-    cuda::DeviceBuffer<uint64_t> lead_rank;   // non-constant blocks before each block (nb + 1)
-    cuda::DeviceBuffer<uint64_t> byte_offset; // explicit bytes before each block (nb + 1)
-    cuda::DeviceBuffer<uint8_t> temp;
+    cuda::DeviceBuffer<uint64_t> totals;      // non-constant blocks, explicit bytes
+    cuda::DeviceBuffer<uint8_t> temp;         // the encoder's tile states
 };
 
-// Encodes d_data (device, any alignment).  Synchronizes once, to size the
-// lead and byte streams.
+// Encodes d_data (device, any alignment) in one pass over it.  The lead and
+// byte streams are allocated at their worst-case sizes (the byte stream as
+// large as the input) and sized after one synchronization.
 template <class T>
 void fast_encode_cuda(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out,
                       cudaStream_t stream);

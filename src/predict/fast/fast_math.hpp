@@ -225,4 +225,22 @@ GSZ_HD FastMid<T> fast_mid(T lo, T hi, double eb) {
     return m;
 }
 
+// The decision for a finite block before any per-value check: constant
+// (code 0, mid value mu), else the first truncation code with its mid value,
+// else raw (mu 0).  Both backends start every block from it.
+template <class T>
+struct FastFirstPlan {
+    uint8_t code;
+    T mu;
+};
+
+template <class T>
+GSZ_HD FastFirstPlan<T> fast_first_plan(T lo, T hi, double eb) {
+    const FastMid<T> mid = fast_mid(lo, hi, eb);
+    if (mid.constant) return {kFastConstant, mid.mu};
+    const uint8_t first = fast_first_code(mid.half_range, eb);
+    if (first == kFastRaw) return {kFastRaw, T(0)};
+    return {first, mid.mu};
+}
+
 }  // namespace gsz::predict
