@@ -39,15 +39,6 @@ struct WarpBlock {
     uint32_t count;     // this lane's values (a prefix of lanes holds them)
 };
 
-// Decoding keeps one block per warp: its per-block state is larger, and
-// more blocks per warp measured slower (bench/NOTES.md).
-constexpr int kDecodeBlocksPerWarp = 1;
-
-template <int K>
-__device__ __forceinline__ uint64_t first_block_of_warp() {
-    return (blockIdx.x * uint64_t{kWarps} + (threadIdx.x >> 5)) * K;
-}
-
 template <int V>
 __device__ __forceinline__ bool warp_block(const FastLayout& layout, uint64_t block, WarpBlock& wb) {
     wb.lane = threadIdx.x & 31;
@@ -59,30 +50,6 @@ __device__ __forceinline__ bool warp_block(const FastLayout& layout, uint64_t bl
     const uint32_t first = wb.lane * V;
     wb.count = first >= wb.len ? 0 : (wb.len - first < V ? wb.len - first : V);
     return true;
-}
-
-// Per-block facts a warp's lanes load together (lane i for its i-th block)
-// and share by shuffles.
-template <class T>
-struct BlockMeta {
-    uint32_t code = kFastConstant;
-    T mu = 0;
-    uint64_t lead_rank = 0, byte_offset = 0;
-};
-
-template <class T, int K>
-__device__ __forceinline__ BlockMeta<T> load_meta(uint64_t first, uint64_t nb, const uint8_t* __restrict__ codes,
-                                                  const T* __restrict__ mids, const uint64_t* __restrict__ lead_rank,
-                                                  const uint64_t* __restrict__ byte_offset) {
-    BlockMeta<T> m;
-    const uint32_t lane = threadIdx.x & 31;
-    if (lane < K && first + lane < nb) {
-        m.code = codes[first + lane];
-        m.mu = mids[first + lane];
-        m.lead_rank = lead_rank[first + lane];
-        m.byte_offset = byte_offset[first + lane];
-    }
-    return m;
 }
 
 // Lane values: one aligned vector access when whole, else element by element.
@@ -107,28 +74,6 @@ __device__ __forceinline__ void load_lane(const T* __restrict__ data, const Fast
     for (int k = 0; k < V; ++k) x[k] = k < static_cast<int>(wb.count) ? src[k] : T(0);
 }
 
-template <class T, int V>
-__device__ __forceinline__ void store_lane(T* __restrict__ out, const FastLayout& layout, const WarpBlock& wb,
-                                           bool aligned, const T (&x)[V]) {
-    T* dst = out + wb.block * layout.block + wb.lane * V;
-    constexpr int kBytes = V * sizeof(T);
-    if (aligned && wb.count == V) {
-        if constexpr (kBytes % 16 == 0) {
-            uint4 w[kBytes / 16];
-            memcpy(w, x, kBytes);
-#pragma unroll
-            for (int i = 0; i < kBytes / 16; ++i) __stcs(reinterpret_cast<uint4*>(dst) + i, w[i]);
-        } else {
-            uint2 w;
-            memcpy(&w, x, kBytes);
-            __stcs(reinterpret_cast<uint2*>(dst), w);
-        }
-        return;
-    }
-#pragma unroll
-    for (int k = 0; k < V; ++k)
-        if (k < static_cast<int>(wb.count)) dst[k] = x[k];
-}
 
 template <class U>
 __device__ __forceinline__ U warp_sum(U v) {
@@ -597,167 +542,164 @@ __global__ void fast_check_totals_kernel(FastLayout layout, const uint8_t* __res
     if (lead_total != leads_size || byte_offset[nb] != bytes_size) atomicOr(corrupt, 1u);
 }
 
-// A lane's explicit bytes as a little-endian string of 16 bytes (first byte
-// lowest), from up to three aligned 8-byte loads.  Only for ranges whose
-// covering words lie inside the stream (checked by the caller).
-__device__ __forceinline__ void load_string16(const uint8_t* p, uint32_t count, uint32_t (&r)[4]) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    const uint64_t* q = reinterpret_cast<const uint64_t*>(a & ~uintptr_t{7});
-    const uint32_t skip = static_cast<uint32_t>(a & 7);
-    const uint32_t words = (skip + count + 7) / 8;  // 0..3
-    uint64_t q0 = 0, q1 = 0, q2 = 0;
-    if (words > 0) q0 = __ldg(q);
-    if (words > 1) q1 = __ldg(q + 1);
-    if (words > 2) q2 = __ldg(q + 2);
-    uint32_t w[6] = {static_cast<uint32_t>(q0), static_cast<uint32_t>(q0 >> 32), static_cast<uint32_t>(q1),
-                     static_cast<uint32_t>(q1 >> 32), static_cast<uint32_t>(q2), static_cast<uint32_t>(q2 >> 32)};
-    const bool drop = skip >= 4;  // whole words first, then bytes
-    const uint32_t s = 8 * (skip & 3);
-#pragma unroll
-    for (int i = 0; i < 5; ++i) w[i] = drop ? w[i + 1] : w[i];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) r[i] = __funnelshift_rc(w[i], w[i + 1], s);
-}
+// Decoding, pass 4: a group of G lanes per block, each lane holding
+// kLaneValues consecutive values (64 bytes), so the per-block work (stream
+// positions, scans, range checks) is shared by 16 (f32) or 8 (f64) values
+// per lane.  The warp's blocks are consecutive, so their explicit bytes are
+// one range of the stream: staged in shared memory with 16-byte loads, then
+// read by each value at its own offset.
+template <class T>
+constexpr int kLaneValues = 64 / static_cast<int>(sizeof(T));
 
-// Takes the next n (<= 4) bytes of the string as the explicit bytes of a
-// pattern whose first `lead` bytes are copied: the pattern's bytes lead..
-// lead+n-1, most significant first.
-__device__ __forceinline__ uint32_t take_explicit(uint32_t (&r)[4], uint32_t n, uint32_t lead) {
-    const uint32_t bytes = n >= 4 ? r[0] : r[0] & ((1u << (8 * n)) - 1u);
-    const uint32_t s = 8 * n;
-    r[0] = __funnelshift_rc(r[0], r[1], s);
-    r[1] = __funnelshift_rc(r[1], r[2], s);
-    r[2] = __funnelshift_rc(r[2], r[3], s);
-    r[3] = __funnelshift_rc(r[3], 0u, s);
-    return __byte_perm(bytes, 0, 0x0123) >> (8 * lead);  // lead <= 3
-}
+constexpr int kStageWarpBytes = 32 * 64 + 48;  // 32 lanes x 64 bytes, 16-byte skew, over-reads of 8
 
-// Eight CTAs per SM (32 registers) where that spills nothing: the decoder
-// waits on three dependent loads per block, and full occupancy hides them
-// (f32 block 128: 547-598 -> 669-760 GB/s against 39 registers, bench/NOTES.md).
-template <class T, int V>
-constexpr int kDecodeMinCtas = sizeof(T) == 4 && V <= 4 ? 8 : 1;
-
-template <class T, int V>
-__global__ void __launch_bounds__(kThreads, kDecodeMinCtas<T, V>)
+template <class T, int G>
+__global__ void __launch_bounds__(kThreads)
     fast_decode_kernel(const uint8_t* __restrict__ codes, const T* __restrict__ mids, FastLayout layout,
                        const uint64_t* __restrict__ lead_rank, const uint8_t* __restrict__ leads, uint64_t leads_size,
                        const uint64_t* __restrict__ byte_offset, const uint8_t* __restrict__ bytes,
                        uint64_t bytes_size, bool aligned, T* __restrict__ out, uint32_t* __restrict__ corrupt) {
     using Bits = typename FastTraits<T>::Bits;
-    const uint64_t first = first_block_of_warp<1>();
-    if (first >= layout.num_blocks) return;  // warp-uniform
-    const BlockMeta<T> meta = load_meta<T, 1>(first, layout.num_blocks, codes, mids, lead_rank, byte_offset);
-    WarpBlock wb;
-    warp_block<V>(layout, first, wb);
-    const uint32_t code = __shfl_sync(kFull, meta.code, 0);
-    const T mu = __shfl_sync(kFull, meta.mu, 0);
-    T x[V];
-    if (code == kFastConstant || !fast_code_valid<T>(static_cast<uint8_t>(code))) {
-#pragma unroll
-        for (int k = 0; k < V; ++k) x[k] = mu;  // a bad code was flagged by the flags kernel
-        store_lane<T, V>(out, layout, wb, aligned, x);
-        return;
-    }
+    constexpr int VL = kLaneValues<T>;
+    constexpr int kBlocksPerWarp = 32 / G;
+    __shared__ alignas(16) uint8_t stage_all[kWarps][kStageWarpBytes];
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t gl = lane % G;  // lane in its group
+    const uint64_t first_block = (blockIdx.x * uint64_t{kWarps} + warp) * kBlocksPerWarp;
+    if (first_block >= layout.num_blocks) return;  // warp-uniform
+    const uint64_t b = first_block + lane / G;
+    const bool valid = b < layout.num_blocks;
 
-    // Round trip 2: the lead codes, checked against the stream once per block.
-    const uint64_t lead_base = __shfl_sync(kFull, meta.lead_rank, 0) * (layout.block / 4);
-    const uint32_t lead_bytes = FastLayout::lead_bytes(wb.len);
-    if (lead_base + lead_bytes > leads_size) {
-        if (wb.lane == 0) atomicOr(corrupt, 1u);
-        return;
+    // Round trip 1: the block's code, mid value and stream positions (one
+    // address per group: broadcast loads).
+    uint32_t code = kFastConstant;
+    T mu = 0;
+    uint64_t rank = 0, at = 0;
+    if (valid) {
+        code = codes[b];
+        mu = mids[b];
+        rank = lead_rank[b];
+        at = byte_offset[b];
     }
+    const uint32_t len = valid ? layout.block_len(b) : 0;
+    const uint32_t first = gl * VL;
+    const uint32_t count = first >= len ? 0 : (len - first < VL ? len - first : VL);
+    const bool coded = valid && code != kFastConstant && fast_code_valid<T>(static_cast<uint8_t>(code));
+    const uint32_t kept = coded ? fast_kept_bytes<T>(static_cast<uint8_t>(code)) : 0;
+
+    // Round trip 2: the lane's lead codes (VL / 4 bytes), range-checked per block.
+    const uint64_t lead_base = rank * (layout.block / 4);
+    const uint32_t lead_bytes = FastLayout::lead_bytes(len);
+    bool ok = !coded || lead_base + lead_bytes <= leads_size;
     uint32_t bits = 0;
-    if constexpr (V == 2) {
-        if (wb.count) bits = (leads[lead_base + wb.lane / 2] >> (4 * (wb.lane & 1))) & 0xfu;
-    } else {
+    if (coded && ok) {
 #pragma unroll
-        for (int i = 0; i < V / 4; ++i)
-            if (wb.lane * (V / 4) + i < lead_bytes) bits |= uint32_t{leads[lead_base + wb.lane * (V / 4) + i]} << (8 * i);
+        for (int i = 0; i < VL / 4; ++i)
+            if (gl * (VL / 4) + i < lead_bytes) bits |= uint32_t{leads[lead_base + gl * (VL / 4) + i]} << (8 * i);
     }
-    const uint32_t kept = fast_kept_bytes<T>(static_cast<uint8_t>(code));
-    uint32_t lead[V];
-    uint32_t count = 0;
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
+    // Lead code and explicit byte count of value k (values past the block's
+    // end take none; their leads only shape bytes no later value reads).
+    auto lead_of = [&](int k) {
         const uint32_t l = (bits >> (2 * k)) & 3u;
-        lead[k] = k < static_cast<int>(wb.count) ? (l < kept ? l : kept) : kept;
-        count += kept - lead[k];
+        return l < kept ? l : kept;
+    };
+    auto explicit_of = [&](int k) { return k < static_cast<int>(count) ? kept - lead_of(k) : 0u; };
+    uint32_t count_bytes = 0;
+#pragma unroll
+    for (int k = 0; k < VL; ++k) count_bytes += explicit_of(k);
+    uint32_t inclusive = count_bytes;
+#pragma unroll
+    for (int d = 1; d < G; d *= 2) {
+        const uint32_t up = __shfl_up_sync(kFull, inclusive, d, G);
+        if (gl >= static_cast<uint32_t>(d)) inclusive += up;
     }
+    const uint32_t total = __shfl_sync(kFull, inclusive, G - 1, G);
+    ok = ok && (!coded || at + total <= bytes_size);
+    if (!ok && gl == 0) atomicOr(corrupt, 1u);
+    const bool work = coded && ok;  // uniform within the group
 
-    // Round trip 3: each lane's explicit bytes, at offsets from a warp scan;
-    // the block's range is checked once.
-    const uint32_t before = warp_exclusive_sum(count, wb.lane);
-    const uint32_t total = __shfl_sync(kFull, before + count, 31);
-    const uint64_t block_at = __shfl_sync(kFull, meta.byte_offset, 0);
-    if (block_at + total > bytes_size) {
-        if (wb.lane == 0) atomicOr(corrupt, 1u);
-        return;
-    }
-    const uint8_t* src = bytes + block_at + before;
-    Bits known[V];
-    if constexpr (sizeof(T) == 4) {
-        // Three aligned 8-byte loads when they stay inside the stream (all
-        // but the stream's first and last few lanes), else byte loads.
-        // Groups of up to four values (at most 16 bytes).
-#pragma unroll
-        for (int g = 0; g < V; g += 4) {
-            uint32_t group = 0;
-#pragma unroll
-            for (int k = g; k < g + 4 && k < V; ++k) group += kept - lead[k];
-            const uintptr_t lo = reinterpret_cast<uintptr_t>(src) & ~uintptr_t{7};
-            const bool words = lo >= reinterpret_cast<uintptr_t>(bytes) &&
-                               lo + 24 <= reinterpret_cast<uintptr_t>(bytes + bytes_size);
-            uint32_t r[4] = {0, 0, 0, 0};
-            if (words) {
-                load_string16(src, group, r);
+    // Round trip 3: the warp's explicit bytes into its stage, 16 bytes at a time.
+    const uint64_t warp_at = __shfl_sync(kFull, at, 0) & ~uint64_t{15};
+    uint8_t* stage = stage_all[warp];
+    if (work) {
+        const bool vector = (reinterpret_cast<uintptr_t>(bytes) & 15) == 0;
+        for (uint64_t c = (at & ~uint64_t{15}) + 16 * gl; c < at + total; c += 16 * G) {
+            uint8_t* dst = stage + (c - warp_at);
+            if (vector && c + 16 <= bytes_size) {
+                *reinterpret_cast<uint4*>(dst) = __ldg(reinterpret_cast<const uint4*>(bytes + c));
             } else {
-                for (uint32_t i = 0; i < group; ++i) r[i / 4] |= uint32_t{src[i]} << (8 * (i % 4));
-            }
-#pragma unroll
-            for (int k = g; k < g + 4 && k < V; ++k) known[k] = take_explicit(r, kept - lead[k], lead[k]);
-            src += group;
-        }
-    } else {
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-            known[k] = 0;
-#pragma unroll
-            for (uint32_t j = 0; j < sizeof(T); ++j) {
-                if (j < lead[k] || j >= kept) continue;
-                known[k] |= static_cast<Bits>(*src++) << (8 * (sizeof(T) - 1 - j));
+                for (uint32_t i = 0; i < 16 && c + i < bytes_size; ++i) dst[i] = bytes[c + i];
             }
         }
+    }
+    __syncwarp();
+
+    // Each value's explicit bytes from the stage (branch-free: a value with
+    // none reads a word it masks away): the bytes lead..kept-1 of its
+    // pattern, most significant first.
+    Bits known[VL];
+    Bits seg_known = 0, seg_mask = 0;  // what the lane's values leave, and which bytes they set
+    uint32_t s = work ? static_cast<uint32_t>(at + (inclusive - count_bytes) - warp_at) : 0;
+#pragma unroll
+    for (int k = 0; k < VL; ++k) {
+        const uint32_t lead = lead_of(k), n = explicit_of(k);
+        const uint32_t* w = reinterpret_cast<const uint32_t*>(stage + (s & ~3u));
+        const uint32_t sh = 8 * (s & 3u);
+        if constexpr (sizeof(T) == 4) {
+            const uint32_t v = __funnelshift_r(w[0], w[1], sh) & __funnelshift_lc(0xffffffffu, 0u, 8 * n);
+            known[k] = __byte_perm(v, 0, 0x0123) >> (8 * lead);
+        } else {
+            const uint32_t lo = __funnelshift_r(w[0], w[1], sh) & __funnelshift_lc(0xffffffffu, 0u, 8 * n);
+            const uint32_t hi = n > 4 ? __funnelshift_r(w[1], w[2], sh) & __funnelshift_lc(0xffffffffu, 0u, 8 * n - 32) : 0u;
+            const uint64_t be = (uint64_t{__byte_perm(lo, 0, 0x0123)} << 32) | __byte_perm(hi, 0, 0x0123);
+            known[k] = be >> (8 * lead);
+        }
+        s += n;
+        const Bits copied = ~(~Bits{0} >> (8 * lead));  // the top `lead` bytes (lead <= 3)
+        seg_known = known[k] | (seg_known & copied);
+        seg_mask |= ~copied;
     }
 
-    // The copied bytes: the lane's values as one step (bytes it sets, and
-    // which), scanned across the warp, so each lane starts from the pattern
-    // the values before it leave (0 for bytes nothing before it set).
-    Bits seg_known = 0, seg_mask = 0;
+    // The bytes a lane's first value copies come from the lanes before it in
+    // the group: a scan over (bytes left, bytes set) pairs.
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-        const Bits mask = ~top_bytes<Bits>(lead[k]);
-        seg_known = known[k] | (seg_known & ~mask);
-        seg_mask |= mask;
-    }
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-        const Bits up_known = __shfl_up_sync(kFull, seg_known, d), up_mask = __shfl_up_sync(kFull, seg_mask, d);
-        if (wb.lane >= static_cast<uint32_t>(d)) {
+    for (int d = 1; d < G; d *= 2) {
+        const Bits up_known = __shfl_up_sync(kFull, seg_known, d, G), up_mask = __shfl_up_sync(kFull, seg_mask, d, G);
+        if (gl >= static_cast<uint32_t>(d)) {
             seg_known |= up_known & ~seg_mask;
             seg_mask |= up_mask;
         }
     }
-    Bits previous = __shfl_up_sync(kFull, seg_known, 1);
-    if (wb.lane == 0) previous = 0;
-    const uint8_t c = static_cast<uint8_t>(code);
+    Bits previous = __shfl_up_sync(kFull, seg_known, 1, G);
+    if (gl == 0) previous = 0;
+    if (!valid || count == 0) return;
+
+    T x[VL];
+    if (work) {
+        const uint8_t c8 = static_cast<uint8_t>(code);
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-        const Bits p = known[k] | (previous & top_bytes<Bits>(lead[k]));
-        x[k] = fast_reconstruct<T>(p, mu, c);
-        previous = p;
+        for (int k = 0; k < VL; ++k) {
+            const Bits p = known[k] | (previous & ~(~Bits{0} >> (8 * lead_of(k))));
+            x[k] = fast_reconstruct<T>(p, mu, c8);
+            previous = p;
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < VL; ++k) x[k] = mu;
     }
-    store_lane<T, V>(out, layout, wb, aligned, x);
+    T* dst = out + b * layout.block + first;
+    if (aligned && count == VL) {
+#pragma unroll
+        for (int i = 0; i < VL * static_cast<int>(sizeof(T)) / 16; ++i) {
+            uint4 q;
+            memcpy(&q, reinterpret_cast<const uint8_t*>(x) + 16 * i, 16);
+            __stcs(reinterpret_cast<uint4*>(dst) + i, q);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < VL; ++k)
+            if (k < static_cast<int>(count)) dst[k] = x[k];
+    }
 }
 
 unsigned warp_grid(uint64_t num_blocks, int blocks_per_warp) {
@@ -813,12 +755,16 @@ void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDevic
     out.bytes.allocate(totals[1], s);
 }
 
+// Lanes per block in the decoder: 64 bytes of values per lane.
+template <class T, int V>
+constexpr int kDecodeGroup = 32 * V / kLaneValues<T>;
+
 template <class T, int V>
 void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads, uint64_t leads_size,
                  const uint8_t* d_bytes, uint64_t bytes_size, const FastLayout& layout, T* d_out,
                  FastDecodeScratch& sc, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned grid = warp_grid(nb, kDecodeBlocksPerWarp);
+    const unsigned grid = warp_grid(nb, 32 / kDecodeGroup<T, V>);
     sc.lead_rank.allocate(nb + 1, s);
     sc.byte_offset.allocate(nb + 1, s);
     sc.corrupt.allocate(1, s);
@@ -834,9 +780,9 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
     fast_check_totals_kernel<<<1, 1, 0, s>>>(layout, d_codes, sc.lead_rank.data(), leads_size, sc.byte_offset.data(),
                                              bytes_size, sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_check_totals_kernel");
-    fast_decode_kernel<T, V><<<grid, kThreads, 0, s>>>(d_codes, d_mids, layout, sc.lead_rank.data(), d_leads,
-                                                       leads_size, sc.byte_offset.data(), d_bytes, bytes_size,
-                                                       is_aligned(d_out), d_out, sc.corrupt.data());
+    fast_decode_kernel<T, kDecodeGroup<T, V>><<<grid, kThreads, 0, s>>>(
+        d_codes, d_mids, layout, sc.lead_rank.data(), d_leads, leads_size, sc.byte_offset.data(), d_bytes, bytes_size,
+        is_aligned(d_out), d_out, sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_decode_kernel");
     std::vector<uint32_t> corrupt;
     cuda::copy_to_host(corrupt, sc.corrupt.data(), 1, s);
