@@ -1,11 +1,12 @@
-// CUDA kernels of the `fast` predictor.  A warp owns a few consecutive blocks
-// and issues all their loads before computing; in each block lane l holds the
-// values l*V .. l*V+V-1 (V = block/32), loaded as one vector when the data is
-// aligned.  Encoding is one pass (plan, stage the bytes in shared memory,
-// write them at offsets from a decoupled look-back); decoding is flags -> scan -> explicit-byte counts ->
-// scan -> decode, where the bytes each value copies from its predecessor are
-// resolved by a warp scan over (known bytes, mask) pairs instead of a serial
-// walk (cuSZx's index propagation, in another form).
+// CUDA kernels of the `fast` predictor.  A group of lanes owns a block, each
+// lane 64 bytes of consecutive values (16 f32 or 8 f64; 8 lanes per f32 block
+// of 128), so per-block work (reductions, scans, stream positions) is shared
+// by many values per lane.  Encoding is one pass (plan, stage the bytes in
+// shared memory, write them at offsets from a decoupled look-back); decoding
+// is flags -> scan -> explicit-byte counts -> scan -> decode, where the bytes
+// each value copies from its predecessor are resolved by a scan over (known
+// bytes, mask) pairs across the group instead of a serial walk (cuSZx's
+// index propagation, in another form).
 #include "predict/fast/fast_cuda.hpp"
 
 #include "runtime/status.hpp"
@@ -15,7 +16,6 @@
 #include <cuda/std/limits>
 
 #include <type_traits>
-
 #include <vector>
 
 namespace gsz::predict {
@@ -26,134 +26,24 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr unsigned kFull = 0xffffffffu;
 
-template <class Bits>
-__device__ __forceinline__ Bits top_bytes(uint32_t k) {
-    return k == 0 ? Bits{0} : ~Bits{0} << (8 * (sizeof(Bits) - k));
-}
-
-// A warp's view of one block.
-struct WarpBlock {
-    uint64_t block;     // block index
-    uint32_t len;       // values in the block
-    uint32_t lane;
-    uint32_t count;     // this lane's values (a prefix of lanes holds them)
-};
-
-template <int V>
-__device__ __forceinline__ bool warp_block(const FastLayout& layout, uint64_t block, WarpBlock& wb) {
-    wb.lane = threadIdx.x & 31;
-    wb.block = block;
-    wb.len = 0;
-    wb.count = 0;
-    if (block >= layout.num_blocks) return false;
-    wb.len = layout.block_len(block);
-    const uint32_t first = wb.lane * V;
-    wb.count = first >= wb.len ? 0 : (wb.len - first < V ? wb.len - first : V);
-    return true;
-}
-
-// Lane values: one aligned vector access when whole, else element by element.
-template <class T, int V>
-__device__ __forceinline__ void load_lane(const T* __restrict__ data, const FastLayout& layout, const WarpBlock& wb,
-                                          bool aligned, T (&x)[V]) {
-    const T* src = data + wb.block * layout.block + wb.lane * V;
-    constexpr int kBytes = V * sizeof(T);
-    if (aligned && wb.count == V) {
-        if constexpr (kBytes % 16 == 0) {
-            uint4 w[kBytes / 16];
-#pragma unroll
-            for (int i = 0; i < kBytes / 16; ++i) w[i] = __ldcs(reinterpret_cast<const uint4*>(src) + i);
-            memcpy(x, w, kBytes);
-        } else {
-            const uint2 w = __ldcs(reinterpret_cast<const uint2*>(src));
-            memcpy(x, &w, kBytes);
-        }
-        return;
-    }
-#pragma unroll
-    for (int k = 0; k < V; ++k) x[k] = k < static_cast<int>(wb.count) ? src[k] : T(0);
-}
-
-
-template <class U>
-__device__ __forceinline__ U warp_sum(U v) {
-#pragma unroll
-    for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(kFull, v, d);
-    return v;
-}
-
-// Patterns and lead codes of a lane's values; returns the lane's explicit
-// byte count.  The first value's predecessor is the previous lane's last.
-template <class T, int V>
-__device__ __forceinline__ uint32_t lane_patterns(const T (&x)[V], const WarpBlock& wb, T mu, uint8_t code,
-                                                  typename FastTraits<T>::Bits (&p)[V], uint32_t (&lead)[V]) {
-    using Bits = typename FastTraits<T>::Bits;
-    const uint32_t kept = fast_kept_bytes<T>(code);
-#pragma unroll
-    for (int k = 0; k < V; ++k) p[k] = k < static_cast<int>(wb.count) ? fast_pattern(x[k], mu, code) : Bits{0};
-    Bits previous = __shfl_up_sync(kFull, p[V - 1], 1);
-    if (wb.lane == 0) previous = 0;
-    uint32_t count = 0;
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-        lead[k] = 0;
-        if (k < static_cast<int>(wb.count)) {
-            lead[k] = fast_lead<T>(p[k], previous, kept);
-            count += kept - lead[k];
-        }
-        previous = p[k];
-    }
-    return count;
-}
-
-// Writes lane l's 2-bit lead codes (values l*V.. of the block) into the block's lead bytes.
-template <int V>
-__device__ __forceinline__ void write_leads(const WarpBlock& wb, const uint32_t (&lead)[V], uint8_t* __restrict__ dst) {
-    uint32_t bits = 0;
-#pragma unroll
-    for (int k = 0; k < V; ++k) bits |= lead[k] << (2 * k);
-    const uint32_t lead_bytes = FastLayout::lead_bytes(wb.len);
-    if constexpr (V == 2) {  // two lanes share a byte
-        const uint32_t partner = __shfl_down_sync(kFull, bits, 1);
-        if ((wb.lane & 1) == 0 && wb.lane / 2 < lead_bytes) dst[wb.lane / 2] = static_cast<uint8_t>(bits | partner << 4);
-    } else {
-#pragma unroll
-        for (int i = 0; i < V / 4; ++i) {
-            const uint32_t at = wb.lane * (V / 4) + i;
-            if (at < lead_bytes) dst[at] = static_cast<uint8_t>(bits >> (8 * i));
-        }
-    }
-}
-
-template <class U>
-__device__ __forceinline__ U warp_exclusive_sum(U v, uint32_t lane) {
-    U inclusive = v;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-        const U up = __shfl_up_sync(kFull, inclusive, d);
-        if (lane >= static_cast<uint32_t>(d)) inclusive += up;
-    }
-    return inclusive - v;
-}
 
 // ---- Encoding: one pass ---------------------------------------------------
-// A CTA owns a tile of kWarps * K consecutive blocks (warp w: blocks w*K ..
-// w*K+K-1 of the tile).  It loads them, plans them, stages their explicit
-// bytes in shared memory and learns where its output starts from a
-// decoupled look-back over the tiles before it (CUB's tile state), so the
-// input is read once and every output byte is written once, with 16-byte
-// stores.
+// A CTA owns a tile of consecutive blocks: a group of G lanes per block, each
+// lane holding kLaneValues consecutive values (64 bytes), 32 / G blocks per
+// warp, 8 warps.  It loads them, plans them, stages their explicit bytes in
+// shared memory and learns where its output starts from a decoupled
+// look-back over the tiles before it (CUB's tile state), so the input is
+// read once and every output byte is written once, with 16-byte stores.
 
-// Blocks per warp in the one-pass encoder: 16 (f32) or 8 (f64) values per
-// lane, at most 4 blocks (their byte counts share one 64-bit scan).
+template <class T>
+constexpr int kLaneValues = 64 / static_cast<int>(sizeof(T));
+
+// Lanes per block for a block of 32 * V values: 64 bytes of values per lane.
 template <class T, int V>
-constexpr int kEncodeBlocksPerWarp = 64 / static_cast<int>(sizeof(T)) / V > 4   ? 4
-                                     : 64 / static_cast<int>(sizeof(T)) / V < 1 ? 1
-                                                                                : 64 / static_cast<int>(sizeof(T)) / V;
+constexpr int kLaneGroup = 32 * V / kLaneValues<T>;
 
 // Integer keys ordered like the values they are the bits of (-0 below +0,
-// NaNs beyond the infinities): the block extremes come from integer
-// min/max, one warp reduction instruction per extreme for float.
+// NaNs beyond the infinities): the block extremes come from integer min/max.
 template <class T>
 struct OrderKey {
     using Bits = typename FastTraits<T>::Bits;
@@ -163,34 +53,44 @@ struct OrderKey {
         const Key k = static_cast<Key>(b);
         return k ^ ((k >> (FastTraits<T>::width - 1)) & kMagnitude);
     }
-    __device__ static T value(Key k) { return fast_value<T>(static_cast<Bits>(k ^ ((k >> (FastTraits<T>::width - 1)) & kMagnitude))); }
+    __device__ static T value(Key k) {
+        return fast_value<T>(static_cast<Bits>(k ^ ((k >> (FastTraits<T>::width - 1)) & kMagnitude)));
+    }
     __device__ static Key finite_max() { return of(fast_bits(::cuda::std::numeric_limits<T>::max())); }
     __device__ static Key finite_min() { return of(fast_bits(-::cuda::std::numeric_limits<T>::max())); }
 };
 
-__device__ __forceinline__ int32_t warp_min(int32_t v) { return __reduce_min_sync(kFull, v); }
-__device__ __forceinline__ int32_t warp_max(int32_t v) { return __reduce_max_sync(kFull, v); }
-__device__ __forceinline__ int64_t warp_min(int64_t v) {
+// Reductions and votes over the G lanes of a group (aligned runs of G lanes).
+template <int G, class K>
+__device__ __forceinline__ K group_min(K v) {
 #pragma unroll
-    for (int d = 16; d > 0; d /= 2) {
-        const int64_t o = __shfl_xor_sync(kFull, v, d);
+    for (int d = 1; d < G; d *= 2) {
+        const K o = __shfl_xor_sync(kFull, v, d);
         v = o < v ? o : v;
     }
     return v;
 }
-__device__ __forceinline__ int64_t warp_max(int64_t v) {
+
+template <int G, class K>
+__device__ __forceinline__ K group_max(K v) {
 #pragma unroll
-    for (int d = 16; d > 0; d /= 2) {
-        const int64_t o = __shfl_xor_sync(kFull, v, d);
+    for (int d = 1; d < G; d *= 2) {
+        const K o = __shfl_xor_sync(kFull, v, d);
         v = o > v ? o : v;
     }
     return v;
 }
 
-// The decision of fast_cpu.cpp's encode_block up to the per-value check,
-// made by one lane for one block from its extremes: non-finite -> raw;
-// constant; the first truncation (check set when it is not provably safe);
-// raw when no truncation helps.
+template <int G>
+__device__ __forceinline__ bool group_all(bool p, uint32_t group) {
+    constexpr uint32_t kOnes = G == 32 ? kFull : (1u << G) - 1u;
+    const uint32_t mask = kOnes << (group * G);
+    return (__ballot_sync(kFull, p) & mask) == mask;
+}
+
+// The decision of fast_cpu.cpp's encode_block up to the per-value check, for
+// a block's extremes: non-finite -> raw; constant; the first truncation
+// (check set when it is not provably safe); raw when no truncation helps.
 template <class T>
 __device__ __forceinline__ void plan_from_extremes(typename OrderKey<T>::Key lo_key, typename OrderKey<T>::Key hi_key,
                                                    double eb, uint8_t& code, T& mu, bool& check) {
@@ -215,35 +115,9 @@ __device__ __forceinline__ bool lane_within(const T (&x)[V], uint32_t count, T m
     return ok;
 }
 
-// The rest of encode_block for a block whose first code needs the check:
-// that code if every value passes, else one bit more (checked unless
-// provably safe), else raw.  Warp-uniform.
-template <class T, int V>
-__device__ __forceinline__ void settle_checked(const T (&x)[V], uint32_t count, T lo, T hi, double eb, uint8_t& code,
-                                               T& mu) {
-    if (__all_sync(kFull, lane_within<T, V>(x, count, mu, code, eb))) return;
-    const uint8_t next = fast_next_code<T>(code);
-    if (next != kFastRaw &&
-        (fast_truncation_safe(lo, hi, mu, next, eb) || __all_sync(kFull, lane_within<T, V>(x, count, mu, next, eb)))) {
-        code = next;
-        return;
-    }
-    code = kFastRaw;
-    mu = 0;
-}
-
 // ORs a value's explicit bytes (the top n bytes of e, most significant
-// first) into the staging words at byte offset `at`.  Neighbouring values
-// share words, so the staging area starts zeroed and bytes are ORed in.
-__device__ __forceinline__ void stage_bytes(uint32_t* stage, uint32_t at, uint32_t e, uint32_t n) {
-    if (n == 0) return;
-    const uint32_t s = 8 * (at & 3);
-    const uint32_t le = __byte_perm(e, 0, 0x0123);  // first explicit byte lowest
-    uint32_t* w = stage + (at >> 2);
-    atomicOr(w, le << s);
-    if (s + 8 * n > 32) atomicOr(w + 1, le >> (32 - s));
-}
-
+// first) into the staging words at byte offset `at` (f64: up to 8 bytes).
+// Neighbouring values share words, so the stage starts zeroed.
 __device__ __forceinline__ void stage_bytes(uint32_t* stage, uint32_t at, uint64_t e, uint32_t n) {
     if (n == 0) return;
     const uint32_t s = 8 * (at & 3);
@@ -269,10 +143,8 @@ using CountsPrefixOp = cub::TilePrefixCallbackOp<StreamCounts, AddCounts, Counts
 
 __global__ void counts_tile_init_kernel(CountsTileState state, int tiles) { state.InitializeStatus(tiles); }
 
-template <class T, int V>
 struct EncodeShared {
-    static constexpr int K = kEncodeBlocksPerWarp<T, V>;
-    static constexpr int kStageBytes = kWarps * K * 32 * V * static_cast<int>(sizeof(T)) + 32;
+    static constexpr int kStageBytes = kThreads * 64 + 32;  // a tile's values, raw, and the skew
     uint32_t warp_blocks[kWarps], warp_bytes[kWarps];
     StreamCounts prefix;
     typename CountsPrefixOp::TempStorage lookback;
@@ -280,118 +152,131 @@ struct EncodeShared {
 };
 
 // Four CTAs per SM (64 registers): the look-back and the barriers around it
-// stall a CTA, so residency matters more than the few registers spilled
-// (wmagT rel 1e-4: 396 -> 418 GB/s against three CTAs, bench/NOTES.md).
-template <class T, int V>
+// stall a CTA, so residency matters (bench/NOTES.md).
+template <class T, int G>
 __global__ void __launch_bounds__(kThreads, 4)
     fast_encode_kernel(const T* __restrict__ data, FastLayout layout, double eb, bool aligned,
                        CountsTileState tile_state, uint8_t* __restrict__ codes, T* __restrict__ mids,
                        uint8_t* __restrict__ leads, uint8_t* __restrict__ bytes, uint64_t* __restrict__ totals) {
     using Bits = typename FastTraits<T>::Bits;
     using Key = typename OrderKey<T>::Key;
-    constexpr int K = kEncodeBlocksPerWarp<T, V>;
-    __shared__ EncodeShared<T, V> sh;
+    constexpr int VL = kLaneValues<T>;
+    constexpr int kBlocksPerWarp = 32 / G;
+    __shared__ EncodeShared sh;
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t gl = lane % G, group = lane / G;
     const int tile = static_cast<int>(blockIdx.x);
-    const uint64_t first = (uint64_t{blockIdx.x} * kWarps + warp) * K;
+    const uint64_t b = (uint64_t{blockIdx.x} * kWarps + warp) * kBlocksPerWarp + group;
+    const bool valid = b < layout.num_blocks;
+    const uint32_t len = valid ? layout.block_len(b) : 0;
+    const uint32_t first = gl * VL;
+    const uint32_t count = first >= len ? 0 : (len - first < VL ? len - first : VL);
 
-    WarpBlock wb[K];
-    T x[K][V];
+    T x[VL];
+    if (aligned && count == VL) {
+        const uint4* src = reinterpret_cast<const uint4*>(data + b * layout.block + first);
+        uint4 q[4];
 #pragma unroll
-    for (int kb = 0; kb < K; ++kb)
-        if (warp_block<V>(layout, first + kb, wb[kb])) load_lane<T, V>(data, layout, wb[kb], aligned, x[kb]);
+        for (int i = 0; i < 4; ++i) q[i] = __ldg(src + i);
+        memcpy(x, q, 64);
+    } else {
+#pragma unroll
+        for (int k = 0; k < VL; ++k) x[k] = k < static_cast<int>(count) ? data[b * layout.block + first + k] : T(0);
+    }
 
-    // Extremes per block; lane kb keeps block kb's and plans it.
-    Key my_lo = 0, my_hi = 0;
+    // The block's extremes, its plan, and the per-value check where needed
+    // (rare): the first code, then one bit more, then raw, as encode_block.
+    Key lo = ::cuda::std::numeric_limits<Key>::max(), hi = ::cuda::std::numeric_limits<Key>::min();
 #pragma unroll
-    for (int kb = 0; kb < K; ++kb) {
-        Key lo = ::cuda::std::numeric_limits<Key>::max(), hi = ::cuda::std::numeric_limits<Key>::min();
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-            if (k < static_cast<int>(wb[kb].count)) {
-                const Key key = OrderKey<T>::of(fast_bits(x[kb][k]));
-                lo = key < lo ? key : lo;
-                hi = key > hi ? key : hi;
+    for (int k = 0; k < VL; ++k) {
+        if (k < static_cast<int>(count)) {
+            const Key key = OrderKey<T>::of(fast_bits(x[k]));
+            lo = key < lo ? key : lo;
+            hi = key > hi ? key : hi;
+        }
+    }
+    lo = group_min<G>(lo);
+    hi = group_max<G>(hi);
+    uint8_t code = kFastConstant;
+    T mu = 0;
+    bool check = false;
+    if (valid) plan_from_extremes<T>(lo, hi, eb, code, mu, check);
+    if (__any_sync(kFull, check)) {
+        const bool pass = group_all<G>(!check || lane_within<T, VL>(x, count, mu, code, eb), group);
+        bool again = false;
+        if (check && !pass) {
+            const uint8_t next = fast_next_code<T>(code);
+            if (next == kFastRaw) {
+                code = kFastRaw;
+                mu = 0;
+            } else {
+                code = next;
+                again = !fast_truncation_safe(OrderKey<T>::value(lo), OrderKey<T>::value(hi), mu, next, eb);
             }
         }
-        lo = warp_min(lo);
-        hi = warp_max(hi);
-        if (lane == static_cast<uint32_t>(kb)) {
-            my_lo = lo;
-            my_hi = hi;
-        }
-    }
-    uint8_t my_code = kFastConstant;
-    T my_mu = 0;
-    bool my_check = false;
-    if (lane < static_cast<uint32_t>(K) && first + lane < layout.num_blocks)
-        plan_from_extremes<T>(my_lo, my_hi, eb, my_code, my_mu, my_check);
-    const uint32_t check = __ballot_sync(kFull, my_check);
-    if (check) {  // rare: first codes that need the per-value check
-#pragma unroll
-        for (int kb = 0; kb < K; ++kb) {
-            if (!(check >> kb & 1u)) continue;
-            uint8_t c = static_cast<uint8_t>(__shfl_sync(kFull, my_code, kb));
-            T mu = __shfl_sync(kFull, my_mu, kb);
-            const T lo = OrderKey<T>::value(__shfl_sync(kFull, my_lo, kb));
-            const T hi = OrderKey<T>::value(__shfl_sync(kFull, my_hi, kb));
-            settle_checked<T, V>(x[kb], wb[kb].count, lo, hi, eb, c, mu);
-            if (lane == static_cast<uint32_t>(kb)) {
-                my_code = c;
-                my_mu = mu;
+        if (__any_sync(kFull, again)) {
+            const bool pass_again = group_all<G>(!again || lane_within<T, VL>(x, count, mu, code, eb), group);
+            if (again && !pass_again) {
+                code = kFastRaw;
+                mu = 0;
             }
         }
     }
-    if (lane < static_cast<uint32_t>(K) && first + lane < layout.num_blocks) {
-        codes[first + lane] = my_code;
-        mids[first + lane] = my_mu;
+    if (valid && gl == 0) {
+        codes[b] = code;
+        mids[b] = mu;
+    }
+    const bool coded = valid && code != kFastConstant;  // uniform within the group
+
+    // Patterns, lead codes (2 bits each, packed) and explicit byte counts.
+    const uint32_t kept = coded ? fast_kept_bytes<T>(code) : 0;
+    Bits p[VL];
+#pragma unroll
+    for (int k = 0; k < VL; ++k) p[k] = coded && k < static_cast<int>(count) ? fast_pattern(x[k], mu, code) : Bits{0};
+    Bits previous = __shfl_up_sync(kFull, p[VL - 1], 1, G);
+    if (gl == 0) previous = 0;
+    uint32_t lead_bits = 0, n_bytes = 0;
+#pragma unroll
+    for (int k = 0; k < VL; ++k) {
+        if (coded && k < static_cast<int>(count)) {
+            const uint32_t lead = fast_lead<T>(p[k], previous, kept);
+            lead_bits |= lead << (2 * k);
+            n_bytes += kept - lead;
+        }
+        previous = p[k];
     }
 
-    // Patterns, lead codes and explicit byte counts; the counts of the K
-    // blocks share one 64-bit word (16 bits each) and one warp scan.
-    Bits p[K][V];
-    uint32_t lead_bits[K];
-    uint64_t counts = 0;
-    uint32_t nonconst = 0;
+    // Offsets: the lane in its group, the group in its warp, the warp in the tile.
+    uint32_t inclusive = n_bytes;
 #pragma unroll
-    for (int kb = 0; kb < K; ++kb) {
-        const uint8_t c = static_cast<uint8_t>(__shfl_sync(kFull, my_code, kb));
-        const T mu = __shfl_sync(kFull, my_mu, kb);
-        lead_bits[kb] = 0;
-        if (first + kb >= layout.num_blocks || c == kFastConstant) continue;
-        nonconst |= 1u << kb;
-        uint32_t lead[V];
-        const uint32_t count = lane_patterns<T, V>(x[kb], wb[kb], mu, c, p[kb], lead);
-#pragma unroll
-        for (int k = 0; k < V; ++k) lead_bits[kb] |= lead[k] << (2 * k);
-        counts |= uint64_t{count} << (16 * kb);
+    for (int d = 1; d < G; d *= 2) {
+        const uint32_t up = __shfl_up_sync(kFull, inclusive, d, G);
+        if (gl >= static_cast<uint32_t>(d)) inclusive += up;
     }
-    uint64_t inclusive = counts;
+    uint32_t group_byte0 = 0, warp_bytes = 0;
 #pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-        const uint64_t up = __shfl_up_sync(kFull, inclusive, d);
-        if (lane >= static_cast<uint32_t>(d)) inclusive += up;
+    for (int g = 0; g < kBlocksPerWarp; ++g) {
+        const uint32_t t = __shfl_sync(kFull, inclusive, g * G + G - 1);
+        group_byte0 += static_cast<uint32_t>(g) < group ? t : 0u;
+        warp_bytes += t;
     }
-    const uint64_t warp_totals = __shfl_sync(kFull, inclusive, 31);
-    uint32_t warp_bytes = 0;
-#pragma unroll
-    for (int kb = 0; kb < K; ++kb) warp_bytes += static_cast<uint32_t>(warp_totals >> (16 * kb)) & 0xffffu;
+    const uint32_t coded_groups = __ballot_sync(kFull, coded && gl == 0);  // bit group * G per coded block
+    const uint32_t group_block0 = __popc(coded_groups & ((1u << (group * G)) - 1u));
     if (lane == 0) {
-        sh.warp_blocks[warp] = __popc(nonconst);
+        sh.warp_blocks[warp] = __popc(coded_groups);
         sh.warp_bytes[warp] = warp_bytes;
     }
     __syncthreads();
 
-    // The tile's counts, this warp's place in them, and the tiles' before.
     uint32_t tile_blocks = 0, tile_bytes = 0, warp_block0 = 0, warp_byte0 = 0;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-        const uint32_t b = sh.warp_blocks[w], n = sh.warp_bytes[w];
+        const uint32_t nb = sh.warp_blocks[w], n = sh.warp_bytes[w];
         if (w < static_cast<int>(warp)) {
-            warp_block0 += b;
+            warp_block0 += nb;
             warp_byte0 += n;
         }
-        tile_blocks += b;
+        tile_blocks += nb;
         tile_bytes += n;
     }
     if (warp == 0) {
@@ -419,31 +304,60 @@ __global__ void __launch_bounds__(kThreads, 4)
     const StreamCounts prefix = sh.prefix;
     const uint32_t skew = static_cast<uint32_t>(prefix.bytes % 16);  // stage byte i -> bytes[prefix - skew + i]
 
-    // Lead codes straight to their place; explicit bytes into the stage.
-    uint32_t at = skew + warp_byte0;
-    uint32_t rank = warp_block0;
+    if (coded) {
+        // Lead codes straight to their place: VL / 4 bytes per lane.
+        uint8_t* dst = leads + (prefix.blocks + warp_block0 + group_block0) * (layout.block / 4) + gl * (VL / 4);
+        const uint32_t lead_bytes = FastLayout::lead_bytes(len);
+        if constexpr (VL == 16) {
+            if (len == layout.block && (reinterpret_cast<uintptr_t>(dst) & 3) == 0) {
+                *reinterpret_cast<uint32_t*>(dst) = lead_bits;
+            } else {
 #pragma unroll
-    for (int kb = 0; kb < K; ++kb) {
-        const uint32_t block_total = static_cast<uint32_t>(warp_totals >> (16 * kb)) & 0xffffu;
-        if (!(nonconst >> kb & 1u)) continue;
-        const uint8_t c = static_cast<uint8_t>(__shfl_sync(kFull, my_code, kb));
-        uint32_t lead[V];
+                for (int i = 0; i < 4; ++i)
+                    if (gl * 4 + i < lead_bytes) dst[i] = static_cast<uint8_t>(lead_bits >> (8 * i));
+            }
+        } else {
 #pragma unroll
-        for (int k = 0; k < V; ++k) lead[k] = lead_bits[kb] >> (2 * k) & 3u;
-        write_leads<V>(wb[kb], lead, leads + (prefix.blocks + rank) * (layout.block / 4));
-        const uint32_t kept = fast_kept_bytes<T>(c);
-        const uint32_t own = static_cast<uint32_t>(counts >> (16 * kb)) & 0xffffu;
-        uint32_t o = at + (static_cast<uint32_t>(inclusive >> (16 * kb)) & 0xffffu) - own;
+            for (int i = 0; i < VL / 4; ++i)
+                if (gl * (VL / 4) + i < lead_bytes) dst[i] = static_cast<uint8_t>(lead_bits >> (8 * i));
+        }
+
+        // Explicit bytes into the stage, in stream order.
+        uint32_t at = skew + warp_byte0 + group_byte0 + inclusive - n_bytes;
+        if constexpr (sizeof(T) == 4) {
+            // Whole words from a 64-bit accumulator: only the lane's first and
+            // last words can hold a neighbour's bytes, so only they are ORed.
+            uint32_t word = at >> 2, fill = at & 3;
+            uint64_t acc = 0;
+            bool shared = true;
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-            if (k < static_cast<int>(wb[kb].count)) {
-                const uint32_t n = kept - lead[k];
-                stage_bytes(sh.stage, o, static_cast<Bits>(p[kb][k] << (8 * lead[k])), n);
-                o += n;
+            for (int k = 0; k < VL; ++k) {
+                if (k < static_cast<int>(count)) {
+                    const uint32_t lead = (lead_bits >> (2 * k)) & 3u;
+                    const uint32_t le = __byte_perm(p[k] << (8 * lead), 0, 0x0123);  // first explicit byte lowest
+                    acc |= uint64_t{le} << (8 * fill);
+                    fill += kept - lead;
+                    if (fill >= 4) {
+                        if (shared) atomicOr(&sh.stage[word], static_cast<uint32_t>(acc));
+                        else sh.stage[word] = static_cast<uint32_t>(acc);
+                        shared = false;
+                        acc >>= 32;
+                        fill -= 4;
+                        ++word;
+                    }
+                }
+            }
+            if (fill) atomicOr(&sh.stage[word], static_cast<uint32_t>(acc));
+        } else {
+#pragma unroll
+            for (int k = 0; k < VL; ++k) {
+                if (k < static_cast<int>(count)) {
+                    const uint32_t lead = (lead_bits >> (2 * k)) & 3u;
+                    stage_bytes(sh.stage, at, p[k] << (8 * lead), kept - lead);
+                    at += kept - lead;
+                }
             }
         }
-        at += block_total;
-        ++rank;
     }
     __syncthreads();
 
@@ -548,9 +462,6 @@ __global__ void fast_check_totals_kernel(FastLayout layout, const uint8_t* __res
 // per lane.  The warp's blocks are consecutive, so their explicit bytes are
 // one range of the stream: staged in shared memory with 16-byte loads, then
 // read by each value at its own offset.
-template <class T>
-constexpr int kLaneValues = 64 / static_cast<int>(sizeof(T));
-
 constexpr int kStageWarpBytes = 32 * 64 + 48;  // 32 lanes x 64 bytes, 16-byte skew, over-reads of 8
 
 template <class T, int G>
@@ -723,7 +634,7 @@ bool is_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0
 template <class T, int V>
 void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned tiles = warp_grid(nb, kEncodeBlocksPerWarp<T, V>);
+    const unsigned tiles = warp_grid(nb, 32 / kLaneGroup<T, V>);
     out.codes.allocate(nb, s);
     out.mids.allocate(nb, s);
     out.leads.allocate(nb * (layout.block / 4), s);      // worst cases; trimmed below
@@ -736,7 +647,7 @@ void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDevic
     GSZ_CUDA(state.Init(static_cast<int>(tiles), out.temp.data(), state_bytes));
     counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state, static_cast<int>(tiles));
     GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
-    fast_encode_kernel<T, V><<<tiles, kThreads, 0, s>>>(d_data, layout, eb, is_aligned(d_data), state,
+    fast_encode_kernel<T, kLaneGroup<T, V>><<<tiles, kThreads, 0, s>>>(d_data, layout, eb, is_aligned(d_data), state,
                                                         out.codes.data(), out.mids.data(), out.leads.data(),
                                                         out.bytes.data(), out.totals.data());
     GSZ_CUDA_LAUNCHED("fast_encode_kernel");
@@ -755,16 +666,12 @@ void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDevic
     out.bytes.allocate(totals[1], s);
 }
 
-// Lanes per block in the decoder: 64 bytes of values per lane.
-template <class T, int V>
-constexpr int kDecodeGroup = 32 * V / kLaneValues<T>;
-
 template <class T, int V>
 void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads, uint64_t leads_size,
                  const uint8_t* d_bytes, uint64_t bytes_size, const FastLayout& layout, T* d_out,
                  FastDecodeScratch& sc, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
-    const unsigned grid = warp_grid(nb, 32 / kDecodeGroup<T, V>);
+    const unsigned grid = warp_grid(nb, 32 / kLaneGroup<T, V>);
     sc.lead_rank.allocate(nb + 1, s);
     sc.byte_offset.allocate(nb + 1, s);
     sc.corrupt.allocate(1, s);
@@ -780,7 +687,7 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
     fast_check_totals_kernel<<<1, 1, 0, s>>>(layout, d_codes, sc.lead_rank.data(), leads_size, sc.byte_offset.data(),
                                              bytes_size, sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_check_totals_kernel");
-    fast_decode_kernel<T, kDecodeGroup<T, V>><<<grid, kThreads, 0, s>>>(
+    fast_decode_kernel<T, kLaneGroup<T, V>><<<grid, kThreads, 0, s>>>(
         d_codes, d_mids, layout, sc.lead_rank.data(), d_leads, leads_size, sc.byte_offset.data(), d_bytes, bytes_size,
         is_aligned(d_out), d_out, sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_decode_kernel");

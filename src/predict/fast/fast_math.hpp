@@ -19,6 +19,7 @@
 
 #include "runtime/host_device.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -125,12 +126,11 @@ GSZ_HD uint32_t fast_lead(typename FastTraits<T>::Bits pattern, typename FastTra
     using Tr = FastTraits<T>;
     const auto x = pattern ^ previous;
     const uint32_t cap = kept_bytes < kFastMaxLead ? kept_bytes : kFastMaxLead;
-    if (x == 0) return cap;
+    // Leading zeros, the width for x == 0 (equal patterns: lead = cap, no branch).
 #if defined(__CUDA_ARCH__)
     const int zeros = Tr::width == 32 ? __clz(static_cast<int>(x)) : __clzll(static_cast<long long>(x));
 #else
-    const int zeros = Tr::width == 32 ? __builtin_clz(static_cast<unsigned>(x))
-                                      : __builtin_clzll(static_cast<unsigned long long>(x));
+    const int zeros = std::countl_zero(x);
 #endif
     const uint32_t lead = static_cast<uint32_t>(zeros) / 8;
     return lead < cap ? lead : cap;
