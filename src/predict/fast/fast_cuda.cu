@@ -9,6 +9,7 @@
 // index propagation, in another form).
 #include "predict/fast/fast_cuda.hpp"
 
+#include "runtime/cuda/stage_trace.hpp"
 #include "runtime/status.hpp"
 
 #include <cub/agent/single_pass_scan_operators.cuh>
@@ -237,12 +238,11 @@ __global__ void __launch_bounds__(kThreads, 4)
     if (gl == 0) previous = 0;
     uint32_t lead_bits = 0, n_bytes = 0;
 #pragma unroll
-    for (int k = 0; k < VL; ++k) {
-        if (coded && k < static_cast<int>(count)) {
-            const uint32_t lead = fast_lead<T>(p[k], previous, kept);
-            lead_bits |= lead << (2 * k);
-            n_bytes += kept - lead;
-        }
+    for (int k = 0; k < VL; ++k) {  // branch-free: p = 0 and kept = 0 where nothing is stored
+        const uint32_t lead = fast_lead<T>(p[k], previous, kept);
+        const bool stored = k < static_cast<int>(count);
+        lead_bits |= (stored ? lead : 0u) << (2 * k);
+        n_bytes += stored ? kept - lead : 0u;
         previous = p[k];
     }
 
@@ -290,9 +290,10 @@ __global__ void __launch_bounds__(kThreads, 4)
         }
         if (lane == 0) {
             sh.prefix = before;
-            if (tile == static_cast<int>(gridDim.x) - 1) {
+            if (tile == static_cast<int>(gridDim.x) - 1) {  // the stream sizes, and the last block's code
                 totals[0] = before.blocks + aggregate.blocks;
                 totals[1] = before.bytes + aggregate.bytes;
+                totals[2] = codes[layout.num_blocks - 1];
             }
         }
     } else {
@@ -639,7 +640,7 @@ void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDevic
     out.mids.allocate(nb, s);
     out.leads.allocate(nb * (layout.block / 4), s);      // worst cases; trimmed below
     out.bytes.allocate(layout.num_elements * sizeof(T), s);
-    out.totals.allocate(2, s);
+    out.totals.allocate(3, s);
     size_t state_bytes = 0;
     GSZ_CUDA(CountsTileState::AllocationSize(static_cast<int>(tiles), state_bytes));
     out.temp.allocate(state_bytes, s);
@@ -654,13 +655,10 @@ void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDevic
 
     // Stream sizes: every non-constant block has block/4 lead bytes but a
     // short last one.
-    uint64_t totals[2];
-    uint8_t last_code = 0;
-    GSZ_CUDA(cudaMemcpyAsync(totals, out.totals.data(), sizeof totals, cudaMemcpyDeviceToHost, s));
-    GSZ_CUDA(cudaMemcpyAsync(&last_code, out.codes.data() + nb - 1, 1, cudaMemcpyDeviceToHost, s));
-    GSZ_CUDA(cudaStreamSynchronize(s));
+    uint64_t totals[3];
+    cuda::copy_small_to_host(totals, out.totals.data(), 3, s);
     uint64_t lead_total = totals[0] * (layout.block / 4);
-    if (last_code != kFastConstant)
+    if (totals[2] != kFastConstant)
         lead_total -= layout.block / 4 - FastLayout::lead_bytes(layout.block_len(nb - 1));
     out.leads.allocate(lead_total, s);   // within capacity: only the size changes
     out.bytes.allocate(totals[1], s);
@@ -672,6 +670,7 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
                  FastDecodeScratch& sc, cudaStream_t s) {
     const uint64_t nb = layout.num_blocks;
     const unsigned grid = warp_grid(nb, 32 / kLaneGroup<T, V>);
+    cuda::StageTrace trace(s, "fast decompress");
     sc.lead_rank.allocate(nb + 1, s);
     sc.byte_offset.allocate(nb + 1, s);
     sc.corrupt.allocate(1, s);
@@ -687,13 +686,15 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
     fast_check_totals_kernel<<<1, 1, 0, s>>>(layout, d_codes, sc.lead_rank.data(), leads_size, sc.byte_offset.data(),
                                              bytes_size, sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_check_totals_kernel");
+    trace.mark("stream positions");
     fast_decode_kernel<T, kLaneGroup<T, V>><<<grid, kThreads, 0, s>>>(
         d_codes, d_mids, layout, sc.lead_rank.data(), d_leads, leads_size, sc.byte_offset.data(), d_bytes, bytes_size,
         is_aligned(d_out), d_out, sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_decode_kernel");
-    std::vector<uint32_t> corrupt;
-    cuda::copy_to_host(corrupt, sc.corrupt.data(), 1, s);
-    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
+    trace.mark("values");
+    uint32_t corrupt = 0;
+    cuda::copy_small_to_host(&corrupt, sc.corrupt.data(), 1, s);
+    GSZ_CHECK(corrupt == 0, GSZ_STATUS_CORRUPT,
               "fast streams: a block code, lead code or stream length does not add up");
 }
 
