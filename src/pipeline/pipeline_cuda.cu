@@ -89,8 +89,8 @@ FiniteRange finite_range_cuda(const T* d_data, uint64_t n, cudaStream_t stream) 
     cuda::DeviceBuffer<MinMax<T>> d_partials(blocks, stream);
     finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, d_partials.data());
     GSZ_CUDA_LAUNCHED("finite_range_kernel");
-    std::vector<MinMax<T>> partials(blocks);
-    cuda::copy_small_to_host(partials.data(), d_partials.data(), blocks, stream);
+    std::vector<MinMax<T>> partials;
+    cuda::copy_to_host(partials, d_partials.data(), blocks, stream);
     T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
     for (const auto& p : partials) {
         lo = std::min(lo, p.lo);

@@ -290,10 +290,9 @@ __global__ void __launch_bounds__(kThreads, 4)
         }
         if (lane == 0) {
             sh.prefix = before;
-            if (tile == static_cast<int>(gridDim.x) - 1) {  // the stream sizes, and the last block's code
+            if (tile == static_cast<int>(gridDim.x) - 1) {
                 totals[0] = before.blocks + aggregate.blocks;
                 totals[1] = before.bytes + aggregate.bytes;
-                totals[2] = codes[layout.num_blocks - 1];
             }
         }
     } else {
@@ -640,7 +639,7 @@ void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDevic
     out.mids.allocate(nb, s);
     out.leads.allocate(nb * (layout.block / 4), s);      // worst cases; trimmed below
     out.bytes.allocate(layout.num_elements * sizeof(T), s);
-    out.totals.allocate(3, s);
+    out.totals.allocate(2, s);
     size_t state_bytes = 0;
     GSZ_CUDA(CountsTileState::AllocationSize(static_cast<int>(tiles), state_bytes));
     out.temp.allocate(state_bytes, s);
@@ -655,10 +654,13 @@ void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDevic
 
     // Stream sizes: every non-constant block has block/4 lead bytes but a
     // short last one.
-    uint64_t totals[3];
-    cuda::copy_small_to_host(totals, out.totals.data(), 3, s);
+    uint64_t totals[2];
+    uint8_t last_code = 0;
+    GSZ_CUDA(cudaMemcpyAsync(totals, out.totals.data(), sizeof totals, cudaMemcpyDeviceToHost, s));
+    GSZ_CUDA(cudaMemcpyAsync(&last_code, out.codes.data() + nb - 1, 1, cudaMemcpyDeviceToHost, s));
+    GSZ_CUDA(cudaStreamSynchronize(s));
     uint64_t lead_total = totals[0] * (layout.block / 4);
-    if (totals[2] != kFastConstant)
+    if (last_code != kFastConstant)
         lead_total -= layout.block / 4 - FastLayout::lead_bytes(layout.block_len(nb - 1));
     out.leads.allocate(lead_total, s);   // within capacity: only the size changes
     out.bytes.allocate(totals[1], s);
@@ -692,9 +694,9 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
         is_aligned(d_out), d_out, sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_decode_kernel");
     trace.mark("values");
-    uint32_t corrupt = 0;
-    cuda::copy_small_to_host(&corrupt, sc.corrupt.data(), 1, s);
-    GSZ_CHECK(corrupt == 0, GSZ_STATUS_CORRUPT,
+    std::vector<uint32_t> corrupt;
+    cuda::copy_to_host(corrupt, sc.corrupt.data(), 1, s);
+    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
               "fast streams: a block code, lead code or stream length does not add up");
 }
 

@@ -18,7 +18,7 @@ struct FastDeviceStreams {
     cuda::DeviceBuffer<uint8_t> leads;        // size: the stream's bytes (capacity: the worst case)
     cuda::DeviceBuffer<uint8_t> bytes;        // likewise (capacity: the input's size)
     // scratch
-    cuda::DeviceBuffer<uint64_t> totals;      // non-constant blocks, explicit bytes, the last block's code
+    cuda::DeviceBuffer<uint64_t> totals;      // non-constant blocks, explicit bytes
     cuda::DeviceBuffer<uint8_t> temp;         // the encoder's tile states
 };
 

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 namespace gsz::cuda {
@@ -96,19 +95,6 @@ void copy_to_host(Vec& out, const T* d_src, size_t count, cudaStream_t stream) {
     out.resize(count);
     if (count) GSZ_CUDA(cudaMemcpyAsync(out.data(), d_src, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
     GSZ_CUDA(cudaStreamSynchronize(stream));
-}
-
-// Small device-to-host reads (flags, sizes, partial results) through a
-// page-locked staging area kept per thread: into pageable memory the copy
-// goes through the driver's bounce buffer and costs several times more.
-template <class T>
-void copy_small_to_host(T* h_dst, const T* d_src, size_t count, cudaStream_t stream) {
-    thread_local PinnedBuffer<unsigned char> staging;
-    const size_t bytes = count * sizeof(T);
-    staging.allocate(bytes);
-    if (bytes) GSZ_CUDA(cudaMemcpyAsync(staging.data(), d_src, bytes, cudaMemcpyDeviceToHost, stream));
-    GSZ_CUDA(cudaStreamSynchronize(stream));
-    if (bytes) std::memcpy(static_cast<void*>(h_dst), staging.data(), bytes);
 }
 
 }  // namespace gsz::cuda
