@@ -27,7 +27,6 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr unsigned kFull = 0xffffffffu;
 
-
 // ---- Encoding: one pass ---------------------------------------------------
 // A CTA owns a tile of consecutive blocks: a group of G lanes per block, each
 // lane holding kLaneValues consecutive values (64 bytes), 32 / G blocks per
