@@ -220,9 +220,9 @@ template <int W>
 struct EncodeShared {
     static constexpr int kStageWords = W * 32 * 16 + 4;  // a tile's values, raw, and the copy-out's over-read
     uint32_t warp_blocks[W], warp_bytes[W];
-    uint64_t prefix;
+    uint64_t prefix;  // of the CTA's first tile
     typename CountsPrefixOp::TempStorage lookback;
-    alignas(16) uint32_t stage[kStageWords];
+    alignas(16) uint32_t stage[2][kStageWords];  // the CTA's two tiles
 };
 
 // What a lane of a block's group computes before it knows where its bytes go.
@@ -345,159 +345,21 @@ __device__ __forceinline__ void stage_lane_f32(uint32_t* stage, uint32_t at, con
     tail = acc;
 }
 
-// W warps per CTA, at most 64 registers per thread (32 warps per SM).
-template <class T, int G, int W>
-__global__ void __launch_bounds__(W * 32, 32 / W)
-    fast_encode_kernel(const T* __restrict__ data, FastLayout layout, uint64_t block0, uint64_t num_blocks,
-                       const double* __restrict__ d_eb, bool aligned, CountsTileState tile_state, const uint64_t* __restrict__ base,
-                       uint64_t* __restrict__ totals, uint8_t* __restrict__ codes, T* __restrict__ mids,
-                       uint8_t* __restrict__ leads, uint8_t* __restrict__ bytes) {
-    constexpr int VL = kLaneValues<T>;
-    constexpr int kBlocksPerWarp = 32 / G;
-    constexpr int kCtaThreads = W * 32;
-    __shared__ EncodeShared<W> sh;
-    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint32_t gl = lane % G, group = lane / G;
-    const int tile = static_cast<int>(blockIdx.x);
-    const double eb = *d_eb;
-
-    if constexpr (sizeof(T) == 8) {  // f64 lanes OR their bytes into a zeroed stage
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-            reinterpret_cast<uint4*>(sh.stage)[i * kCtaThreads + threadIdx.x] = make_uint4(0, 0, 0, 0);
-    }
-
-    const uint64_t local = (uint64_t{blockIdx.x} * W + warp) * kBlocksPerWarp + group;
-    const bool valid = local < num_blocks;
-    const uint64_t b = block0 + local;
-    const uint32_t len = valid ? layout.block_len(b) : 0;
-    const uint32_t first = gl * VL;
-    const uint32_t count = first >= len ? 0 : (len - first < VL ? len - first : VL);
-    const T* src = data + b * layout.block + first;
-
-    LaneCode<T> lc;
-    if (__all_sync(kFull, count == VL)) code_lane<T, G, true>(src, count, valid, aligned, gl, group, eb, lc);
-    else code_lane<T, G, false>(src, count, valid, aligned, gl, group, eb, lc);
-    if (valid && gl == 0) {
-        codes[b] = lc.code;
-        mids[b] = lc.mu;
-    }
-    const bool coded = lc.kept != 0;
-    const uint32_t n_bytes = lc.n_bytes;
-
-    // Offsets: the lane in its group, the group in its warp, the warp in the tile.
-    uint32_t inclusive = n_bytes;
-#pragma unroll
-    for (int d = 1; d < G; d *= 2) {
-        const uint32_t up = __shfl_up_sync(kFull, inclusive, d, G);
-        if (gl >= static_cast<uint32_t>(d)) inclusive += up;
-    }
-    uint32_t group_byte0 = 0, warp_bytes = 0;
-#pragma unroll
-    for (int g = 0; g < kBlocksPerWarp; ++g) {
-        const uint32_t t = __shfl_sync(kFull, inclusive, g * G + G - 1);
-        group_byte0 += static_cast<uint32_t>(g) < group ? t : 0u;
-        warp_bytes += t;
-    }
-    const uint32_t coded_groups = __ballot_sync(kFull, coded && gl == 0);  // bit group * G per coded block
-    const uint32_t group_block0 = __popc(coded_groups & ((1u << (group * G)) - 1u));
-    if (lane == 0) {
-        sh.warp_blocks[warp] = __popc(coded_groups);
-        sh.warp_bytes[warp] = warp_bytes;
-    }
-    __syncthreads();
-
-    uint32_t tile_blocks = 0, tile_bytes = 0, warp_block0 = 0, warp_byte0 = 0;
-#pragma unroll
-    for (int w = 0; w < W; ++w) {
-        const uint32_t nb = sh.warp_blocks[w], n = sh.warp_bytes[w];
-        if (w < static_cast<int>(warp)) {
-            warp_block0 += nb;
-            warp_byte0 += n;
-        }
-        tile_blocks += nb;
-        tile_bytes += n;
-    }
-    // Warp 0 publishes the tile's counts at once and looks back for the
-    // tiles before it while the other warps stage their bytes.
-    if (warp == 0) {
-        const uint64_t aggregate = (uint64_t{tile_bytes} << kCountBits) | tile_blocks;
-        uint64_t before = 0;
-        if (tile == 0) {
-            if (lane == 0) tile_state.SetInclusive(0, aggregate);
-        } else {
-            CountsPrefixOp op(tile_state, sh.lookback, AddCounts{}, tile);
-            before = op(aggregate);
-        }
-        if (lane == 0) sh.prefix = before;
-    }
-
-    // Explicit bytes into the stage, in stream order, at the tile's own offsets.
-    uint32_t tail_word = 0, tail = 0;
-    if (coded) {
-        const uint32_t at = warp_byte0 + group_byte0 + inclusive - n_bytes;
-        if constexpr (sizeof(T) == 4) {
-            if (count == VL) stage_lane_f32<VL, true>(sh.stage, at, lc.p, lc.lead_bits, lc.kept, count, tail_word, tail);
-            else stage_lane_f32<VL, false>(sh.stage, at, lc.p, lc.lead_bits, lc.kept, count, tail_word, tail);
-        } else {
-            uint32_t pos = at;
-#pragma unroll
-            for (int k = 0; k < VL; ++k) {
-                if (k < static_cast<int>(count)) {
-                    const uint32_t lead = (lc.lead_bits >> (2 * k)) & 3u;
-                    stage_bytes(sh.stage, pos, lc.p[k], lc.kept - lead);
-                    pos += lc.kept - lead;
-                }
-            }
-        }
-    }
-    if constexpr (sizeof(T) == 4) {
-        // The tile's last word, if no lane completes it, holds only ORed bytes.
-        if (threadIdx.x == 0 && (tile_bytes & 3u)) sh.stage[tile_bytes >> 2] = 0;
-        __syncthreads();
-        if (tail) atomicOr(&sh.stage[tail_word], tail);
-    }
-    __syncthreads();
-
-    const uint64_t before = sh.prefix;
-    const uint64_t base_blocks = base ? base[0] : 0, base_bytes = base ? base[1] : 0;
-    const uint64_t out_blocks = base_blocks + (before & kBlocksMask), out_bytes = base_bytes + (before >> kCountBits);
-    if (tile == static_cast<int>(gridDim.x) - 1 && threadIdx.x == 0) {
-        totals[0] = out_blocks + tile_blocks;
-        totals[1] = out_bytes + tile_bytes;
-    }
-
-    if (coded) {
-        // Lead codes straight to their place: VL / 4 bytes per lane.
-        uint8_t* dst = leads + (out_blocks + warp_block0 + group_block0) * (layout.block / 4) + gl * (VL / 4);
-        const uint32_t lead_bytes = FastLayout::lead_bytes(len);
-        if constexpr (VL == 16) {
-            if (len == layout.block && (reinterpret_cast<uintptr_t>(dst) & 3) == 0) {
-                *reinterpret_cast<uint32_t*>(dst) = lc.lead_bits;
-            } else {
-#pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    if (gl * 4 + i < lead_bytes) dst[i] = static_cast<uint8_t>(lc.lead_bits >> (8 * i));
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < VL / 4; ++i)
-                if (gl * (VL / 4) + i < lead_bytes) dst[i] = static_cast<uint8_t>(lc.lead_bits >> (8 * i));
-        }
-    }
-
-    // The stage to global memory: whole aligned 16-byte words where the tile
-    // owns them (read from the stage at the tile's misalignment), single
-    // bytes in the words it shares with its neighbours.
+// Copies a tile's stage to its place in the byte stream: whole aligned
+// 16-byte words where the tile owns them (read from the stage at the tile's
+// misalignment), single bytes in the words it shares with its neighbours.
+template <int kCtaThreads>
+__device__ __forceinline__ void copy_out(const uint32_t* stage, uint32_t tile_bytes, uint64_t out_bytes,
+                                         uint8_t* __restrict__ bytes) {
     const uint32_t head = static_cast<uint32_t>(out_bytes & 15);
     const uint32_t span = head + tile_bytes;
     uint8_t* out = bytes + (out_bytes - head);
-    const uint8_t* stage8 = reinterpret_cast<const uint8_t*>(sh.stage);
+    const uint8_t* stage8 = reinterpret_cast<const uint8_t*>(stage);
     const uint32_t r = 8 * ((16 - head) & 3);  // stage offset of a 16-byte word: 16c - head
     for (uint32_t c = threadIdx.x; c * 16 < span; c += kCtaThreads) {
         const uint32_t b0 = c * 16;
         if (b0 >= head && b0 + 16 <= span) {
-            const uint32_t* w = sh.stage + ((b0 - head) >> 2);
+            const uint32_t* w = stage + ((b0 - head) >> 2);
             uint4 q;
             q.x = __funnelshift_r(w[0], w[1], r);
             q.y = __funnelshift_r(w[1], w[2], r);
@@ -507,6 +369,188 @@ __global__ void __launch_bounds__(W * 32, 32 / W)
         } else {
             for (uint32_t i = b0 < head ? head : b0; i < b0 + 16 && i < span; ++i) out[i] = stage8[i - head];
         }
+    }
+}
+
+// A lane's lead codes straight to their place: VL / 4 bytes.
+template <class T>
+__device__ __forceinline__ void write_leads(uint8_t* __restrict__ dst, uint32_t lead_bits, uint32_t len,
+                                            uint32_t block, uint32_t gl) {
+    constexpr int VL = kLaneValues<T>;
+    const uint32_t lead_bytes = FastLayout::lead_bytes(len);
+    if constexpr (VL == 16) {
+        if (len == block && (reinterpret_cast<uintptr_t>(dst) & 3) == 0) {
+            *reinterpret_cast<uint32_t*>(dst) = lead_bits;
+            return;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < VL / 4; ++i)
+        if (gl * (VL / 4) + i < lead_bytes) dst[i] = static_cast<uint8_t>(lead_bits >> (8 * i));
+}
+
+// A CTA of W warps (at most 64 registers per thread, 32 warps per SM) codes
+// two consecutive tiles.  It publishes each tile's counts as soon as it has
+// them and looks back for the first tile's prefix while it codes the
+// second, whose prefix then follows without a look-back: the wait for the
+// tiles before it overlaps work, and there is one look-back per two tiles.
+template <class T, int G, int W>
+__global__ void __launch_bounds__(W * 32, 32 / W)
+    fast_encode_kernel(const T* __restrict__ data, FastLayout layout, uint64_t block0, uint64_t num_blocks,
+                       const double* __restrict__ d_eb, bool aligned, CountsTileState tile_state,
+                       const uint64_t* __restrict__ base, uint64_t* __restrict__ totals, uint8_t* __restrict__ codes,
+                       T* __restrict__ mids, uint8_t* __restrict__ leads, uint8_t* __restrict__ bytes) {
+    constexpr int VL = kLaneValues<T>;
+    constexpr int kBlocksPerWarp = 32 / G;
+    constexpr int kCtaThreads = W * 32;
+    __shared__ EncodeShared<W> sh;
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t gl = lane % G, group = lane / G;
+    const double eb = *d_eb;
+    const int first_tile = 2 * static_cast<int>(blockIdx.x);
+
+    // What the first tile leaves for the end: its counts and its lanes' leads.
+    uint64_t aggregate0 = 0;
+    uint32_t tile_bytes0 = 0, leads0 = 0, len0 = 0, block_in_tile0 = 0;
+    bool coded0 = false;
+
+#pragma unroll 1
+    for (int half = 0; half < 2; ++half) {
+        const int tile = first_tile + half;
+        uint32_t* stage = sh.stage[half];
+        if constexpr (sizeof(T) == 8) {  // f64 lanes OR their bytes into a zeroed stage
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                reinterpret_cast<uint4*>(stage)[i * kCtaThreads + threadIdx.x] = make_uint4(0, 0, 0, 0);
+        }
+
+        const uint64_t local = (uint64_t(tile) * W + warp) * kBlocksPerWarp + group;
+        const bool valid = local < num_blocks;
+        const uint64_t b = block0 + local;
+        const uint32_t len = valid ? layout.block_len(b) : 0;
+        const uint32_t first = gl * VL;
+        const uint32_t count = first >= len ? 0 : (len - first < VL ? len - first : VL);
+        const T* src = data + b * layout.block + first;
+
+        LaneCode<T> lc;
+        if (__all_sync(kFull, count == VL)) code_lane<T, G, true>(src, count, valid, aligned, gl, group, eb, lc);
+        else code_lane<T, G, false>(src, count, valid, aligned, gl, group, eb, lc);
+        if (valid && gl == 0) {
+            codes[b] = lc.code;
+            mids[b] = lc.mu;
+        }
+        const bool coded = lc.kept != 0;
+        const uint32_t n_bytes = lc.n_bytes;
+
+        // Offsets: the lane in its group, the group in its warp, the warp in the tile.
+        uint32_t inclusive = n_bytes;
+#pragma unroll
+        for (int d = 1; d < G; d *= 2) {
+            const uint32_t up = __shfl_up_sync(kFull, inclusive, d, G);
+            if (gl >= static_cast<uint32_t>(d)) inclusive += up;
+        }
+        uint32_t group_byte0 = 0, warp_bytes = 0;
+#pragma unroll
+        for (int g = 0; g < kBlocksPerWarp; ++g) {
+            const uint32_t t = __shfl_sync(kFull, inclusive, g * G + G - 1);
+            group_byte0 += static_cast<uint32_t>(g) < group ? t : 0u;
+            warp_bytes += t;
+        }
+        const uint32_t coded_groups = __ballot_sync(kFull, coded && gl == 0);  // bit group * G per coded block
+        const uint32_t group_block0 = __popc(coded_groups & ((1u << (group * G)) - 1u));
+        if (lane == 0) {
+            sh.warp_blocks[warp] = __popc(coded_groups);
+            sh.warp_bytes[warp] = warp_bytes;
+        }
+        __syncthreads();
+
+        uint32_t tile_blocks = 0, tile_bytes = 0, warp_block0 = 0, warp_byte0 = 0;
+#pragma unroll
+        for (int w = 0; w < W; ++w) {
+            const uint32_t nb = sh.warp_blocks[w], n = sh.warp_bytes[w];
+            if (w < static_cast<int>(warp)) {
+                warp_block0 += nb;
+                warp_byte0 += n;
+            }
+            tile_blocks += nb;
+            tile_bytes += n;
+        }
+        const uint64_t aggregate = (uint64_t{tile_bytes} << kCountBits) | tile_blocks;
+        if (warp == 0) {
+            if (half == 0) {
+                // Publish at once; tile 0 has no tile before it.
+                if (lane == 0) {
+                    if (tile == 0) tile_state.SetInclusive(0, aggregate);
+                    else tile_state.SetPartial(tile, aggregate);
+                }
+            } else {
+                // Publish, then look back for the first tile (the other warps stage meanwhile).
+                if (lane == 0) tile_state.SetPartial(tile, aggregate);
+                uint64_t before = 0;
+                if (first_tile != 0) {
+                    CountsPrefixOp op(tile_state, sh.lookback, AddCounts{}, first_tile);
+                    before = op(aggregate0);  // also marks the first tile inclusive
+                }
+                if (lane == 0) {
+                    tile_state.SetInclusive(tile, before + aggregate0 + aggregate);
+                    sh.prefix = before;
+                }
+            }
+        }
+
+        // Explicit bytes into the stage, in stream order, at the tile's own offsets.
+        uint32_t tail_word = 0, tail = 0;
+        if (coded) {
+            const uint32_t at = warp_byte0 + group_byte0 + inclusive - n_bytes;
+            if constexpr (sizeof(T) == 4) {
+                if (count == VL) stage_lane_f32<VL, true>(stage, at, lc.p, lc.lead_bits, lc.kept, count, tail_word, tail);
+                else stage_lane_f32<VL, false>(stage, at, lc.p, lc.lead_bits, lc.kept, count, tail_word, tail);
+            } else {
+                uint32_t pos = at;
+#pragma unroll
+                for (int j = 0; j < VL; ++j) {
+                    if (j < static_cast<int>(count)) {
+                        const uint32_t lead = (lc.lead_bits >> (2 * j)) & 3u;
+                        stage_bytes(stage, pos, lc.p[j], lc.kept - lead);
+                        pos += lc.kept - lead;
+                    }
+                }
+            }
+        }
+        if constexpr (sizeof(T) == 4) {
+            // The tile's last word, if no lane completes it, holds only ORed bytes.
+            if (threadIdx.x == 0 && (tile_bytes & 3u)) stage[tile_bytes >> 2] = 0;
+            __syncthreads();
+            if (tail) atomicOr(&stage[tail_word], tail);
+        }
+        __syncthreads();
+
+        if (half == 0) {
+            aggregate0 = aggregate;
+            tile_bytes0 = tile_bytes;
+            leads0 = lc.lead_bits;
+            len0 = len;
+            coded0 = coded;
+            block_in_tile0 = warp_block0 + group_block0;
+            continue;
+        }
+
+        // Both tiles are staged and the first one's prefix is known.
+        const uint64_t before = sh.prefix;
+        const uint64_t base_blocks = base ? base[0] : 0, base_bytes = base ? base[1] : 0;
+        const uint64_t blocks0 = base_blocks + (before & kBlocksMask), bytes0 = base_bytes + (before >> kCountBits);
+        const uint64_t blocks1 = blocks0 + (aggregate0 & kBlocksMask), bytes1 = bytes0 + tile_bytes0;
+        if (tile == static_cast<int>(2 * gridDim.x) - 1 && threadIdx.x == 0) {
+            totals[0] = blocks1 + tile_blocks;
+            totals[1] = bytes1 + tile_bytes;
+        }
+        const uint32_t lead_stride = layout.block / 4;
+        if (coded0) write_leads<T>(leads + (blocks0 + block_in_tile0) * lead_stride + gl * (VL / 4), leads0, len0,
+                                   layout.block, gl);
+        if (coded) write_leads<T>(leads + (blocks1 + warp_block0 + group_block0) * lead_stride + gl * (VL / 4),
+                                  lc.lead_bits, len, layout.block, gl);
+        copy_out<kCtaThreads>(sh.stage[0], tile_bytes0, bytes0, bytes);
+        copy_out<kCtaThreads>(sh.stage[1], tile_bytes, bytes1, bytes);
     }
 }
 
@@ -778,21 +822,21 @@ void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, 
     out.totals.allocate(4, s);                           // two (blocks, bytes) slots, alternating between launches
     out.segments = 0;
     if (nb == 0) return;
-    const auto max_tiles = static_cast<int>((std::min(nb, kSegmentBlocks) + kTileBlocks - 1) / kTileBlocks);
+    const auto max_tiles = static_cast<int>((std::min(nb, kSegmentBlocks) + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);
     size_t state_bytes = 0;
     GSZ_CUDA(CountsTileState::AllocationSize(max_tiles, state_bytes));
     out.temp.allocate(state_bytes, s);
     const bool aligned = is_aligned(d_data);
     for (uint64_t b0 = 0; b0 < nb; b0 += kSegmentBlocks, ++out.segments) {
         const uint64_t count = std::min(kSegmentBlocks, nb - b0);
-        const auto tiles = static_cast<int>((count + kTileBlocks - 1) / kTileBlocks);
+        const auto tiles = static_cast<int>((count + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);  // two per CTA
         CountsTileState state;
         GSZ_CUDA(state.Init(tiles, out.temp.data(), state_bytes));
         counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state, tiles);
         GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
         const int segment = out.segments;
         const uint64_t* base = segment == 0 ? nullptr : out.totals.data() + 2 * (segment % 2);
-        fast_encode_kernel<T, G, W><<<static_cast<unsigned>(tiles), W * 32, 0, s>>>(
+        fast_encode_kernel<T, G, W><<<static_cast<unsigned>(tiles / 2), W * 32, 0, s>>>(
             d_data, layout, b0, count, d_eb, aligned, state, base, out.totals.data() + 2 * ((segment + 1) % 2),
             out.codes.data(), out.mids.data(), out.leads.data(), out.bytes.data());
         GSZ_CUDA_LAUNCHED("fast_encode_kernel");

@@ -38,7 +38,6 @@ public:
                              events_[i].stage, ms, events_[i].host_ms);
             }
         }
-        for (auto& e : events_) cudaEventDestroy(e.event);
     }
     StageTrace(const StageTrace&) = delete;
     StageTrace& operator=(const StageTrace&) = delete;
@@ -66,13 +65,17 @@ private:
         }();
         return m;
     }
+    // Events come from a per-thread pool created once, so that recording
+    // one costs the host no more than the record call.
     void record(const char* stage) {
-        cudaEvent_t e;
-        if (cudaEventCreate(&e) != cudaSuccess) return;
-        if (cudaEventRecord(e, stream_) != cudaSuccess) {
-            cudaEventDestroy(e);
-            return;
+        static thread_local std::vector<cudaEvent_t> pool;
+        if (events_.size() == pool.size()) {
+            cudaEvent_t e;
+            if (cudaEventCreate(&e) != cudaSuccess) return;
+            pool.push_back(e);
         }
+        cudaEvent_t e = pool[events_.size()];
+        if (cudaEventRecord(e, stream_) != cudaSuccess) return;
         events_.push_back(
             {e, stage, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - last_).count()});
     }
