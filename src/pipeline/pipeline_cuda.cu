@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kRangeThreads)
         }
     };
     constexpr int kPer = 16 / sizeof(T);
-    constexpr int kUnroll = 4;
+    constexpr int kUnroll = 4;  // 8 in flight, or a grid of exactly the resident CTAs: within 3% (bench/NOTES.md)
     const uint64_t stride = uint64_t{gridDim.x} * kRangeThreads;
     const uint64_t tid = blockIdx.x * uint64_t{kRangeThreads} + threadIdx.x;
     const uint64_t vectors = reinterpret_cast<uintptr_t>(data) % 16 == 0 ? n / kPer : 0;
@@ -389,9 +389,10 @@ void fast_compress_on_device(const gsz_params& params, const T* d_data, FastDevi
                              cudaStream_t stream) {
     const uint64_t n = params_num_elements(params);
     cuda::StageTrace trace(stream, "fast compress");
+    dc.layout = predict::FastLayout::make(n, fast_block_size(params));
+    predict::fast_encode_cuda_prepare(d_data, dc.layout, dc.streams, stream);
     const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream);
     trace.mark("finite range");
-    dc.layout = predict::FastLayout::make(n, fast_block_size(params));
     predict::fast_encode_cuda_async(d_data, dc.layout, &d_range->eb_abs, dc.streams, stream);
     trace.mark("encode");
     DeviceRange range;

@@ -809,9 +809,13 @@ void exclusive_sum(uint64_t* d, uint64_t n, cuda::DeviceBuffer<uint8_t>& temp, c
 
 bool is_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// Allocates the streams and scratch and, with prepare_only, initializes the
+// first launch's tile states (so that this can run before the bound is
+// known, while the host would otherwise keep the GPU waiting); otherwise
+// launches the encoder.
 template <class T, int V, int W = kEncodeWarps>
 void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
-                 cudaStream_t s) {
+                 cudaStream_t s, bool prepare_only) {
     constexpr int G = kLaneGroup<T, V>;
     constexpr uint64_t kTileBlocks = uint64_t{W} * (32 / G);
     const uint64_t nb = layout.num_blocks;
@@ -820,6 +824,8 @@ void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, 
     out.leads.allocate(nb * (layout.block / 4), s);      // worst cases; trimmed by fast_encode_cuda_sizes
     out.bytes.allocate(layout.num_elements * sizeof(T), s);
     out.totals.allocate(4, s);                           // two (blocks, bytes) slots, alternating between launches
+    const bool prepared = out.prepared;
+    out.prepared = false;
     out.segments = 0;
     if (nb == 0) return;
     const auto max_tiles = static_cast<int>((std::min(nb, kSegmentBlocks) + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);
@@ -832,8 +838,14 @@ void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, 
         const auto tiles = static_cast<int>((count + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);  // two per CTA
         CountsTileState state;
         GSZ_CUDA(state.Init(tiles, out.temp.data(), state_bytes));
-        counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state, tiles);
-        GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
+        if (!(prepared && b0 == 0)) {
+            counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state, tiles);
+            GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
+        }
+        if (prepare_only) {
+            out.prepared = true;
+            return;
+        }
         const int segment = out.segments;
         const uint64_t* base = segment == 0 ? nullptr : out.totals.data() + 2 * (segment % 2);
         fast_encode_kernel<T, G, W><<<static_cast<unsigned>(tiles / 2), W * 32, 0, s>>>(
@@ -896,12 +908,23 @@ void decode_with(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_leads
 }  // namespace
 
 template <class T>
+void fast_encode_cuda_prepare(const T* d_data, const FastLayout& layout, FastDeviceStreams<T>& out,
+                              cudaStream_t stream) {
+    switch (layout.block) {
+        case 64: return encode_with<T, 2>(d_data, layout, nullptr, out, stream, true);
+        case 128: return encode_with<T, 4>(d_data, layout, nullptr, out, stream, true);
+        case 256: return encode_with<T, 8>(d_data, layout, nullptr, out, stream, true);
+    }
+    fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("fast: block size %u is not 64, 128 or 256", layout.block));
+}
+
+template <class T>
 void fast_encode_cuda_async(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
                             cudaStream_t stream) {
     switch (layout.block) {
-        case 64: return encode_with<T, 2>(d_data, layout, d_eb, out, stream);
-        case 128: return encode_with<T, 4>(d_data, layout, d_eb, out, stream);
-        case 256: return encode_with<T, 8>(d_data, layout, d_eb, out, stream);
+        case 64: return encode_with<T, 2>(d_data, layout, d_eb, out, stream, false);
+        case 128: return encode_with<T, 4>(d_data, layout, d_eb, out, stream, false);
+        case 256: return encode_with<T, 8>(d_data, layout, d_eb, out, stream, false);
     }
     fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("fast: block size %u is not 64, 128 or 256", layout.block));
 }
@@ -962,6 +985,9 @@ void fast_decode_cuda(const uint8_t* d_codes, const T* d_mids, const uint8_t* d_
     fail(GSZ_STATUS_CORRUPT, format_message("fast: block size %u is not 64, 128 or 256", layout.block));
 }
 
+template void fast_encode_cuda_prepare<float>(const float*, const FastLayout&, FastDeviceStreams<float>&, cudaStream_t);
+template void fast_encode_cuda_prepare<double>(const double*, const FastLayout&, FastDeviceStreams<double>&,
+                                               cudaStream_t);
 template void fast_encode_cuda_async<float>(const float*, const FastLayout&, const double*, FastDeviceStreams<float>&,
                                             cudaStream_t);
 template void fast_encode_cuda_async<double>(const double*, const FastLayout&, const double*,

@@ -21,7 +21,15 @@ struct FastDeviceStreams {
     cuda::DeviceBuffer<uint64_t> totals;      // non-constant blocks, explicit bytes
     cuda::DeviceBuffer<uint8_t> temp;         // the encoder's tile states
     int segments = 0;                         // launches of the last encoding
+    bool prepared = false;                    // fast_encode_cuda_prepare ran for the next encoding
 };
+
+// Optional first step: allocates the streams and initializes the encoder's
+// first tile states, which needs no bound, so that it can be queued before
+// the range pass (the GPU then does it while the host queues the rest).
+template <class T>
+void fast_encode_cuda_prepare(const T* d_data, const FastLayout& layout, FastDeviceStreams<T>& out,
+                              cudaStream_t stream);
 
 // Encodes d_data (device, any alignment) in one pass over it, with the
 // absolute bound read from device memory (*d_eb), so the encoder can follow
