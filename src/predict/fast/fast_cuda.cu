@@ -31,12 +31,13 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kEncodeWarps = 8;  // 4 and 16 measured within 3% (bench/NOTES.md)
 
 // ---- Encoding: one pass ---------------------------------------------------
-// A CTA owns a tile of consecutive blocks: a group of G lanes per block, each
-// lane holding kLaneValues consecutive values (64 bytes), 32 / G blocks per
-// warp, 8 warps.  It loads them, plans them, stages their explicit bytes in
-// shared memory and learns where its output starts from a decoupled
-// look-back over the tiles before it (CUB's tile state), so the input is
-// read once and every output byte is written once, with 16-byte stores.
+// A tile is 8 warps' worth of consecutive blocks: a group of G lanes per
+// block, each lane holding kLaneValues consecutive values (64 bytes), 32 / G
+// blocks per warp.  A CTA codes two tiles: it loads, plans and stages each
+// one's explicit bytes in shared memory, and learns where its output starts
+// from a decoupled look-back over the tiles before it (CUB's tile state), so
+// the input is read once and every output byte is written once, with 16-byte
+// stores.
 
 template <class T>
 constexpr int kLaneValues = 64 / static_cast<int>(sizeof(T));
