@@ -356,6 +356,58 @@ TEST(CudaBackend, FastKernelsOnUnalignedPointers) {
     cudaFree(d_buf);
 }
 
+// The encoder covers at most 2^24 blocks per launch and chains longer arrays
+// through the stream totals; lowering the launch size exercises the chaining
+// (and the tile states set up ahead of the first launch) on small inputs.
+TEST(CudaBackend, FastEncoderChainsLaunches) {
+    REQUIRE_GPU();
+    auto fetch = [](const auto& buf) {
+        std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(buf.data())>>> host(buf.size());
+        if (!host.empty()) {
+            EXPECT_EQ(cudaMemcpy(host.data(), buf.data(), buf.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+        }
+        return host;
+    };
+    auto check = [&](const auto& data, uint32_t block, double eb, uint64_t launch_blocks, bool prepare) {
+        using T = typename std::decay_t<decltype(data)>::value_type;
+        SCOPED_TRACE("block " + std::to_string(block) + " launch " + std::to_string(launch_blocks) +
+                     (prepare ? " prepared" : ""));
+        const auto layout = gsz::predict::FastLayout::make(data.size(), block);
+        gsz::predict::FastEncoded<T> cpu;
+        gsz::predict::fast_encode_cpu(data.data(), layout, eb, cpu, 1);
+        T* d_data = nullptr;
+        double* d_eb = nullptr;
+        ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(T)), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&d_eb, sizeof(double)), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(d_eb, &eb, sizeof eb, cudaMemcpyHostToDevice), cudaSuccess);
+        gsz::predict::FastDeviceStreams<T> gpu;
+        gpu.max_launch_blocks = launch_blocks;
+        for (int round = 0; round < 2; ++round) {  // the second reuses the buffers
+            if (prepare) gsz::predict::fast_encode_cuda_prepare(d_data, layout, gpu, nullptr);
+            gsz::predict::fast_encode_cuda_async(d_data, layout, d_eb, gpu, nullptr);
+            gsz::predict::fast_encode_cuda_sizes(layout, gpu, nullptr);
+            EXPECT_EQ(static_cast<uint64_t>(gpu.segments), (layout.num_blocks + launch_blocks - 1) / launch_blocks);
+            EXPECT_TRUE(fetch(gpu.codes) == cpu.codes);
+            const auto mids = fetch(gpu.mids);
+            ASSERT_EQ(mids.size(), cpu.mids.size());
+            EXPECT_EQ(0, std::memcmp(mids.data(), cpu.mids.data(), mids.size() * sizeof(T)));
+            EXPECT_TRUE(fetch(gpu.leads) == cpu.leads);
+            EXPECT_TRUE(fetch(gpu.bytes) == cpu.bytes);
+        }
+        cudaFree(d_data);
+        cudaFree(d_eb);
+    };
+    const auto f = fast_edge_data<float>(128 * 300 + 77, 7);
+    const auto d = fast_edge_data<double>(128 * 150 + 5, 8);
+    for (const uint64_t launch : {uint64_t{1}, uint64_t{37}, uint64_t{64}, uint64_t{100}}) {
+        for (const uint32_t block : {64u, 128u, 256u}) {
+            check(f, block, 0.01, launch, launch == 37);
+            check(d, block, 1e-7, launch, launch == 64);
+        }
+    }
+}
+
 TEST(CudaBackend, FastDevicePointerApi) {
     REQUIRE_GPU();
     const auto data = walk<float>(100000, 5, 0.5);

@@ -829,13 +829,15 @@ void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, 
     out.prepared = false;
     out.segments = 0;
     if (nb == 0) return;
-    const auto max_tiles = static_cast<int>((std::min(nb, kSegmentBlocks) + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);
+    const uint64_t launch_blocks =
+        out.max_launch_blocks ? std::min(out.max_launch_blocks, kSegmentBlocks) : kSegmentBlocks;
+    const auto max_tiles = static_cast<int>((std::min(nb, launch_blocks) + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);
     size_t state_bytes = 0;
     GSZ_CUDA(CountsTileState::AllocationSize(max_tiles, state_bytes));
     out.temp.allocate(state_bytes, s);
     const bool aligned = is_aligned(d_data);
-    for (uint64_t b0 = 0; b0 < nb; b0 += kSegmentBlocks, ++out.segments) {
-        const uint64_t count = std::min(kSegmentBlocks, nb - b0);
+    for (uint64_t b0 = 0; b0 < nb; b0 += launch_blocks, ++out.segments) {
+        const uint64_t count = std::min(launch_blocks, nb - b0);
         const auto tiles = static_cast<int>((count + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);  // two per CTA
         CountsTileState state;
         GSZ_CUDA(state.Init(tiles, out.temp.data(), state_bytes));

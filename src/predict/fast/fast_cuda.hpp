@@ -22,6 +22,8 @@ struct FastDeviceStreams {
     cuda::DeviceBuffer<uint8_t> temp;         // the encoder's tile states
     int segments = 0;                         // launches of the last encoding
     bool prepared = false;                    // fast_encode_cuda_prepare ran for the next encoding
+    uint64_t max_launch_blocks = 0;           // blocks per encoder launch; 0: the default (2^24, see
+                                              // fast_cuda.cu); tests lower it to chain several launches
 };
 
 // Optional first step: allocates the streams and initializes the encoder's
