@@ -742,9 +742,6 @@ void copy_to_host(void* h_dst, const void* d_src, size_t bytes, void* stream) {
 
 namespace {
 
-// Device-resident compression time: input in device memory -> every section
-// in device memory (kernels plus the host codebook step); fetching the
-// sections and writing the archive on the host are not timed.
 // What the fast pipeline keeps from one repetition to the next, as an
 // application compressing every time step would: its device buffers, grown
 // by the warm-up, so that timed calls make no allocation calls.
@@ -754,6 +751,9 @@ struct FastBenchBuffers {
     FastDeviceArchive<T> archive;
 };
 
+// Device-resident compression time: input in device memory -> every section
+// in device memory (kernels plus the host codebook step); fetching the
+// sections and writing the archive on the host are not timed.
 template <class T, class Timer>
 double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStream_t s, Timer& timed,
                             std::vector<uint8_t>& archive, FastBenchBuffers<T>& fast) {
