@@ -300,6 +300,16 @@ TEST(CudaBackend, FastEdgeCasesByteIdentical) {
     }
 }
 
+// A device buffer's contents, copied to the host.
+template <class Buffer>
+auto fetch_device(const Buffer& buf) {
+    std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(buf.data())>>> host(buf.size());
+    if (!host.empty()) {
+        EXPECT_EQ(cudaMemcpy(host.data(), buf.data(), buf.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    return host;
+}
+
 // The kernels on pointers that are not 16-byte aligned (the device C API
 // takes any pointer): the same streams and values as the CPU.
 TEST(CudaBackend, FastKernelsOnUnalignedPointers) {
@@ -315,19 +325,12 @@ TEST(CudaBackend, FastKernelsOnUnalignedPointers) {
     ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
     gsz::predict::FastDeviceStreams<float> gpu;
     gsz::predict::fast_encode_cuda(d_data, layout, 0.01, gpu, nullptr);
-    auto fetch = [](const auto& buf) {
-        std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(buf.data())>>> host(buf.size());
-        if (!host.empty()) {
-            EXPECT_EQ(cudaMemcpy(host.data(), buf.data(), buf.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-        }
-        return host;
-    };
-    EXPECT_TRUE(fetch(gpu.codes) == cpu.codes);
-    const auto mids = fetch(gpu.mids);
+    EXPECT_TRUE(fetch_device(gpu.codes) == cpu.codes);
+    const auto mids = fetch_device(gpu.mids);
     ASSERT_EQ(mids.size(), cpu.mids.size());
     EXPECT_EQ(0, std::memcmp(mids.data(), cpu.mids.data(), mids.size() * sizeof(float)));
-    EXPECT_TRUE(fetch(gpu.leads) == cpu.leads);
-    EXPECT_TRUE(fetch(gpu.bytes) == cpu.bytes);
+    EXPECT_TRUE(fetch_device(gpu.leads) == cpu.leads);
+    EXPECT_TRUE(fetch_device(gpu.bytes) == cpu.bytes);
 
     std::vector<float> expect(data.size()), got(data.size());
     const gsz::predict::FastStreamsView view{
@@ -361,13 +364,6 @@ TEST(CudaBackend, FastKernelsOnUnalignedPointers) {
 // (and the tile states set up ahead of the first launch) on small inputs.
 TEST(CudaBackend, FastEncoderChainsLaunches) {
     REQUIRE_GPU();
-    auto fetch = [](const auto& buf) {
-        std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(buf.data())>>> host(buf.size());
-        if (!host.empty()) {
-            EXPECT_EQ(cudaMemcpy(host.data(), buf.data(), buf.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-        }
-        return host;
-    };
     auto check = [&](const auto& data, uint32_t block, double eb, uint64_t launch_blocks, bool prepare) {
         using T = typename std::decay_t<decltype(data)>::value_type;
         SCOPED_TRACE("block " + std::to_string(block) + " launch " + std::to_string(launch_blocks) +
@@ -388,12 +384,12 @@ TEST(CudaBackend, FastEncoderChainsLaunches) {
             gsz::predict::fast_encode_cuda_async(d_data, layout, d_eb, gpu, nullptr);
             gsz::predict::fast_encode_cuda_sizes(layout, gpu, nullptr);
             EXPECT_EQ(static_cast<uint64_t>(gpu.segments), (layout.num_blocks + launch_blocks - 1) / launch_blocks);
-            EXPECT_TRUE(fetch(gpu.codes) == cpu.codes);
-            const auto mids = fetch(gpu.mids);
+            EXPECT_TRUE(fetch_device(gpu.codes) == cpu.codes);
+            const auto mids = fetch_device(gpu.mids);
             ASSERT_EQ(mids.size(), cpu.mids.size());
             EXPECT_EQ(0, std::memcmp(mids.data(), cpu.mids.data(), mids.size() * sizeof(T)));
-            EXPECT_TRUE(fetch(gpu.leads) == cpu.leads);
-            EXPECT_TRUE(fetch(gpu.bytes) == cpu.bytes);
+            EXPECT_TRUE(fetch_device(gpu.leads) == cpu.leads);
+            EXPECT_TRUE(fetch_device(gpu.bytes) == cpu.bytes);
         }
         cudaFree(d_data);
         cudaFree(d_eb);
