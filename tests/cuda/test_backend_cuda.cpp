@@ -310,6 +310,17 @@ auto fetch_device(const Buffer& buf) {
     return host;
 }
 
+// The CUDA encoder's four streams, byte for byte the CPU encoder's.
+template <class T>
+void expect_same_streams(const gsz::predict::FastDeviceStreams<T>& gpu, const gsz::predict::FastEncoded<T>& cpu) {
+    EXPECT_TRUE(fetch_device(gpu.codes) == cpu.codes);
+    const auto mids = fetch_device(gpu.mids);
+    ASSERT_EQ(mids.size(), cpu.mids.size());
+    EXPECT_EQ(0, std::memcmp(mids.data(), cpu.mids.data(), mids.size() * sizeof(T)));
+    EXPECT_TRUE(fetch_device(gpu.leads) == cpu.leads);
+    EXPECT_TRUE(fetch_device(gpu.bytes) == cpu.bytes);
+}
+
 // The kernels on pointers that are not 16-byte aligned (the device C API
 // takes any pointer): the same streams and values as the CPU.
 TEST(CudaBackend, FastKernelsOnUnalignedPointers) {
@@ -325,12 +336,7 @@ TEST(CudaBackend, FastKernelsOnUnalignedPointers) {
     ASSERT_EQ(cudaMemcpy(d_data, data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
     gsz::predict::FastDeviceStreams<float> gpu;
     gsz::predict::fast_encode_cuda(d_data, layout, 0.01, gpu, nullptr);
-    EXPECT_TRUE(fetch_device(gpu.codes) == cpu.codes);
-    const auto mids = fetch_device(gpu.mids);
-    ASSERT_EQ(mids.size(), cpu.mids.size());
-    EXPECT_EQ(0, std::memcmp(mids.data(), cpu.mids.data(), mids.size() * sizeof(float)));
-    EXPECT_TRUE(fetch_device(gpu.leads) == cpu.leads);
-    EXPECT_TRUE(fetch_device(gpu.bytes) == cpu.bytes);
+    expect_same_streams(gpu, cpu);
 
     std::vector<float> expect(data.size()), got(data.size());
     const gsz::predict::FastStreamsView view{
@@ -384,12 +390,7 @@ TEST(CudaBackend, FastEncoderChainsLaunches) {
             gsz::predict::fast_encode_cuda_async(d_data, layout, d_eb, gpu, nullptr);
             gsz::predict::fast_encode_cuda_sizes(layout, gpu, nullptr);
             EXPECT_EQ(static_cast<uint64_t>(gpu.segments), (layout.num_blocks + launch_blocks - 1) / launch_blocks);
-            EXPECT_TRUE(fetch_device(gpu.codes) == cpu.codes);
-            const auto mids = fetch_device(gpu.mids);
-            ASSERT_EQ(mids.size(), cpu.mids.size());
-            EXPECT_EQ(0, std::memcmp(mids.data(), cpu.mids.data(), mids.size() * sizeof(T)));
-            EXPECT_TRUE(fetch_device(gpu.leads) == cpu.leads);
-            EXPECT_TRUE(fetch_device(gpu.bytes) == cpu.bytes);
+            expect_same_streams(gpu, cpu);
         }
         cudaFree(d_data);
         cudaFree(d_eb);
