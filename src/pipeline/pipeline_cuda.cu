@@ -39,12 +39,33 @@ struct MinMax {
     T lo, hi;
 };
 
-// Per-block min/max of the finite values; the host combines the partials.
-// min and max are exact and order-independent, so the result matches the CPU.
-// 16-byte loads, four in flight per thread, keep HBM busy (a memory-bound pass).
+// The range pass kept on the device: the last CTA of the range kernel
+// combines the partials and derives the absolute bound as plan_header does
+// (rel: bound * (max - min) in double), so an encoder can read the bound from
+// device memory and follow the range pass without a round trip.  The host
+// reads `lo`, `hi`, `any` later, plans the header from them and checks that
+// it derived the same bound.
+struct DeviceRange {
+    double lo, hi, eb_abs;
+    uint32_t any;
+};
+
+// Where the last CTA leaves the range, and how it knows it is the last.
+struct RangeFinish {
+    DeviceRange* out = nullptr;  // null: the host combines the partials
+    unsigned* done = nullptr;    // CTAs finished; zero between launches (the last CTA resets it)
+    bool rel = false;
+    double bound = 0;
+};
+
+// Per-block min/max of the finite values, combined by the last CTA to finish
+// (RangeFinish) or by the host.  min and max are exact and order-independent,
+// so the result matches the CPU.  16-byte loads, four in flight per thread,
+// keep HBM busy (a memory-bound pass).
 template <class T>
 __global__ void __launch_bounds__(kRangeThreads)
-    finite_range_kernel(const T* __restrict__ data, uint64_t n, MinMax<T>* __restrict__ partials) {
+    finite_range_kernel(const T* __restrict__ data, uint64_t n, MinMax<T>* __restrict__ partials,
+                        RangeFinish finish) {
     T lo = ::cuda::std::numeric_limits<T>::infinity(), hi = -::cuda::std::numeric_limits<T>::infinity();
     auto take = [&](T v) {
         if (isfinite(v)) {
@@ -82,6 +103,35 @@ __global__ void __launch_bounds__(kRangeThreads)
     __syncthreads();
     const T block_hi = BlockReduce(storage).Reduce(hi, [](T a, T b) { return a > b ? a : b; });
     if (threadIdx.x == 0) partials[blockIdx.x] = {block_lo, block_hi};
+    if (!finish.out) return;
+
+    // The last CTA (threadFenceReduction's pattern): partials written, fenced, counted.
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(finish.done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    lo = ::cuda::std::numeric_limits<T>::infinity();
+    hi = -::cuda::std::numeric_limits<T>::infinity();
+    for (unsigned i = threadIdx.x; i < gridDim.x; i += kRangeThreads) {
+        const T plo = __ldcg(&partials[i].lo), phi = __ldcg(&partials[i].hi);
+        lo = plo < lo ? plo : lo;
+        hi = phi > hi ? phi : hi;
+    }
+    lo = BlockReduce(storage).Reduce(lo, [](T a, T b) { return a < b ? a : b; });
+    __syncthreads();
+    hi = BlockReduce(storage).Reduce(hi, [](T a, T b) { return a > b ? a : b; });
+    if (threadIdx.x == 0) {
+        const bool any = lo <= hi;
+        const double dlo = static_cast<double>(lo), dhi = static_cast<double>(hi);
+        finish.out->lo = dlo;
+        finish.out->hi = dhi;
+        finish.out->any = any;
+        finish.out->eb_abs = finish.rel ? (any ? finish.bound * (dhi - dlo) : 0.0) : finish.bound;
+        *finish.done = 0;
+    }
 }
 
 template <class T>
@@ -89,7 +139,7 @@ FiniteRange finite_range_cuda(const T* d_data, uint64_t n, cudaStream_t stream) 
     const auto blocks = static_cast<unsigned>(
         std::min<uint64_t>(kRangeMaxBlocks, (n + kRangeThreads * 8 - 1) / (kRangeThreads * 8)));
     cuda::DeviceBuffer<MinMax<T>> d_partials(blocks, stream);
-    finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, d_partials.data());
+    finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, d_partials.data(), RangeFinish{});
     GSZ_CUDA_LAUNCHED("finite_range_kernel");
     std::vector<MinMax<T>> partials;
     cuda::copy_to_host(partials, d_partials.data(), blocks, stream);
@@ -105,59 +155,29 @@ FiniteRange finite_range_cuda(const T* d_data, uint64_t n, cudaStream_t stream) 
     return r;
 }
 
-// The range pass kept on the device: one CTA combines the partials and
-// derives the absolute bound as plan_header does (rel: bound * (max - min) in
-// double), so an encoder can read the bound from device memory and follow the
-// range pass without a round trip.  The host reads `lo`, `hi`, `any` later,
-// plans the header from them and checks that it derived the same bound.
-struct DeviceRange {
-    double lo, hi, eb_abs;
-    uint32_t any;
-};
-
-template <class T>
-__global__ void __launch_bounds__(kRangeThreads)
-    finish_range_kernel(const MinMax<T>* __restrict__ partials, unsigned count, bool rel, double bound,
-                        DeviceRange* __restrict__ out) {
-    T lo = ::cuda::std::numeric_limits<T>::infinity(), hi = -::cuda::std::numeric_limits<T>::infinity();
-    for (unsigned i = threadIdx.x; i < count; i += kRangeThreads) {
-        lo = partials[i].lo < lo ? partials[i].lo : lo;
-        hi = partials[i].hi > hi ? partials[i].hi : hi;
-    }
-    using BlockReduce = cub::BlockReduce<T, kRangeThreads>;
-    __shared__ typename BlockReduce::TempStorage storage;
-    lo = BlockReduce(storage).Reduce(lo, [](T a, T b) { return a < b ? a : b; });
-    __syncthreads();
-    hi = BlockReduce(storage).Reduce(hi, [](T a, T b) { return a > b ? a : b; });
-    if (threadIdx.x == 0) {
-        const bool any = lo <= hi;
-        const double dlo = static_cast<double>(lo), dhi = static_cast<double>(hi);
-        out->lo = dlo;
-        out->hi = dhi;
-        out->any = any;
-        out->eb_abs = rel ? (any ? bound * (dhi - dlo) : 0.0) : bound;
-    }
-}
-
-// Launches the range pass and its combination into scratch[0] (a
-// DeviceRange) with the partials after it; scratch grows when needed and is
-// meant to be kept across calls (an allocation costs tens of microseconds of
-// host time, during which the GPU would wait for its first kernel).
+// Launches the range pass, whose last CTA leaves a DeviceRange at
+// scratch[0] (its counter next, the partials after them); scratch grows when
+// needed and is meant to be kept across calls (an allocation costs tens of
+// microseconds of host time, during which the GPU would wait for its first
+// kernel), and the whole step is one launch for the same reason.
 template <class T>
 DeviceRange* finite_range_on_device(const T* d_data, uint64_t n, const gsz_params& params,
                                     cuda::DeviceBuffer<uint8_t>& scratch, cudaStream_t stream) {
     const auto blocks = static_cast<unsigned>(
         std::max<uint64_t>(1, std::min<uint64_t>(kRangeMaxBlocks, (n + kRangeThreads * 8 - 1) / (kRangeThreads * 8))));
-    constexpr size_t kPartialsAt = (sizeof(DeviceRange) + 15) / 16 * 16;
+    constexpr size_t kDoneAt = (sizeof(DeviceRange) + 15) / 16 * 16, kPartialsAt = kDoneAt + 16;
+    const bool fresh = scratch.capacity() < kPartialsAt + blocks * sizeof(MinMax<T>);
     scratch.allocate(kPartialsAt + blocks * sizeof(MinMax<T>), stream);
-    auto* d_range = reinterpret_cast<DeviceRange*>(scratch.data());
+    if (fresh) GSZ_CUDA(cudaMemsetAsync(scratch.data() + kDoneAt, 0, sizeof(unsigned), stream));
+    RangeFinish finish;
+    finish.out = reinterpret_cast<DeviceRange*>(scratch.data());
+    finish.done = reinterpret_cast<unsigned*>(scratch.data() + kDoneAt);
+    finish.rel = params.error_mode == GSZ_ERROR_REL;
+    finish.bound = params.error_bound;
     auto* partials = reinterpret_cast<MinMax<T>*>(scratch.data() + kPartialsAt);
-    finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, partials);
+    finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, partials, finish);
     GSZ_CUDA_LAUNCHED("finite_range_kernel");
-    finish_range_kernel<T><<<1, kRangeThreads, 0, stream>>>(partials, blocks, params.error_mode == GSZ_ERROR_REL,
-                                                            params.error_bound, d_range);
-    GSZ_CUDA_LAUNCHED("finish_range_kernel");
-    return d_range;
+    return finish.out;
 }
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
@@ -393,10 +413,11 @@ void fast_compress_on_device(const gsz_params& params, const T* d_data, FastDevi
     predict::fast_encode_cuda_prepare(d_data, dc.layout, dc.streams, stream);
     const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream);
     trace.mark("finite range");
-    predict::fast_encode_cuda_async(d_data, dc.layout, &d_range->eb_abs, dc.streams, stream);
+    predict::fast_encode_cuda_async(d_data, dc.layout, &d_range->eb_abs, dc.streams, stream, d_range,
+                                    sizeof(DeviceRange));
     trace.mark("encode");
     DeviceRange range;
-    predict::fast_encode_cuda_sizes(dc.layout, dc.streams, stream, d_range, &range, sizeof range);
+    predict::fast_encode_cuda_sizes(dc.layout, dc.streams, stream, &range, sizeof range);
     trace.mark("sizes");
     FiniteRange r;
     r.any = range.any != 0;

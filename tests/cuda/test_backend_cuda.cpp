@@ -375,8 +375,10 @@ TEST(CudaBackend, FastEncoderChainsLaunches) {
         SCOPED_TRACE("block " + std::to_string(block) + " launch " + std::to_string(launch_blocks) +
                      (prepare ? " prepared" : ""));
         const auto layout = gsz::predict::FastLayout::make(data.size(), block);
-        gsz::predict::FastEncoded<T> cpu;
+        const auto half = gsz::predict::FastLayout::make(data.size() / 2 + 3, block);
+        gsz::predict::FastEncoded<T> cpu, cpu_half;
         gsz::predict::fast_encode_cpu(data.data(), layout, eb, cpu, 1);
+        gsz::predict::fast_encode_cpu(data.data(), half, eb, cpu_half, 1);
         T* d_data = nullptr;
         double* d_eb = nullptr;
         ASSERT_EQ(cudaMalloc(&d_data, data.size() * sizeof(T)), cudaSuccess);
@@ -385,12 +387,18 @@ TEST(CudaBackend, FastEncoderChainsLaunches) {
         ASSERT_EQ(cudaMemcpy(d_eb, &eb, sizeof eb, cudaMemcpyHostToDevice), cudaSuccess);
         gsz::predict::FastDeviceStreams<T> gpu;
         gpu.max_launch_blocks = launch_blocks;
-        for (int round = 0; round < 2; ++round) {  // the second reuses the buffers
-            if (prepare) gsz::predict::fast_encode_cuda_prepare(d_data, layout, gpu, nullptr);
-            gsz::predict::fast_encode_cuda_async(d_data, layout, d_eb, gpu, nullptr);
-            gsz::predict::fast_encode_cuda_sizes(layout, gpu, nullptr);
-            EXPECT_EQ(static_cast<uint64_t>(gpu.segments), (layout.num_blocks + launch_blocks - 1) / launch_blocks);
-            expect_same_streams(gpu, cpu);
+        // Later rounds reuse the buffers and the tile states the rounds before
+        // them readied, for as many blocks, then fewer, then as many again.
+        for (int round = 0; round < 4; ++round) {
+            SCOPED_TRACE("round " + std::to_string(round));
+            const auto& l = round == 2 ? half : layout;
+            if (prepare) gsz::predict::fast_encode_cuda_prepare(d_data, l, gpu, nullptr);
+            gsz::predict::fast_encode_cuda_async(d_data, l, d_eb, gpu, nullptr, d_eb, sizeof(double));
+            double back = 0;
+            gsz::predict::fast_encode_cuda_sizes(l, gpu, nullptr, &back, sizeof back);
+            EXPECT_EQ(back, eb);  // the extra bytes came back with the sizes
+            EXPECT_EQ(static_cast<uint64_t>(gpu.segments), (l.num_blocks + launch_blocks - 1) / launch_blocks);
+            expect_same_streams(gpu, round == 2 ? cpu_half : cpu);
         }
         cudaFree(d_data);
         cudaFree(d_eb);

@@ -67,6 +67,20 @@ TYPED_TEST(FastMath, LeadCountsEqualLeadingKeptBytesCappedAtThree) {
     EXPECT_EQ(fast_lead<T>(a, a ^ (Bits{1} << (w - 9)), 4), 1u);
     EXPECT_EQ(fast_lead<T>(a, a ^ (Bits{1} << (w - 17)), 4), 2u);
     EXPECT_EQ(fast_lead<T>(a, a ^ (Bits{1} << (w - 32)), 4), 3u);
+    EXPECT_EQ(fast_lead<T>(a, a, 1), 1u);
+    EXPECT_EQ(fast_lead<T>(a, a, 0), 0u);        // a constant block keeps no bytes
+    EXPECT_EQ(fast_lead<T>(a, a ^ (Bits{1} << (w - 9)), 1), 1u);
+    EXPECT_EQ(fast_lead<T>(0, 0, 8), 3u);
+    // The count agrees with counting bytes one by one for every kept length.
+    std::mt19937_64 rng(3);
+    for (int i = 0; i < 4000; ++i) {
+        const Bits p = static_cast<Bits>(rng()), q = p ^ (static_cast<Bits>(rng()) >> (rng() % w));
+        for (uint32_t kept = 0; kept <= sizeof(T); ++kept) {
+            uint32_t same = 0;
+            while (same < kept && same < 3 && fast_byte<T>(p, same) == fast_byte<T>(q, same)) ++same;
+            ASSERT_EQ(fast_lead<T>(p, q, kept), same) << std::hex << p << " " << q << " kept " << kept;
+        }
+    }
 }
 
 TYPED_TEST(FastMath, TruncatedPatternsKeepOnlyTheirBytesAndRoundTrip) {

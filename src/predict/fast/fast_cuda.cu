@@ -156,6 +156,29 @@ struct Extremes<float> {
     __device__ __forceinline__ float high() const { return hi; }
 };
 
+// fast_truncation_safe for f32 in float arithmetic rounded upward, without
+// branches: each quantity bounds the real one from above.  With D >= |x - mu|,
+// M >= |x|, u = 2^-24 and T = 2^(E(D(1+u)) - kept mantissa bits), one value
+// errs by at most  u D  (x - mu)  +  T  (truncation)  +  u (M + T + u D)
+// (mu + v'), i.e. by <= T (1 + u) + u (M + D (1 + u)).  As with the double
+// test, a block it does not pass is checked value by value, so the archive
+// never depends on which test ran.
+__device__ __forceinline__ bool truncation_safe(float lo, float hi, float mu, uint8_t code, double eb) {
+    constexpr float u = 0x1p-24f;
+    const float d = fmaxf(__fsub_ru(mu, lo), __fsub_ru(hi, mu));
+    const float dv = __fadd_ru(d, __fmul_ru(d, u));  // >= |fl(x - mu)|
+    const int e = max(static_cast<int>((__float_as_uint(dv) >> 23) & 0xffu), 1) - 127;  // subnormals: -126
+    const int t = e - (code - 1 - FastTraits<float>::exp_bits);  // >= -148; 128 (infinity) when dv is
+    const float trunc = t >= -126 ? __uint_as_float(static_cast<uint32_t>(t + 127) << 23) : __uint_as_float(1u << (t + 149));
+    const float m = fmaxf(fabsf(lo), fabsf(hi));
+    const float total = __fadd_ru(__fadd_ru(trunc, __fmul_ru(trunc, u)), __fmul_ru(__fadd_ru(m, dv), u));
+    return total <= __double2float_rd(eb);  // a real error <= a float <= eb passes the double comparison
+}
+
+__device__ __forceinline__ bool truncation_safe(double lo, double hi, double mu, uint8_t code, double eb) {
+    return fast_truncation_safe(lo, hi, mu, code, eb);
+}
+
 // The decision of fast_cpu.cpp's encode_block up to the per-value check, for
 // a block's extremes: non-finite -> raw; constant; the first truncation
 // (check set when it is not provably safe); raw when no truncation helps.
@@ -170,7 +193,7 @@ __device__ __forceinline__ void plan_from_extremes(const Extremes<T>& e, double 
     const FastFirstPlan<T> plan = fast_first_plan(lo, hi, eb);
     code = plan.code;
     mu = plan.mu;
-    check = code != kFastConstant && code != kFastRaw && !fast_truncation_safe(lo, hi, mu, code, eb);
+    check = code != kFastConstant && code != kFastRaw && !truncation_safe(lo, hi, mu, code, eb);
 }
 
 // Whether every value of the lane reconstructs within eb under this code.
@@ -183,18 +206,22 @@ __device__ __forceinline__ bool lane_within(const T (&x)[V], uint32_t count, T m
     return ok;
 }
 
+// The stage holds the bytes in big-endian words: a stream's byte t of a word
+// is the word's bits 31-8t..24-8t, so a value's explicit bytes (the top
+// bytes of its pattern) are placed by shifting them right, with no byte
+// reversal per value; copy_out turns the words around.
+
 // ORs a value's explicit bytes (the top n bytes of e, most significant
 // first) into the staging words at byte offset `at` (f64: up to 8 bytes).
 // Neighbouring values share words, so the stage starts zeroed.
 __device__ __forceinline__ void stage_bytes(uint32_t* stage, uint32_t at, uint64_t e, uint32_t n) {
     if (n == 0) return;
     const uint32_t s = 8 * (at & 3);
-    const uint32_t lo = __byte_perm(static_cast<uint32_t>(e >> 32), 0, 0x0123);
-    const uint32_t hi = __byte_perm(static_cast<uint32_t>(e), 0, 0x0123);
+    const uint32_t hi = static_cast<uint32_t>(e >> 32), lo = static_cast<uint32_t>(e);
     uint32_t* w = stage + (at >> 2);
-    atomicOr(w, lo << s);
-    if (s + 8 * n > 32) atomicOr(w + 1, __funnelshift_l(lo, hi, s));
-    if (s + 8 * n > 64) atomicOr(w + 2, hi >> (32 - s));
+    atomicOr(w, hi >> s);
+    if (s + 8 * n > 32) atomicOr(w + 1, __funnelshift_r(lo, hi, s));
+    if (s + 8 * n > 64) atomicOr(w + 2, lo << (32 - s));
 }
 
 // The look-back's value, packed in one 64-bit word: explicit bytes above
@@ -237,6 +264,22 @@ struct LaneCode {
     uint8_t code = kFastConstant;
     T mu = 0;
 };
+
+// 8 * (leading zeros / 8) of a nonzero pattern whose leading zeros are at
+// most 24 (the stop bit): bfind gives the top bit's position b, and
+// 31 - b = ~b & 31 (63 - b for f64).  In one asm block so that the compiler
+// does not rebuild the packing of the lead codes from b (two instructions
+// per value instead of one multiply-add).
+__device__ __forceinline__ uint32_t lead_times8(uint32_t x) {
+    uint32_t r;
+    asm("{\n\t.reg .u32 b;\n\tbfind.u32 b, %1;\n\tnot.b32 b, b;\n\tand.b32 %0, b, 24;\n\t}" : "=r"(r) : "r"(x));
+    return r;
+}
+__device__ __forceinline__ uint32_t lead_times8(uint64_t x) {
+    uint32_t r;
+    asm("{\n\t.reg .u32 b;\n\tbfind.u64 b, %1;\n\tnot.b32 b, b;\n\tand.b32 %0, b, 24;\n\t}" : "=r"(r) : "l"(x));
+    return r;
+}
 
 // Loads a lane's values, plans the block with its group and codes the
 // lane's values.  Full: every lane of the warp holds kLaneValues values (all
@@ -281,7 +324,7 @@ __device__ __forceinline__ void code_lane(const T* __restrict__ src, uint32_t co
                 mu = 0;
             } else {
                 code = next;
-                again = !fast_truncation_safe(ext.low(), ext.high(), mu, next, eb);
+                again = !truncation_safe(ext.low(), ext.high(), mu, next, eb);
             }
         }
         if (__any_sync(kFull, again)) {
@@ -296,59 +339,83 @@ __device__ __forceinline__ void code_lane(const T* __restrict__ src, uint32_t co
     lc.mu = mu;
     const bool coded = valid && code != kFastConstant;  // uniform within the group
 
-    // Patterns, lead codes (2 bits each, packed) and explicit byte counts.
+    // Patterns: a raw block's values keep their own bits; otherwise keep = 0
+    // zeroes a constant block's patterns, so one branch-free form remains.
     const uint32_t kept = coded ? fast_kept_bytes<T>(code) : 0;
     lc.kept = kept;
+    if (__any_sync(kFull, coded && code == kFastRaw)) {
 #pragma unroll
-    for (int k = 0; k < VL; ++k) lc.p[k] = coded && stored(k) ? fast_pattern(x[k], mu, code) : Bits{0};
+        for (int k = 0; k < VL; ++k) lc.p[k] = coded && stored(k) ? fast_pattern(x[k], mu, code) : Bits{0};
+    } else {
+        const Bits keep = coded ? ~Bits{0} << (FastTraits<T>::width - code) : Bits{0};
+        const uint32_t shift = fast_shift<T>(code);
+#pragma unroll
+        for (int k = 0; k < VL; ++k) lc.p[k] = stored(k) ? (fast_bits<T>(x[k] - mu) & keep) >> shift : Bits{0};
+    }
+
+    // Lead codes (2 bits each, packed), as fast_lead: the stop bit caps the
+    // count, so 8 * lead is the leading zero count with its low bits cleared.
+    const Bits stop = fast_lead_stop<T>(kept);
     Bits previous = __shfl_up_sync(kFull, lc.p[VL - 1], 1, G);
     if (gl == 0) previous = 0;
-    uint32_t lead_bits = 0, n_bytes = 0;
+    uint32_t low8 = 0, high8 = 0;  // 8 * lead of value k at bit 2k: values 0-13, 14-15
 #pragma unroll
-    for (int k = 0; k < VL; ++k) {  // branch-free: p = 0 and kept = 0 where nothing is stored
+    for (int k = 0; k < VL; ++k) {
         const Bits pk = lc.p[k];
-        const uint32_t lead = fast_lead<T>(pk, previous, kept);
-        lead_bits |= (stored(k) ? lead : 0u) << (2 * k);
-        n_bytes += stored(k) ? kept - lead : 0u;
+        const uint32_t lead8 = lead_times8((pk ^ previous) | stop);
+        if (k < 14) low8 += lead8 << (2 * k);  // one multiply-add each (no carries: disjoint fields)
+        else high8 += lead8 << (2 * k - 28);
         previous = pk;
-        lc.p[k] = pk << (8 * lead);  // the explicit bytes on top, zeros below them
+        lc.p[k] = pk << lead8;  // the explicit bytes on top, zeros below them
     }
+    uint32_t lead_bits = low8 >> 3 | high8 << 25;
+    if (!Full) lead_bits &= count >= 16 ? ~0u : (1u << (2 * count)) - 1u;  // none past the lane's values
+    const uint32_t lead_sum = __popc(lead_bits & 0x55555555u) + 2 * __popc(lead_bits & 0xaaaaaaaau);
     lc.lead_bits = lead_bits;
-    lc.n_bytes = n_bytes;
+    lc.n_bytes = kept * (Full ? VL : count) - lead_sum;
 }
 
 // A lane's explicit bytes (f32: 0..4 per value) into the stage at byte
-// offset `at`, most significant first, through a word accumulator: each word
-// is stored (whole) by the lane whose bytes complete it, without branches or
-// atomics.  The bytes an earlier lane left in that word are ORed in after a
-// barrier: each lane returns its incomplete last word (`tail`, at index
-// `tail_word`).  q: the values' shifted patterns (LaneCode::p).
+// offset `at` through a word accumulator: each word is stored (whole) by the
+// lane whose bytes complete it, without branches or atomics.  The bytes an
+// earlier lane left in that word are ORed in after a barrier: each lane
+// returns its incomplete last word (`tail`, at index `tail_word`).  q: the
+// values' shifted patterns (LaneCode::p).  `s` counts the bits placed from
+// the lane's first word on; the shifts use it modulo 32 (funnel shifts wrap),
+// and a word is complete when bit 5 of s changes (a value adds <= 32 bits).
 template <int VL, bool Full>
 __device__ __forceinline__ void stage_lane_f32(uint32_t* stage, uint32_t at, const uint32_t (&q)[VL],
                                                uint32_t lead_bits, uint32_t kept, uint32_t count,
                                                uint32_t& tail_word, uint32_t& tail) {
-    const uint32_t kept8 = 8 * kept;
-    uint32_t word = at >> 2, s = 8 * (at & 3u), acc = 0;
+    const uint32_t kept8_24 = 8 * kept - 24;  // wraps below 3 kept bytes; the sums do not
+    const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(stage));
+    uint32_t addr = base + 4 * (at >> 2), s = 8 * (at & 3u), acc = 0;
 #pragma unroll
     for (int k = 0; k < VL; ++k) {
-        const uint32_t lead8 = (k < 2 ? lead_bits << (3 - 2 * k) : lead_bits >> (2 * k - 3)) & 0x18u;  // 8 * lead
-        const uint32_t le = __byte_perm(q[k], 0, 0x0123);  // first explicit byte lowest, zeros past them
-        const uint32_t over = __funnelshift_l(le, 0u, s);  // the bytes past the word (0 unless it completes)
-        acc |= le << s;
-        s += Full || k < static_cast<int>(count) ? kept8 - lead8 : 0u;
-        const bool full = s >= 32;
-        if (full) stage[word] = acc;
-        word += full ? 1u : 0u;
-        acc = full ? over : acc;
-        s = full ? s - 32 : s;
+        // 24 - 8 * lead, read from the inverted codes (kept8 - 8 * lead = kept8_24 + this).
+        const uint32_t rest8 = (k < 2 ? ~lead_bits << (3 - 2 * k) : ~lead_bits >> (2 * k - 3)) & 0x18u;
+        acc |= __funnelshift_r(q[k], 0u, s);                // q >> s: the bytes that fit
+        const uint32_t over = __funnelshift_r(0u, q[k], s);  // q << (32 - s): the rest (0 when s = 0)
+        const uint32_t next = Full || k < static_cast<int>(count) ? s + kept8_24 + rest8 : s;
+        // A complete word is stored and the next one started: one predicate for all three.
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t.reg .u32 t;\n\t"
+            "xor.b32 t, %2, %3;\n\tand.b32 t, t, 32;\n\tsetp.ne.u32 p, t, 0;\n\t"
+            "@p st.shared.u32 [%0], %1;\n\t@p add.u32 %0, %0, 4;\n\t@p mov.u32 %1, %4;\n\t}"
+            : "+r"(addr), "+r"(acc)
+            : "r"(next), "r"(s), "r"(over)
+            : "memory");
+        s = next;
     }
-    tail_word = word;
+    tail_word = (addr - base) / 4;
     tail = acc;
 }
 
 // Copies a tile's stage to its place in the byte stream: whole aligned
-// 16-byte words where the tile owns them (read from the stage at the tile's
-// misalignment), single bytes in the words it shares with its neighbours.
+// 16-byte words where the tile owns them, each 4 bytes picked from two
+// stage words by one byte permutation (which also turns the big-endian
+// stage words around), single bytes in the words it shares with its
+// neighbours.
 template <int kCtaThreads>
 __device__ __forceinline__ void copy_out(const uint32_t* stage, uint32_t tile_bytes, uint64_t out_bytes,
                                          uint8_t* __restrict__ bytes) {
@@ -356,19 +423,25 @@ __device__ __forceinline__ void copy_out(const uint32_t* stage, uint32_t tile_by
     const uint32_t span = head + tile_bytes;
     uint8_t* out = bytes + (out_bytes - head);
     const uint8_t* stage8 = reinterpret_cast<const uint8_t*>(stage);
-    const uint32_t r = 8 * ((16 - head) & 3);  // stage offset of a 16-byte word: 16c - head
+    // Output byte t of a word is stage byte m + t (m: the stage offset of a
+    // 16-byte word, 16c - head, modulo 4): lane 3 - m - t of the first stage
+    // word, or lane 11 - m - t (lane 3 - (m + t - 4) of the second).
+    const uint32_t m = (16 - head) & 3;
+    uint32_t selector = 0;
+#pragma unroll
+    for (uint32_t t = 0; t < 4; ++t) selector |= (m + t < 4 ? 3 - m - t : 11 - m - t) << (4 * t);
     for (uint32_t c = threadIdx.x; c * 16 < span; c += kCtaThreads) {
         const uint32_t b0 = c * 16;
         if (b0 >= head && b0 + 16 <= span) {
             const uint32_t* w = stage + ((b0 - head) >> 2);
             uint4 q;
-            q.x = __funnelshift_r(w[0], w[1], r);
-            q.y = __funnelshift_r(w[1], w[2], r);
-            q.z = __funnelshift_r(w[2], w[3], r);
-            q.w = __funnelshift_r(w[3], w[4], r);
+            q.x = __byte_perm(w[0], w[1], selector);
+            q.y = __byte_perm(w[1], w[2], selector);
+            q.z = __byte_perm(w[2], w[3], selector);
+            q.w = __byte_perm(w[3], w[4], selector);
             *reinterpret_cast<uint4*>(out + b0) = q;
         } else {
-            for (uint32_t i = b0 < head ? head : b0; i < b0 + 16 && i < span; ++i) out[i] = stage8[i - head];
+            for (uint32_t i = b0 < head ? head : b0; i < b0 + 16 && i < span; ++i) out[i] = stage8[(i - head) ^ 3];
         }
     }
 }
@@ -390,25 +463,55 @@ __device__ __forceinline__ void write_leads(uint8_t* __restrict__ dst, uint32_t 
         if (gl * (VL / 4) + i < lead_bytes) dst[i] = static_cast<uint8_t>(lead_bits >> (8 * i));
 }
 
-// A CTA of W warps (at most 64 registers per thread, 32 warps per SM) codes
-// two consecutive tiles.  It publishes each tile's counts as soon as it has
-// them and looks back for the first tile's prefix while it codes the
-// second, whose prefix then follows without a look-back: the wait for the
-// tiles before it overlaps work, and there is one look-back per two tiles.
+// What the encoder's and decoder's ends bring back to the host, in
+// page-locked memory that the GPU reaches directly (unified addressing maps
+// it): the encoder's last launch writes its part there itself, so one
+// synchronization, and no copy, brings it back.
+struct Readback {
+    uint64_t totals[2];  // non-constant blocks, explicit bytes
+    alignas(8) uint8_t extra[kFastReadbackExtra];
+    uint32_t corrupt;
+    uint8_t last_code;
+};
+
+Readback* pinned_readback() {
+    static thread_local cuda::PinnedBuffer<Readback> pinned(1);
+    return pinned.data();
+}
+
+// What an encoder launch does for the host and for the launch after it.
+struct EncodeEnds {
+    Readback* host = nullptr;            // the last launch: totals, the last block's code, `extra`
+    const uint8_t* extra = nullptr;      // device bytes copied to host->extra
+    uint32_t extra_bytes = 0;
+    CountsTileState next_state;          // the other tile-state buffer, readied for the next launch
+    int next_tiles = 0;
+};
+
+// A CTA of W warps codes two consecutive tiles.  It publishes each tile's
+// counts as soon as it has them and looks back for the first tile's prefix
+// while it codes the second, whose prefix then follows without a look-back:
+// the wait for the tiles before it overlaps work, and there is one look-back
+// per two tiles.  f32: at most 48 registers per thread, so 40 warps per SM
+// (the kernel waits on memory and barriers more than it issues; 40 registers
+// spill and were slower); f64: 64 registers, 32 warps.
 template <class T, int G, int W>
-__global__ void __launch_bounds__(W * 32, 32 / W)
+__global__ void __launch_bounds__(W * 32, (sizeof(T) == 4 ? 40 : 32) / W)
     fast_encode_kernel(const T* __restrict__ data, FastLayout layout, uint64_t block0, uint64_t num_blocks,
                        const double* __restrict__ d_eb, bool aligned, CountsTileState tile_state,
                        const uint64_t* __restrict__ base, uint64_t* __restrict__ totals, uint8_t* __restrict__ codes,
-                       T* __restrict__ mids, uint8_t* __restrict__ leads, uint8_t* __restrict__ bytes) {
+                       T* __restrict__ mids, uint8_t* __restrict__ leads, uint8_t* __restrict__ bytes,
+                       EncodeEnds ends) {
     constexpr int VL = kLaneValues<T>;
     constexpr int kBlocksPerWarp = 32 / G;
     constexpr int kCtaThreads = W * 32;
     __shared__ EncodeShared<W> sh;
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t gl = lane % G, group = lane / G;
-    const double eb = *d_eb;
     const int first_tile = 2 * static_cast<int>(blockIdx.x);
+    // The next launch's tile states (one per thread), so that it needs no init kernel.
+    if (ends.next_tiles) ends.next_state.InitializeStatus(ends.next_tiles);
+    const double eb = *d_eb;
 
     // What the first tile leaves for the end: its counts and its lanes' leads.
     uint64_t aggregate0 = 0;
@@ -439,6 +542,7 @@ __global__ void __launch_bounds__(W * 32, 32 / W)
         if (valid && gl == 0) {
             codes[b] = lc.code;
             mids[b] = lc.mu;
+            if (ends.host && b == layout.num_blocks - 1) ends.host->last_code = lc.code;
         }
         const bool coded = lc.kept != 0;
         const uint32_t n_bytes = lc.n_bytes;
@@ -544,6 +648,11 @@ __global__ void __launch_bounds__(W * 32, 32 / W)
         if (tile == static_cast<int>(2 * gridDim.x) - 1 && threadIdx.x == 0) {
             totals[0] = blocks1 + tile_blocks;
             totals[1] = bytes1 + tile_bytes;
+            if (ends.host) {
+                ends.host->totals[0] = blocks1 + tile_blocks;
+                ends.host->totals[1] = bytes1 + tile_bytes;
+                for (uint32_t i = 0; i < ends.extra_bytes; ++i) ends.host->extra[i] = ends.extra[i];
+            }
         }
         const uint32_t lead_stride = layout.block / 4;
         if (coded0) write_leads<T>(leads + (blocks0 + block_in_tile0) * lead_stride + gl * (VL / 4), leads0, len0,
@@ -810,13 +919,13 @@ void exclusive_sum(uint64_t* d, uint64_t n, cuda::DeviceBuffer<uint8_t>& temp, c
 
 bool is_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Allocates the streams and scratch and, with prepare_only, initializes the
-// first launch's tile states (so that this can run before the bound is
-// known, while the host would otherwise keep the GPU waiting); otherwise
-// launches the encoder.
+// Allocates the streams and scratch and, with prepare_only, makes sure the
+// first launch's tile states are initialized (so that this can run before
+// the bound is known); otherwise launches the encoder, each launch readying
+// the other tile-state buffer for the launch after it.
 template <class T, int V, int W = kEncodeWarps>
 void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
-                 cudaStream_t s, bool prepare_only) {
+                 cudaStream_t s, bool prepare_only, const void* d_extra = nullptr, size_t extra_bytes = 0) {
     constexpr int G = kLaneGroup<T, V>;
     constexpr uint64_t kTileBlocks = uint64_t{W} * (32 / G);
     const uint64_t nb = layout.num_blocks;
@@ -825,51 +934,67 @@ void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, 
     out.leads.allocate(nb * (layout.block / 4), s);      // worst cases; trimmed by fast_encode_cuda_sizes
     out.bytes.allocate(layout.num_elements * sizeof(T), s);
     out.totals.allocate(4, s);                           // two (blocks, bytes) slots, alternating between launches
-    const bool prepared = out.prepared;
-    out.prepared = false;
     out.segments = 0;
     if (nb == 0) return;
     const uint64_t launch_blocks =
         out.max_launch_blocks ? std::min(out.max_launch_blocks, kSegmentBlocks) : kSegmentBlocks;
-    const auto max_tiles = static_cast<int>((std::min(nb, launch_blocks) + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);
+    auto tiles_of = [&](uint64_t b0) {  // two per CTA
+        const uint64_t count = std::min(launch_blocks, nb - b0);
+        return static_cast<int>((count + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);
+    };
+    const int max_tiles = tiles_of(0);
     size_t state_bytes = 0;
     GSZ_CUDA(CountsTileState::AllocationSize(max_tiles, state_bytes));
-    out.temp.allocate(state_bytes, s);
-    const bool aligned = is_aligned(d_data);
-    for (uint64_t b0 = 0; b0 < nb; b0 += launch_blocks, ++out.segments) {
-        const uint64_t count = std::min(launch_blocks, nb - b0);
-        const auto tiles = static_cast<int>((count + 2 * kTileBlocks - 1) / (2 * kTileBlocks) * 2);  // two per CTA
+    for (int i = 0; i < 2; ++i) {
+        if (out.tile_states[i].capacity() < state_bytes) out.ready_tiles[i] = 0;  // a new buffer
+        out.tile_states[i].allocate(state_bytes, s);
+    }
+    auto state_in = [&](int slot, int tiles) {
         CountsTileState state;
-        GSZ_CUDA(state.Init(tiles, out.temp.data(), state_bytes));
-        if (!(prepared && b0 == 0)) {
-            counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state, tiles);
-            GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
+        GSZ_CUDA(state.Init(tiles, out.tile_states[slot].data(), state_bytes));
+        return state;
+    };
+    auto ready = [&](int slot, int tiles) {  // the init kernel, unless a launch before readied them
+        if (out.ready_tiles[slot] >= tiles) return;
+        counts_tile_init_kernel<<<(tiles + 255) / 256, 256, 0, s>>>(state_in(slot, tiles), tiles);
+        GSZ_CUDA_LAUNCHED("counts_tile_init_kernel");
+        out.ready_tiles[slot] = tiles;
+    };
+    if (prepare_only) {
+        ready(out.next_slot, max_tiles);
+        return;
+    }
+    const bool aligned = is_aligned(d_data);
+    Readback* rb = pinned_readback();
+    Readback* host = nullptr;
+    GSZ_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&host), rb, 0));
+    for (uint64_t b0 = 0; b0 < nb; b0 += launch_blocks, ++out.segments) {
+        const int tiles = tiles_of(b0), slot = out.next_slot, other = 1 - slot;
+        ready(slot, tiles);
+        const bool last = b0 + launch_blocks >= nb;
+        EncodeEnds ends;
+        if (last) {
+            ends.host = host;
+            ends.extra = static_cast<const uint8_t*>(d_extra);
+            ends.extra_bytes = static_cast<uint32_t>(extra_bytes);
         }
-        if (prepare_only) {
-            out.prepared = true;
-            return;
+        // The next launch: the next segment, or the next encoding's first (guessed: as many blocks).
+        const int next_tiles = std::min(last ? max_tiles : tiles_of(b0 + launch_blocks), 256 * tiles / 2);
+        if (out.ready_tiles[other] < next_tiles) {
+            ends.next_state = state_in(other, next_tiles);
+            ends.next_tiles = next_tiles;
         }
         const int segment = out.segments;
         const uint64_t* base = segment == 0 ? nullptr : out.totals.data() + 2 * (segment % 2);
         fast_encode_kernel<T, G, W><<<static_cast<unsigned>(tiles / 2), W * 32, 0, s>>>(
-            d_data, layout, b0, count, d_eb, aligned, state, base, out.totals.data() + 2 * ((segment + 1) % 2),
-            out.codes.data(), out.mids.data(), out.leads.data(), out.bytes.data());
+            d_data, layout, b0, std::min(launch_blocks, nb - b0), d_eb, aligned, state_in(slot, tiles), base,
+            out.totals.data() + 2 * ((segment + 1) % 2), out.codes.data(), out.mids.data(), out.leads.data(),
+            out.bytes.data(), ends);
         GSZ_CUDA_LAUNCHED("fast_encode_kernel");
+        out.ready_tiles[slot] = 0;
+        out.ready_tiles[other] = std::max(out.ready_tiles[other], ends.next_tiles);
+        out.next_slot = other;
     }
-}
-
-// What the encoder's and decoder's ends bring back to the host, in page-locked memory so
-// that the copies are asynchronous and one synchronization covers them.
-struct Readback {
-    uint64_t totals[2];
-    alignas(8) uint8_t extra[kFastReadbackExtra];
-    uint32_t corrupt;
-    uint8_t last_code;
-};
-
-Readback* pinned_readback() {
-    static thread_local cuda::PinnedBuffer<Readback> pinned(1);
-    return pinned.data();
 }
 
 template <class T, int V>
@@ -923,31 +1048,28 @@ void fast_encode_cuda_prepare(const T* d_data, const FastLayout& layout, FastDev
 
 template <class T>
 void fast_encode_cuda_async(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, const void* d_extra, size_t extra_bytes) {
+    GSZ_CHECK(extra_bytes <= kFastReadbackExtra, GSZ_STATUS_INTERNAL, "fast: %zu extra bytes to read back",
+              extra_bytes);
+    if (layout.num_blocks == 0 && extra_bytes)  // no launch to bring them
+        GSZ_CUDA(cudaMemcpyAsync(pinned_readback()->extra, d_extra, extra_bytes, cudaMemcpyDeviceToHost, stream));
     switch (layout.block) {
-        case 64: return encode_with<T, 2>(d_data, layout, d_eb, out, stream, false);
-        case 128: return encode_with<T, 4>(d_data, layout, d_eb, out, stream, false);
-        case 256: return encode_with<T, 8>(d_data, layout, d_eb, out, stream, false);
+        case 64: return encode_with<T, 2>(d_data, layout, d_eb, out, stream, false, d_extra, extra_bytes);
+        case 128: return encode_with<T, 4>(d_data, layout, d_eb, out, stream, false, d_extra, extra_bytes);
+        case 256: return encode_with<T, 8>(d_data, layout, d_eb, out, stream, false, d_extra, extra_bytes);
     }
     fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("fast: block size %u is not 64, 128 or 256", layout.block));
 }
 
 template <class T>
-void fast_encode_cuda_sizes(const FastLayout& layout, FastDeviceStreams<T>& out, cudaStream_t stream,
-                            const void* d_extra, void* h_extra, size_t extra_bytes) {
+void fast_encode_cuda_sizes(const FastLayout& layout, FastDeviceStreams<T>& out, cudaStream_t stream, void* h_extra,
+                            size_t extra_bytes) {
     GSZ_CHECK(extra_bytes <= kFastReadbackExtra, GSZ_STATUS_INTERNAL, "fast: %zu extra bytes to read back",
               extra_bytes);
-    Readback* rb = pinned_readback();
-    const uint64_t nb = layout.num_blocks;
-    if (extra_bytes)
-        GSZ_CUDA(cudaMemcpyAsync(rb->extra, d_extra, extra_bytes, cudaMemcpyDeviceToHost, stream));
-    if (nb) {
-        GSZ_CUDA(cudaMemcpyAsync(rb->totals, out.totals.data() + 2 * (out.segments % 2), sizeof rb->totals,
-                                 cudaMemcpyDeviceToHost, stream));
-        GSZ_CUDA(cudaMemcpyAsync(&rb->last_code, out.codes.data() + nb - 1, 1, cudaMemcpyDeviceToHost, stream));
-    }
-    GSZ_CUDA(cudaStreamSynchronize(stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));  // the encoder's last launch wrote the read-back block
+    const Readback* rb = pinned_readback();
     if (extra_bytes) memcpy(h_extra, rb->extra, extra_bytes);
+    const uint64_t nb = layout.num_blocks;
     if (nb == 0) {
         out.leads.allocate(0, stream);
         out.bytes.allocate(0, stream);
@@ -992,13 +1114,12 @@ template void fast_encode_cuda_prepare<float>(const float*, const FastLayout&, F
 template void fast_encode_cuda_prepare<double>(const double*, const FastLayout&, FastDeviceStreams<double>&,
                                                cudaStream_t);
 template void fast_encode_cuda_async<float>(const float*, const FastLayout&, const double*, FastDeviceStreams<float>&,
-                                            cudaStream_t);
+                                            cudaStream_t, const void*, size_t);
 template void fast_encode_cuda_async<double>(const double*, const FastLayout&, const double*,
-                                             FastDeviceStreams<double>&, cudaStream_t);
-template void fast_encode_cuda_sizes<float>(const FastLayout&, FastDeviceStreams<float>&, cudaStream_t, const void*,
-                                            void*, size_t);
-template void fast_encode_cuda_sizes<double>(const FastLayout&, FastDeviceStreams<double>&, cudaStream_t, const void*,
-                                             void*, size_t);
+                                             FastDeviceStreams<double>&, cudaStream_t, const void*, size_t);
+template void fast_encode_cuda_sizes<float>(const FastLayout&, FastDeviceStreams<float>&, cudaStream_t, void*, size_t);
+template void fast_encode_cuda_sizes<double>(const FastLayout&, FastDeviceStreams<double>&, cudaStream_t, void*,
+                                             size_t);
 template void fast_encode_cuda<float>(const float*, const FastLayout&, double, FastDeviceStreams<float>&, cudaStream_t);
 template void fast_encode_cuda<double>(const double*, const FastLayout&, double, FastDeviceStreams<double>&,
                                        cudaStream_t);

@@ -19,16 +19,20 @@ struct FastDeviceStreams {
     cuda::DeviceBuffer<uint8_t> bytes;        // likewise (capacity: the input's size)
     // scratch
     cuda::DeviceBuffer<uint64_t> totals;      // non-constant blocks, explicit bytes
-    cuda::DeviceBuffer<uint8_t> temp;         // the encoder's tile states
+    // The encoder's tile states, two buffers: each launch readies the other
+    // one for the launch after it (the next segment, or the next encoding of
+    // as many blocks), which then needs no init kernel.
+    cuda::DeviceBuffer<uint8_t> tile_states[2];
+    int ready_tiles[2] = {0, 0};              // tiles whose states are initialized and unused
+    int next_slot = 0;                        // the buffer the next launch uses
     int segments = 0;                         // launches of the last encoding
-    bool prepared = false;                    // fast_encode_cuda_prepare ran for the next encoding
     uint64_t max_launch_blocks = 0;           // blocks per encoder launch; 0: the default (2^24, see
                                               // fast_cuda.cu); tests lower it to chain several launches
 };
 
-// Optional first step: allocates the streams and initializes the encoder's
-// first tile states, which needs no bound, so that it can be queued before
-// the range pass (the GPU then does it while the host queues the rest).
+// Optional first step: allocates the streams and, unless the previous
+// encoding left them ready, initializes the encoder's first tile states,
+// which needs no bound, so that it can be queued before the range pass.
 template <class T>
 void fast_encode_cuda_prepare(const T* d_data, const FastLayout& layout, FastDeviceStreams<T>& out,
                               cudaStream_t stream);
@@ -37,18 +41,19 @@ void fast_encode_cuda_prepare(const T* d_data, const FastLayout& layout, FastDev
 // absolute bound read from device memory (*d_eb), so the encoder can follow
 // the range pass without a round trip to the host.  The lead and byte streams
 // are allocated at their worst-case sizes (the byte stream as large as the
-// input); nothing is synchronized.
-template <class T>
-void fast_encode_cuda_async(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
-                            cudaStream_t stream);
-
-// Waits for fast_encode_cuda_async and sizes the lead and byte streams; in
-// the same synchronization it can bring back up to kFastReadbackExtra bytes
-// from d_extra (device) to h_extra (host), e.g. the range pass's result.
+// input); nothing is synchronized.  The last launch also brings up to
+// kFastReadbackExtra bytes from d_extra (device; e.g. the range pass's
+// result) to the host, for fast_encode_cuda_sizes to return.
 inline constexpr size_t kFastReadbackExtra = 64;
 template <class T>
+void fast_encode_cuda_async(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
+                            cudaStream_t stream, const void* d_extra = nullptr, size_t extra_bytes = 0);
+
+// Waits for fast_encode_cuda_async, sizes the lead and byte streams and
+// copies the extra bytes to h_extra.
+template <class T>
 void fast_encode_cuda_sizes(const FastLayout& layout, FastDeviceStreams<T>& out, cudaStream_t stream,
-                            const void* d_extra = nullptr, void* h_extra = nullptr, size_t extra_bytes = 0);
+                            void* h_extra = nullptr, size_t extra_bytes = 0);
 
 // Both steps, with the bound given on the host.
 template <class T>

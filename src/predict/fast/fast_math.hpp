@@ -119,21 +119,27 @@ GSZ_HD bool fast_within(T x, T reconstructed, double eb) {
     return (d < 0 ? -d : d) <= eb;
 }
 
+// The bit a lead code stops at: ORed into pattern ^ previous, it caps the
+// leading zero count at 8 * min(B, 3) (the lead code's cap) and makes it
+// defined for equal patterns, so a lead is one count and a shift.
+template <class T>
+GSZ_HD typename FastTraits<T>::Bits fast_lead_stop(uint32_t kept_bytes) {
+    using Bits = typename FastTraits<T>::Bits;
+    const uint32_t cap = kept_bytes < kFastMaxLead ? kept_bytes : kFastMaxLead;
+    return Bits{1} << (FastTraits<T>::width - 1 - 8 * cap);
+}
+
 // Leading kept bytes equal to the previous pattern's, capped at 3 and at B.
 template <class T>
 GSZ_HD uint32_t fast_lead(typename FastTraits<T>::Bits pattern, typename FastTraits<T>::Bits previous,
                           uint32_t kept_bytes) {
-    using Tr = FastTraits<T>;
-    const auto x = pattern ^ previous;
-    const uint32_t cap = kept_bytes < kFastMaxLead ? kept_bytes : kFastMaxLead;
-    // Leading zeros, the width for x == 0 (equal patterns: lead = cap, no branch).
+    const auto x = (pattern ^ previous) | fast_lead_stop<T>(kept_bytes);
 #if defined(__CUDA_ARCH__)
-    const int zeros = Tr::width == 32 ? __clz(static_cast<int>(x)) : __clzll(static_cast<long long>(x));
+    const int zeros = FastTraits<T>::width == 32 ? __clz(static_cast<int>(x)) : __clzll(static_cast<long long>(x));
 #else
     const int zeros = std::countl_zero(x);
 #endif
-    const uint32_t lead = static_cast<uint32_t>(zeros) / 8;
-    return lead < cap ? lead : cap;
+    return static_cast<uint32_t>(zeros) / 8;
 }
 
 // Byte j (0 = most significant) of a pattern.

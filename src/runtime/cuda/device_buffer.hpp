@@ -46,6 +46,7 @@ public:
 
     T* data() const { return ptr_; }
     size_t size() const { return size_; }
+    size_t capacity() const { return capacity_; }
     size_t bytes() const { return size_ * sizeof(T); }
 
 private:
