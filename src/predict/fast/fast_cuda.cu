@@ -979,7 +979,7 @@ void encode_with(const T* d_data, const FastLayout& layout, const double* d_eb, 
             ends.extra_bytes = static_cast<uint32_t>(extra_bytes);
         }
         // The next launch: the next segment, or the next encoding's first (guessed: as many blocks).
-        const int next_tiles = std::min(last ? max_tiles : tiles_of(b0 + launch_blocks), 256 * tiles / 2);
+        const int next_tiles = std::min(last ? max_tiles : tiles_of(b0 + launch_blocks), W * 32 * (tiles / 2));
         if (out.ready_tiles[other] < next_tiles) {
             ends.next_state = state_in(other, next_tiles);
             ends.next_tiles = next_tiles;

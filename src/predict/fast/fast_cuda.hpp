@@ -43,7 +43,9 @@ void fast_encode_cuda_prepare(const T* d_data, const FastLayout& layout, FastDev
 // are allocated at their worst-case sizes (the byte stream as large as the
 // input); nothing is synchronized.  The last launch also brings up to
 // kFastReadbackExtra bytes from d_extra (device; e.g. the range pass's
-// result) to the host, for fast_encode_cuda_sizes to return.
+// result) to the host, for fast_encode_cuda_sizes to return.  The block it
+// brings them to is per host thread: a thread calls fast_encode_cuda_sizes
+// before it starts another encoding.
 inline constexpr size_t kFastReadbackExtra = 64;
 template <class T>
 void fast_encode_cuda_async(const T* d_data, const FastLayout& layout, const double* d_eb, FastDeviceStreams<T>& out,
