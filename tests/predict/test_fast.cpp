@@ -7,6 +7,7 @@
 #include "predict/fast/fast.hpp"
 #include "runtime/status.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -139,6 +140,99 @@ TYPED_TEST(FastMath, TruncationSafeImpliesEveryValueWithinBound) {
         }
     }
     EXPECT_GT(safe_blocks, 1000u);  // the shortcut is actually taken
+}
+
+// The CUDA encoder's f32 safety test (truncation_safe in fast_cuda.cu) in
+// upward-rounded float arithmetic, mirrored here with exact rounding helpers
+// so that its error bound can be checked on the CPU, where no GPU runs it.
+namespace float_mirror {
+// Rounds a + b (the exact sum) up to a float: the double sum plus its exact
+// error term (TwoSum) decide whether the nearest float lies below.
+float up(double s, double err) {
+    float f = static_cast<float>(s);
+    if (static_cast<double>(f) < s || (static_cast<double>(f) == s && err > 0))
+        f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    return f;
+}
+float add_ru(float a, float b) {
+    const double s = static_cast<double>(a) + b, bb = s - a, err = (a - (s - bb)) + (b - bb);
+    return up(s, err);
+}
+float mul_ru(float a, float pow2) { return up(static_cast<double>(a) * pow2, 0.0); }  // exact in double
+float down(double v) {
+    float f = static_cast<float>(v);
+    if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+    return f;
+}
+bool truncation_safe(float lo, float hi, float mu, uint8_t code, double eb) {
+    constexpr float u = 0x1p-24f;
+    const float d = std::max(add_ru(mu, -lo), add_ru(hi, -mu));
+    const float dv = add_ru(d, mul_ru(d, u));
+    uint32_t bits;
+    std::memcpy(&bits, &dv, 4);
+    const int e = std::max(static_cast<int>((bits >> 23) & 0xffu), 1) - 127;
+    const int t = e - (code - 1 - FastTraits<float>::exp_bits);
+    const uint32_t tbits = t >= -126 ? static_cast<uint32_t>(t + 127) << 23 : 1u << (t + 149);
+    float trunc;
+    std::memcpy(&trunc, &tbits, 4);
+    const float m = std::max(std::fabs(lo), std::fabs(hi));
+    const float total = add_ru(add_ru(trunc, mul_ru(trunc, u)), mul_ru(add_ru(m, dv), u));
+    return total <= down(eb);
+}
+}  // namespace float_mirror
+
+// Like TruncationSafeImpliesEveryValueWithinBound, for the GPU's f32 test, with
+// bounds close above powers of two (where the slack is smallest), offsets next
+// to powers of two and subnormal spans added to the random blocks.
+TEST(FastMath, FloatTruncationSafeImpliesEveryValueWithinBound) {
+    std::mt19937_64 rng(23);
+    uint64_t safe_blocks = 0, double_safe = 0;
+    for (int trial = 0; trial < 40000; ++trial) {
+        const int kind = static_cast<int>(rng() % 4);
+        const double scale = std::ldexp(1.0, static_cast<int>(rng() % 90) - (kind == 3 ? 150 : 45));
+        double offset = (rng() % 3 == 0) ? 0.0 : scale * static_cast<double>(rng() % 100000);
+        if (kind == 1) offset = std::ldexp(1.0, static_cast<int>(std::ilogb(scale)) + static_cast<int>(rng() % 20));
+        std::uniform_real_distribution<double> dist(-scale, scale);
+        float x[128];
+        for (float& v : x) v = static_cast<float>(offset + dist(rng));
+        float lo = x[0], hi = x[0];
+        for (float v : x) {
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+        double eb = scale * std::ldexp(1.0, -static_cast<int>(rng() % 30)) * (1.0 + (rng() % 4) * 0.25);
+        if (kind == 2) eb = std::ldexp(1.0, std::ilogb(eb)) * (1.0 + std::ldexp(1.0, -static_cast<int>(rng() % 40)));
+        if (!(eb > 0)) continue;
+        const FastMid<float> mid = fast_mid(lo, hi, eb);
+        if (mid.constant) continue;
+        const uint8_t first = fast_first_code(mid.half_range, eb);
+        if (first != kFastRaw && rng() % 2) {
+            // Values whose difference from mu has every bit below the kept ones set: the
+            // largest truncation errors (lo and hi stay, so the plan does too).
+            const uint32_t low = (1u << (32 - first)) - 1;
+            for (int i = 0; i < 128; ++i) {
+                if (x[i] == lo || x[i] == hi) continue;
+                float v = x[i] - mid.mu;
+                uint32_t b;
+                std::memcpy(&b, &v, 4);
+                b |= low;
+                std::memcpy(&v, &b, 4);
+                const float y = mid.mu + v;
+                if (y > lo && y < hi) x[i] = y;
+            }
+        }
+        for (uint8_t code : {first, fast_next_code<float>(first)}) {
+            if (code == kFastRaw) continue;
+            double_safe += fast_truncation_safe(lo, hi, mid.mu, code, eb);
+            if (!float_mirror::truncation_safe(lo, hi, mid.mu, code, eb)) continue;
+            ++safe_blocks;
+            for (float v : x)
+                ASSERT_TRUE(fast_within(v, fast_reconstruct<float>(fast_pattern(v, mid.mu, code), mid.mu, code), eb))
+                    << "value " << v << " mu " << mid.mu << " code " << int(code) << " eb " << eb;
+        }
+    }
+    EXPECT_GT(safe_blocks, 5000u);                // the shortcut is actually taken,
+    EXPECT_GT(safe_blocks * 10, double_safe * 9);  // about as often as the double test's
 }
 
 template <class T>
