@@ -104,13 +104,10 @@ void stencils(const T* x, const T* y, const Grid& g, const Options& o, Result& r
             }
         }
     }
-    std::array<DerivedAccum, 4> total;
+    DerivedAccum total[4];
     for (const auto& p : part)
         for (int m = 0; m < 4; ++m) total[m].add(p[m]);
-    r.derivative1 = finish_derived(total[0]);
-    r.derivative2 = finish_derived(total[1]);
-    r.laplacian = finish_derived(total[2]);
-    r.divergence = finish_derived(total[3]);
+    finish_stencils(total, r);
 }
 
 // ac(d) = [sum_{pairs} (e_i - m)(e_j - m) / pairs] / [sum (e_i - m)^2 / N]

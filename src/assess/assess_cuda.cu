@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace gsz::assess {
@@ -210,86 +211,196 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
-// Stencils on grids of up to three axes, tiled: a tile is kTileX x kTileY
-// interior points of kTileZ planes, walked up the planes with the three it
-// needs (below, at, above) in a shared-memory ring, as doubles with a
-// one-point halo, so each value is read from memory about once and converted
-// once.  The next plane is loaded into registers while this one is computed.
-// CTAs stride over the tiles (as many CTAs as fit on the GPU), so the partials
-// are few.
-constexpr int kTileX = 32, kTileY = 8, kTileZ = 32;
-constexpr int kRowW = kTileX + 2, kPlaneW = kRowW * (kTileY + 2);
-constexpr int kPlaneLoads = (kPlaneW + kThreads - 1) / kThreads;
+// Stencils on grids whose axes 0 and 1 are used (and axis 2 where K = 3;
+// any axis 2 for K = 2, whose planes are then independent), tiled: a tile is
+// kTileX x kTileY interior points of up to kTileZ planes, walked up the planes.
+// A thread owns one column of the tile (and 84 threads one halo column more)
+// and keeps its values at the planes below, at and above in registers, as
+// doubles (converted once). Each step it publishes the value at the plane and
+// (K = 3) the central difference along z of its columns in shared memory, so
+// a point reads only its in-plane neighbours and its neighbours' z
+// differences there: the mixed x-z and y-z terms are differences of those
+// (derived_raw's definition), 12 shared-memory loads per point and array
+// instead of 19. The buffers alternate between steps, so one barrier a step
+// suffices, and the next plane is loaded while this one is computed. CTAs
+// stride over the tiles (as many CTAs as fit on the GPU), so the partials are
+// few.
+constexpr int kTileX = 32, kTileZ = 32;
+constexpr int kRowW = kTileX + 2;  // columns per tile row, halo included
+
+// A tile of kPts x 8 rows (a thread computes kPts points of a plane, 8 rows apart).
+// Whether all eight values are finite: one test instead of one per value (the
+// exponent bits of each high word, inverted, are zero for NaN and +-Inf).
+__device__ __forceinline__ bool all_finite(const double (&a)[4], const double (&b)[4]) {
+    uint32_t least = 0xffffffffu;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        least = min(least, ~static_cast<uint32_t>(__double2hiint(a[k])) & 0x7ff00000u);
+        least = min(least, ~static_cast<uint32_t>(__double2hiint(b[k])) & 0x7ff00000u);
+    }
+    return least != 0;
+}
+
+template <int kPts>
+struct StencilTile {
+    static constexpr int kTileY = 8 * kPts;
+    static constexpr int kPlaneW = kRowW * (kTileY + 2);            // columns, halo included
+    static constexpr int kHalo = kPlaneW - kTileX * kTileY;          // 84 or 100 halo columns
+    static_assert(kTileX * 8 == kThreads && kHalo <= kThreads);
+    // Column of the j-th interior point of thread t, and of halo column h < kHalo.
+    static __device__ __forceinline__ int interior(int t, int j) {
+        return (t / kTileX + 8 * j + 1) * kRowW + t % kTileX + 1;
+    }
+    static __device__ __forceinline__ int halo(int h) {
+        if (h < kRowW) return h;                                       // row above the tile
+        if (h < 2 * kRowW) return (kTileY + 1) * kRowW + h - kRowW;    // row below
+        const int k = h - 2 * kRowW;                                   // left and right edges
+        return (k % kTileY + 1) * kRowW + (k < kTileY ? 0 : kRowW - 1);
+    }
+};
 
 struct TileGrid {
     int64_t lo[3], hi[3];  // interior bounds per axis
     int64_t tiles[3];      // tiles per axis
 };
 
-template <class T>
-__global__ void __launch_bounds__(kThreads, 3)  // three CTAs a multiprocessor: 2.46 ms vs 2.58 with two (wmagT, H100)
+template <class T, int K, int kPts>
+__global__ void __launch_bounds__(kThreads, 2)
     stencil_tiled_kernel(const T* __restrict__ x, const T* __restrict__ y, Grid g, TileGrid tg,
                          DerivedPartial* __restrict__ partials) {
-    __shared__ double ring[2][3 * kPlaneW];  // [array][plane slot * kPlaneW + (row * kRowW + column)]
-    const int64_t n0 = static_cast<int64_t>(g.n[0]), n1 = static_cast<int64_t>(g.n[1]), n2 = static_cast<int64_t>(g.n[2]);
+    static_assert(K == 2 || K == 3);
+    using Tile = StencilTile<kPts>;
+    constexpr int kPlaneW = Tile::kPlaneW;
+    constexpr int kOwned = kPts + 1;  // columns a thread may own: its interior ones and a halo one
+    constexpr int kSlots = K;     // planes kept per column: z - 1, z, z + 1 (K = 3) or z, z + 1 (K = 2)
+    __shared__ double plane[2][2][kPlaneW];            // [buffer][array][column]: values at the plane
+    __shared__ double dz[K == 3 ? 2 : 1][2][kPlaneW];  // [buffer][array][column]: central differences along z
+    const int64_t n0 = static_cast<int64_t>(g.n[0]), n1 = static_cast<int64_t>(g.n[1]);
     const int64_t plane_stride = static_cast<int64_t>(g.stride[2]);
     const int tx = threadIdx.x % kTileX, ty = threadIdx.x / kTileX;
+    int column[kOwned];
+#pragma unroll
+    for (int j = 0; j < kPts; ++j) column[j] = Tile::interior(threadIdx.x, j);
+    column[kPts] = threadIdx.x < Tile::kHalo ? Tile::halo(threadIdx.x) : -1;
     const int64_t tiles = tg.tiles[0] * tg.tiles[1] * tg.tiles[2];
     DerivedPartial acc;
+    uint32_t finite_points = 0;  // points whose eight derived values are all finite (counted once for all four)
+    __shared__ unsigned long long some_points[4];  // points where only some are finite, per field
+    if (threadIdx.x < 4) some_points[threadIdx.x] = 0;  // read after the walk's barriers
+    int buffer = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int64_t bx = t % tg.tiles[0], by = (t / tg.tiles[0]) % tg.tiles[1], bz = t / (tg.tiles[0] * tg.tiles[1]);
-        const int64_t x0 = tg.lo[0] + bx * kTileX, y0 = tg.lo[1] + by * kTileY, z0 = tg.lo[2] + bz * kTileZ;
+        const int64_t x0 = tg.lo[0] + bx * kTileX, y0 = tg.lo[1] + by * Tile::kTileY, z0 = tg.lo[2] + bz * kTileZ;
         const int64_t z1 = z0 + kTileZ < tg.hi[2] ? z0 + kTileZ : tg.hi[2];
-
-        // Plane z of the tile (halo included) into registers; 0 outside the array.
-        T rx[kPlaneLoads], ry[kPlaneLoads];
-        auto fetch = [&](int64_t z) {
+        // Each owned column's place in a plane (-1: outside the array, reads as 0; planes hold
+        // < 2^31 values here) and the offset of the next plane to load (the same for all threads).
+        int32_t at[kOwned];
 #pragma unroll
-            for (int k = 0; k < kPlaneLoads; ++k) {
-                const int e = threadIdx.x + k * kThreads;
-                const int64_t i0 = x0 - 1 + e % kRowW, i1 = y0 - 1 + e / kRowW;
-                const bool in = e < kPlaneW && z >= 0 && z < n2 && i0 >= 0 && i0 < n0 && i1 >= 0 && i1 < n1;
-                const int64_t i = z * plane_stride + i1 * n0 + i0;
-                rx[k] = in ? x[i] : T(0);
-                ry[k] = in ? y[i] : T(0);
+        for (int o = 0; o < kOwned; ++o) {
+            const int64_t i0 = x0 - 1 + column[o] % kRowW, i1 = y0 - 1 + column[o] / kRowW;
+            const bool in = column[o] >= 0 && i0 >= 0 && i0 < n0 && i1 >= 0 && i1 < n1;
+            at[o] = in ? static_cast<int32_t>(i1 * n0 + i0) : -1;
+        }
+        int64_t next_plane = (K == 3 ? z0 - 1 : z0) * plane_stride;
+        auto load = [&](int o, T& vx, T& vy) {
+            vx = at[o] >= 0 ? x[next_plane + at[o]] : T(0), vy = at[o] >= 0 ? y[next_plane + at[o]] : T(0);
+        };
+        // ring[slot][array][column]: plane q in slot (q - first) % kSlots, so no value moves between
+        // registers as the walk goes up (the walk is unrolled by kSlots).
+        double ring[kSlots][2][kOwned];
+        constexpr int kPreload = K == 3 ? 3 : 1;  // planes z0 - 1 .. z0 + 1, or z0
+#pragma unroll
+        for (int k = 0; k < kPreload; ++k)
+        {
+#pragma unroll
+            for (int o = 0; o < kOwned; ++o) {
+                T vx, vy;
+                load(o, vx, vy);
+                ring[k][0][o] = vx, ring[k][1][o] = vy;
+            }
+            next_plane += plane_stride;
+        }
+        bool mine[kPts];
+#pragma unroll
+        for (int j = 0; j < kPts; ++j) mine[j] = x0 + tx < tg.hi[0] && y0 + ty + 8 * j < tg.hi[1];
+        // One plane z, whose phase (z - z0) % kSlots is known at compile time.
+        auto step = [&](auto phase, int64_t z) {
+            constexpr int P = decltype(phase)::value;
+            constexpr int kBelow = P % kSlots, kHere = (P + (K == 3 ? 1 : 0)) % kSlots, kAbove = (P + 2) % kSlots;
+            constexpr int kIncoming = K == 3 ? kBelow : (P + 1) % kSlots;  // the plane loaded now: z + 2 or z + 1
+            T incoming[2][kOwned];
+            const bool more = z + 1 < z1;  // another step follows: load its new plane now
+#pragma unroll
+            for (int o = 0; o < kOwned; ++o) {
+                if (more) load(o, incoming[0][o], incoming[1][o]);
+                if (o == kOwned - 1) next_plane += plane_stride;
+                if (column[o] < 0) continue;
+#pragma unroll
+                for (int a = 0; a < 2; ++a) {
+                    plane[buffer][a][column[o]] = ring[kHere][a][o];
+                    if constexpr (K == 3) dz[buffer][a][column[o]] = central(ring[kAbove][a][o], ring[kBelow][a][o]);
+                }
+            }
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < kPts; ++j) {
+                if (!mine[j]) continue;
+                const int c = column[j];
+                double out[2][4];
+#pragma unroll
+                for (int a = 0; a < 2; ++a) {
+                    const double* f = plane[buffer][a];
+                    const double p[3] = {f[c + 1], f[c + kRowW], K == 3 ? ring[kAbove][a][j] : 0.0};
+                    const double m[3] = {f[c - 1], f[c - kRowW], K == 3 ? ring[kBelow][a][j] : 0.0};
+                    double mixed[3];
+                    mixed[0] = central(f[c + 1 + kRowW], f[c + 1 - kRowW]) - central(f[c - 1 + kRowW], f[c - 1 - kRowW]);
+                    if constexpr (K == 3) {
+                        const double* d = dz[buffer][a];
+                        mixed[1] = d[c + 1] - d[c - 1];
+                        mixed[2] = d[c + kRowW] - d[c - kRowW];
+                    }
+                    derived_raw<K>(ring[kHere][a][j], p, m, mixed, out[a]);
+                }
+                if (all_finite(out[0], out[1])) {
+                    ++finite_points;
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) acc.d[k].add_finite(out[0][k], out[1][k]);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < 4; ++k)
+                        if (finite_value(out[0][k]) && finite_value(out[1][k])) {
+                            atomicAdd(&some_points[k], 1ull);  // rare: no register kept for it
+                            acc.d[k].add_finite(out[0][k], out[1][k]);
+                        }
+                }
+            }
+            buffer ^= 1;
+            if (more) {
+#pragma unroll
+                for (int o = 0; o < kOwned; ++o)
+#pragma unroll
+                    for (int a = 0; a < 2; ++a) ring[kIncoming][a][o] = incoming[a][o];
             }
         };
-        auto stash = [&](int64_t z) {
-            const int slot = static_cast<int>(((z % 3) + 3) % 3) * kPlaneW;
-#pragma unroll
-            for (int k = 0; k < kPlaneLoads; ++k) {
-                const int e = threadIdx.x + k * kThreads;
-                if (e < kPlaneW) ring[0][slot + e] = rx[k], ring[1][slot + e] = ry[k];
-            }
-        };
-        fetch(z0 - 1);
-        stash(z0 - 1);
-        fetch(z0);
-        stash(z0);
-        fetch(z0 + 1);  // in registers: the plane above
-        const bool mine = x0 + tx < tg.hi[0] && y0 + ty < tg.hi[1];
-        for (int64_t z = z0; z < z1; ++z) {
-            stash(z + 1);  // its slot held plane z - 2, last read before the barrier that ended the previous step
-            __syncthreads();
-            if (z + 1 < z1) fetch(z + 2);  // in flight while plane z is worked on
-            if (mine) {
-                const int here = static_cast<int>(z % 3), above = static_cast<int>((z + 1) % 3),
-                          below = static_cast<int>((z + 2) % 3);
-                const int64_t up[4] = {1, kRowW, (above - here) * int64_t{kPlaneW}, 0};
-                const int64_t down[4] = {-1, -kRowW, (below - here) * int64_t{kPlaneW}, 0};
-                const int64_t c = here * int64_t{kPlaneW} + (ty + 1) * kRowW + tx + 1;
-                double dx[4], dy[4];
-                derived_at(ring[0], c, up, down, g.used, dx);
-                derived_at(ring[1], c, up, down, g.used, dy);
-                for (int m = 0; m < 4; ++m) acc.d[m].add_value(dx[m], dy[m]);
-            }
-            __syncthreads();
+        using Zero = std::integral_constant<int, 0>;
+        using One = std::integral_constant<int, 1>;
+        using Two = std::integral_constant<int, 2>;
+        for (int64_t z = z0; z < z1; z += kSlots) {
+            step(Zero{}, z);
+            if (z + 1 < z1) step(One{}, z + 1);
+            if constexpr (K == 3)
+                if (z + 2 < z1) step(Two{}, z + 2);
         }
     }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc.d[k].points = finite_points;
     using Reduce = cub::BlockReduce<DerivedPartial, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
-    const DerivedPartial sum = Reduce(storage).Reduce(acc, AddDerivedPartial{});
-    if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+    DerivedPartial sum = Reduce(storage).Reduce(acc, AddDerivedPartial{});
+    if (threadIdx.x == 0) {
+        for (int k = 0; k < 4; ++k) sum.d[k].points += some_points[k];
+        partials[blockIdx.x] = sum;
+    }
 }
 
 // CTAs that fit on the device at once for a kernel (at least 1).
@@ -337,26 +448,33 @@ void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Resul
     finish_pdfs(t, q, e_counts, p_counts, r);
 }
 
+template <class T, int K, int kPts>
+void launch_stencil_tiled(const T* x, const T* y, const Grid& g, cuda::DeviceBuffer<DerivedPartial>& d_part,
+                          uint64_t& ctas, cudaStream_t s) {
+    TileGrid tg;
+    const int tile_extent[3] = {kTileX, StencilTile<kPts>::kTileY, kTileZ};
+    for (int a = 0; a < 3; ++a) {
+        tg.lo[a] = g.used[a] ? 1 : 0;
+        tg.hi[a] = static_cast<int64_t>(g.used[a] ? g.n[a] - 1 : g.n[a]);
+        tg.tiles[a] = (tg.hi[a] - tg.lo[a] + tile_extent[a] - 1) / tile_extent[a];
+    }
+    const uint64_t tiles = static_cast<uint64_t>(tg.tiles[0] * tg.tiles[1] * tg.tiles[2]);
+    const unsigned fit = resident_ctas(stencil_tiled_kernel<T, K, kPts>, kThreads, 0);
+    ctas = tiles < fit ? tiles : fit;
+    d_part.allocate(ctas, s);
+    stencil_tiled_kernel<T, K, kPts><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(x, y, g, tg, d_part.data());
+    GSZ_CUDA_LAUNCHED("stencil_tiled_kernel");
+}
+
 template <class T>
 void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_t s) {
     if (!(g.used[0] || g.used[1] || g.used[2] || g.used[3])) return;
     auto interior = [&](int a) { return g.used[a] ? g.n[a] - 2 : g.n[a]; };
     cuda::DeviceBuffer<DerivedPartial> d_part;
     uint64_t ctas = 0;
-    if (g.n[3] == 1) {
-        TileGrid tg;
-        const int tile_extent[3] = {kTileX, kTileY, kTileZ};
-        for (int a = 0; a < 3; ++a) {
-            tg.lo[a] = g.used[a] ? 1 : 0;
-            tg.hi[a] = static_cast<int64_t>(g.used[a] ? g.n[a] - 1 : g.n[a]);
-            tg.tiles[a] = (tg.hi[a] - tg.lo[a] + tile_extent[a] - 1) / tile_extent[a];
-        }
-        const uint64_t tiles = static_cast<uint64_t>(tg.tiles[0] * tg.tiles[1] * tg.tiles[2]);
-        const unsigned fit = resident_ctas(stencil_tiled_kernel<T>, kThreads, 0);
-        ctas = tiles < fit ? tiles : fit;
-        d_part.allocate(ctas, s);
-        stencil_tiled_kernel<T><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(x, y, g, tg, d_part.data());
-        GSZ_CUDA_LAUNCHED("stencil_tiled_kernel");
+    if (g.n[3] == 1 && g.used[0] && g.used[1] && g.n[0] * g.n[1] < (uint64_t{1} << 31)) {
+        if (g.used[2]) launch_stencil_tiled<T, 3, 1>(x, y, g, d_part, ctas, s);
+        else launch_stencil_tiled<T, 2, 1>(x, y, g, d_part, ctas, s);
     } else {
         const uint64_t e1 = interior(1), e2 = interior(2), rows = e1 * e2 * interior(3);
         const uint64_t points = rows * interior(0);
@@ -371,10 +489,7 @@ void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_
     DerivedPartial t;
     for (const DerivedPartial& p : part)
         for (int k = 0; k < 4; ++k) t.d[k].add(p.d[k]);
-    r.derivative1 = finish_derived(t.d[0]);
-    r.derivative2 = finish_derived(t.d[1]);
-    r.laplacian = finish_derived(t.d[2]);
-    r.divergence = finish_derived(t.d[3]);
+    finish_stencils(t.d, r);
 }
 
 // ---- SSIM -------------------------------------------------------------------

@@ -39,13 +39,21 @@ inline double psnr_of(double range, double mse) {
     return 20 * std::log10(range) - 10 * std::log10(mse);
 }
 
-inline DerivedComparison finish_derived(const DerivedAccum& d) {
+// A derived field's comparison from its partials in raw units (scale: its
+// kDerivedScale, a power of two, so scaling is exact).
+inline DerivedComparison finish_derived(const DerivedAccum& d, double scale) {
     DerivedComparison c;
     c.computed = d.points > 0;
     c.points = d.points;
-    c.max_abs_error = d.maxerr;
-    c.psnr = d.points ? psnr_of(d.omax - d.omin, d.sse / static_cast<double>(d.points)) : 0;
+    c.max_abs_error = d.maxerr * scale;
+    c.psnr = d.points ? psnr_of((d.omax - d.omin) * scale, d.sse * (scale * scale) / static_cast<double>(d.points)) : 0;
     return c;
+}
+
+// The four derived fields' comparisons into r.
+inline void finish_stencils(const DerivedAccum (&d)[4], Result& r) {
+    DerivedComparison* out[4] = {&r.derivative1, &r.derivative2, &r.laplacian, &r.divergence};
+    for (int k = 0; k < 4; ++k) *out[k] = finish_derived(d[k], kDerivedScale[k]);
 }
 
 // The first pass's results; false when no original is finite (nothing more to do).

@@ -36,6 +36,24 @@ GSZ_HD bool finite_value(float v) {
 #endif
     return (bits & 0x7f800000u) != 0x7f800000u;
 }
+// a * b + c rounded once, the same on both backends (an explicit fused
+// multiply-add; the build contracts nothing implicitly).
+GSZ_HD double fused_multiply_add(double a, double b, double c) {
+#if defined(__CUDA_ARCH__)
+    return __fma_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
+// |v|, by clearing the sign bit (the GPU would otherwise spend a
+// double-precision add on it; the value is the same as fabs's).
+GSZ_HD double magnitude(double v) {
+#if defined(__CUDA_ARCH__)
+    return __longlong_as_double(__double_as_longlong(v) & 0x7fffffffffffffffll);
+#else
+    return std::fabs(v);
+#endif
+}
 GSZ_HD double clamp_pwr(double v) { return v < -kPwrClip ? -kPwrClip : (v > kPwrClip ? kPwrClip : v); }
 
 // Sums about a per-chunk shift (k = the chunk's first element, 0 where it is
@@ -176,17 +194,23 @@ GSZ_HD void pdf_bins_of(double xv, double yv, const PassTwo& q, uint32_t& e_bin,
     p_bin = has_p ? bin_of_fast(clamp_pwr(e / xv), q.p_lo, q.p_width, q.p_inv, q.bins) : 0;
 }
 
-// A derived field of both arrays compared point by point.
+// A derived field of both arrays compared point by point, in the field's raw
+// units (derived_raw's, a power of two times the documented ones: finish_derived
+// scales the max error back; the PSNR does not depend on the scale).
 struct DerivedAccum {
     uint64_t points = 0;
     double omin = HUGE_VAL, omax = -HUGE_VAL, maxerr = 0, sse = 0;
     GSZ_HD void add_value(double orig, double dec) {
         if (!finite_value(orig) || !finite_value(dec)) return;
         ++points;
+        add_finite(orig, dec);
+    }
+    // add_value of two finite values, less the count (a caller that knows they are finite counts them itself).
+    GSZ_HD void add_finite(double orig, double dec) {
         omin = min_of(omin, orig), omax = max_of(omax, orig);
-        const double d = fabs(dec - orig);
+        const double d = magnitude(dec - orig);
         maxerr = max_of(maxerr, d);
-        sse += d * d;
+        sse = fused_multiply_add(d, d, sse);
     }
     GSZ_HD void add(const DerivedAccum& o) {
         points += o.points, omin = min_of(omin, o.omin), omax = max_of(omax, o.omax);
@@ -203,29 +227,69 @@ struct Grid {
     bool used[4] = {false, false, false, false};
 };
 
-// Gradient magnitude, Hessian Frobenius norm, Laplacian and divergence of f
-// at index c: the neighbour one step up along axis a is f[c + up[a]], one step
-// down f[c + down[a]] (on the array: +-stride; in a GPU tile whose planes
-// rotate through a ring, whatever offsets reach them).
+// The four derived fields in raw units, index k of DerivedAccum[4] and of
+// kDerivedScale: 2|grad f|, the Hessian's Frobenius norm, the Laplacian and
+// 2 div f (the factors of two are exact and taken out once, at the end).
+inline constexpr double kDerivedScale[4] = {0.5, 1.0, 1.0, 0.5};
+
+// Central difference along an axis: f(c + e) - f(c - e).
+GSZ_HD double central(double up, double down) { return up - down; }
+
+// The derived fields at one point of f from v = f(c), p[a] = f(c + e_a) and
+// m[a] = f(c - e_a) along the K used axes (fastest first), and, for each pair
+// a < b in the order (0,1), (0,2), ..., (1,2), ..., the mixed difference
+// mixed = central_b(c + e_a) - central_b(c - e_a).  With s_a = p - m and
+// t_a = (p + m) - 2v (second difference): out = {sqrt(sum s^2),
+// sqrt(sum t^2 + sum mixed^2 / 8), sum t, sum s}; with d1 = s / 2 and the
+// mixed second derivative mixed / 4 these are 2|grad f|, ||H f||_F (each
+// mixed pair counted twice), lap f and 2 div f.  Both backends call this with
+// the same values, so they compute the same doubles (explicit fused
+// multiply-adds; nothing else is contracted).
+template <int K>
+GSZ_HD void derived_raw(double v, const double* p, const double* m, const double* mixed, double out[4]) {
+    const double w = v + v;
+    double grad2 = 0, hess2 = 0, lap = 0, div = 0;
+    for (int a = 0; a < K; ++a) {
+        const double s = central(p[a], m[a]), t = (p[a] + m[a]) - w;
+        grad2 = a == 0 ? s * s : fused_multiply_add(s, s, grad2);
+        hess2 = a == 0 ? t * t : fused_multiply_add(t, t, hess2);
+        div = a == 0 ? s : div + s;
+        lap = a == 0 ? t : lap + t;
+    }
+    if constexpr (K > 1) {
+        double mix2 = mixed[0] * mixed[0];
+        for (int k = 1; k < K * (K - 1) / 2; ++k) mix2 = fused_multiply_add(mixed[k], mixed[k], mix2);
+        hess2 = fused_multiply_add(mix2, 0.125, hess2);
+    }
+    out[0] = sqrt(grad2), out[1] = sqrt(hess2), out[2] = lap, out[3] = div;
+}
+
+// derived_raw at index c of an array (or a tile) whose neighbours along axis a
+// are at c + up[a] and c + down[a], over the axes `used` marks.
 template <class P>
 GSZ_HD void derived_at(const P* f, int64_t c, const int64_t up[4], const int64_t down[4], const bool used[4],
                        double out[4]) {
-    double grad2 = 0, hess2 = 0, lap = 0, div = 0;
-    const double v = f[c];
-    for (int a = 0; a < 4; ++a) {
-        if (!used[a]) continue;
-        const double p = f[c + up[a]], m = f[c + down[a]];
-        const double d1 = (p - m) / 2, d2 = p - 2 * v + m;
-        grad2 += d1 * d1, hess2 += d2 * d2, lap += d2, div += d1;
-        for (int b = a + 1; b < 4; ++b) {
-            if (!used[b]) continue;
-            const double mixed = (static_cast<double>(f[c + up[a] + up[b]]) - f[c + up[a] + down[b]] -
-                                  f[c + down[a] + up[b]] + f[c + down[a] + down[b]]) /
-                                 4;
-            hess2 += 2 * mixed * mixed;
+    int axis[4], k = 0;
+    for (int a = 0; a < 4; ++a)
+        if (used[a]) axis[k++] = a;
+    double p[4], m[4], mixed[6];
+    int pair = 0;
+    for (int i = 0; i < k; ++i) {
+        const int a = axis[i];
+        p[i] = f[c + up[a]], m[i] = f[c + down[a]];
+        for (int j = i + 1; j < k; ++j) {
+            const int b = axis[j];
+            mixed[pair++] = central(f[c + up[a] + up[b]], f[c + up[a] + down[b]]) -
+                            central(f[c + down[a] + up[b]], f[c + down[a] + down[b]]);
         }
     }
-    out[0] = sqrt(grad2), out[1] = sqrt(hess2), out[2] = lap, out[3] = div;
+    const double v = f[c];
+    switch (k) {
+        case 1: derived_raw<1>(v, p, m, mixed, out); break;
+        case 2: derived_raw<2>(v, p, m, mixed, out); break;
+        case 3: derived_raw<3>(v, p, m, mixed, out); break;
+        default: derived_raw<4>(v, p, m, mixed, out); break;  // 4 (callers skip grids with no used axis)
+    }
 }
 
 // SSIM of one window from its sums of x, y, x^2, y^2, xy over `count` points

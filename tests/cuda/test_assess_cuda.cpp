@@ -130,6 +130,31 @@ TEST(CudaAssess, ShapesAndNonFiniteMatchCpu) {
     }
 }
 
+// The stencils alone on grids that reach every path of the tiled kernel (2-D,
+// 3-D, several planes of an unused third axis, more tiles than resident CTAs
+// so each CTA walks several, partial tiles, extent-3 axes) and of the generic
+// one (an unused first or second axis), with non-finite values inside: the
+// max errors must be identical to the CPU's, the PSNRs equal to 1e-9.
+TEST(CudaAssess, StencilTilesMatchCpu) {
+    REQUIRE_GPU();
+    gsz::assess::Options o;
+    o.reductions = o.autocorr = o.ssim = false;
+    for (const auto& dims : std::vector<std::vector<uint64_t>>{
+             {40, 11, 2}, {200, 150, 40}, {600, 400}, {3, 50, 60}, {2, 50, 60}, {50, 2, 60}, {35, 3, 3}, {97, 33, 100}}) {
+        uint64_t n = 1;
+        for (auto d : dims) n *= d;
+        SCOPED_TRACE(testing::Message() << dims.size() << "-D, n " << n);
+        std::vector<float> x(n);
+        for (uint64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::sin(i * 0.013) * 40 + std::cos(i * 0.0007) * 9);
+        auto y = perturbed(x, 0.05, 9);
+        x[n / 2] = std::numeric_limits<float>::quiet_NaN();
+        y[n / 3] = std::numeric_limits<float>::infinity();
+        same_as_cpu(x, y, dims, o);
+        std::vector<double> xd(x.begin(), x.end());
+        same_as_cpu(xd, perturbed(xd, 1e-7, 10), dims, o);
+    }
+}
+
 // SSIM windows and steps: the fused kernel (window 1 or 7 along axis 2) and
 // the generic passes (any other), on 1-D to 4-D grids with partial tiles.
 TEST(CudaAssess, SsimWindowsAndStepsMatchCpu) {
