@@ -45,11 +45,11 @@ void reductions(const T* x, const T* y, uint64_t n, const Options& o, Result& r)
     }
     Sums t;
     const Moments m = combine_chunks(part, t);
-    if (!finish_sums(t, r)) return;
+    if (!finish_sums(t, m, r)) return;
     finish_moments(m, t, r);
 
     // Second pass: the PDFs, whose bins need the error's range.
-    const PassTwo q = pass_two_of(r, o.pdf_bins);
+    const PassTwo q = pass_two_from(t, o.pdf_bins);
     const uint32_t bins = q.bins;
     std::vector<std::vector<uint64_t>> ehist(threads, std::vector<uint64_t>(bins, 0)), phist = ehist;
 #pragma omp parallel num_threads(threads)

@@ -105,18 +105,66 @@ __global__ void __launch_bounds__(kThreads, 2) sums_kernel(const T* __restrict__
                                                            Sums* __restrict__ partials) {
     Sums s;
     s.set_shift(x[blockIdx.x * kChunk], y[blockIdx.x * kChunk]);
+    // The extremes of x and y in T (single-precision min/max for float input: exact, and off the
+    // double-precision pipe), added to the Sums at the end.
+    const T kInf = static_cast<T>(HUGE_VAL);
+    T x_lo = kInf, x_hi = -kInf, y_lo = kInf, y_hi = -kInf;
     for_chunk<T, kVector>(x, y, n, [&](T xv, T yv, uint64_t i) {
         if (!finite_value(xv)) {
             ++s.nonfinite;
             s.mismatches += !same_bits(xv, yv);
         } else {
-            s.add_value(xv, yv, i);
+            s.template add_value<false>(xv, yv, i);
+            x_lo = min(x_lo, xv), x_hi = max(x_hi, xv), y_lo = min(y_lo, yv), y_hi = max(y_hi, yv);
         }
     });
+    s.add_extremes(x_lo, x_hi, y_lo, y_hi);
     using Reduce = cub::BlockReduce<Sums, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
     const Sums total = Reduce(storage).Reduce(s, AddSums{});
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+// What the reductions leave on the device for the PDF pass and the host.
+struct ReductionTotals {
+    Sums sums;
+    Moments moments;
+    PassTwo pass_two;
+};
+constexpr int kCombineThreads = 128;
+
+// The chunk partials combined on the device (no round trip to the host
+// between the two passes): thread t adds a contiguous run of chunks in order,
+// then the runs merge in a fixed tree, so the result does not depend on
+// scheduling (the CPU adds all chunks in order: the sums agree to rounding,
+// the extremes, counts and PDF bins exactly). Also zeroes the histograms.
+__global__ void __launch_bounds__(kCombineThreads)
+    combine_sums_kernel(const Sums* __restrict__ parts, uint64_t chunks, uint32_t bins,
+                        ReductionTotals* __restrict__ out, unsigned long long* __restrict__ hist) {
+    __shared__ Sums sums[kCombineThreads];
+    __shared__ Moments moments[kCombineThreads];
+    for (uint32_t i = threadIdx.x; i < 2 * bins; i += kCombineThreads) hist[i] = 0;
+    const uint64_t per = (chunks + kCombineThreads - 1) / kCombineThreads;
+    const uint64_t begin = threadIdx.x * per, end = begin + per < chunks ? begin + per : chunks;
+    Sums t;
+    Moments m;
+    for (uint64_t c = begin; c < end; ++c) {
+        t.add(parts[c]);
+        m.add(Moments::of(parts[c].shifted, parts[c].finite));
+    }
+    sums[threadIdx.x] = t, moments[threadIdx.x] = m;
+    __syncthreads();
+    for (int stride = kCombineThreads / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) {
+            sums[threadIdx.x].add(sums[threadIdx.x + stride]);
+            moments[threadIdx.x].add(moments[threadIdx.x + stride]);
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        out->sums = sums[0], out->moments = moments[0];
+        out->pass_two = pass_two_from(sums[0], bins);
+    }
 }
 
 // Counts into one bin, a run at a time: a thread keeps adding to its current
@@ -140,9 +188,11 @@ struct BinRun {
 // atomics either way: counts do not depend on order).
 template <class T, bool kVector, bool kShared>
 __global__ void __launch_bounds__(kThreads)
-    pdf_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, PassTwo q,
+    pdf_kernel(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, const PassTwo* __restrict__ pass_two,
                unsigned long long* __restrict__ e_hist, unsigned long long* __restrict__ p_hist) {
     extern __shared__ uint32_t shared_hist[];
+    const PassTwo q = *pass_two;
+    if (q.bins == 0) return;  // no finite original
     if constexpr (kShared) {
         for (uint32_t b = threadIdx.x; b < 2 * q.bins; b += kThreads) shared_hist[b] = 0;
         __syncthreads();
@@ -214,7 +264,7 @@ __global__ void __launch_bounds__(kThreads)
 // Stencils on grids whose axes 0 and 1 are used (and axis 2 where K = 3;
 // any axis 2 for K = 2, whose planes are then independent), tiled: a tile is
 // kTileX x kTileY interior points of up to kTileZ planes, walked up the planes.
-// A thread owns one column of the tile (and 84 threads one halo column more)
+// A thread owns one column of the tile (and 76 threads one halo column more)
 // and keeps its values at the planes below, at and above in registers, as
 // doubles (converted once). Each step it publishes the value at the plane and
 // (K = 3) the central difference along z of its columns in shared memory, so
@@ -228,7 +278,6 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kTileX = 32, kTileZ = 32;
 constexpr int kRowW = kTileX + 2;  // columns per tile row, halo included
 
-// A tile of kPts x 8 rows (a thread computes kPts points of a plane, 8 rows apart).
 // Whether all eight values are finite: one test instead of one per value (the
 // exponent bits of each high word, inverted, are zero for NaN and +-Inf).
 __device__ __forceinline__ bool all_finite(const double (&a)[4], const double (&b)[4]) {
@@ -241,47 +290,40 @@ __device__ __forceinline__ bool all_finite(const double (&a)[4], const double (&
     return least != 0;
 }
 
-template <int kPts>
-struct StencilTile {
-    static constexpr int kTileY = 8 * kPts;
-    static constexpr int kPlaneW = kRowW * (kTileY + 2);            // columns, halo included
-    static constexpr int kHalo = kPlaneW - kTileX * kTileY;          // 84 or 100 halo columns
-    static_assert(kTileX * 8 == kThreads && kHalo <= kThreads);
-    // Column of the j-th interior point of thread t, and of halo column h < kHalo.
-    static __device__ __forceinline__ int interior(int t, int j) {
-        return (t / kTileX + 8 * j + 1) * kRowW + t % kTileX + 1;
-    }
-    static __device__ __forceinline__ int halo(int h) {
-        if (h < kRowW) return h;                                       // row above the tile
-        if (h < 2 * kRowW) return (kTileY + 1) * kRowW + h - kRowW;    // row below
-        const int k = h - 2 * kRowW;                                   // left and right edges
-        return (k % kTileY + 1) * kRowW + (k < kTileY ? 0 : kRowW - 1);
-    }
-};
+// A tile is kTileY rows of kTileX points, a CTA of kTileY warps with a thread
+// per point (four CTAs a multiprocessor at 128 registers; at 8 rows, two CTAs:
+// 3% slower, with the barrier of a step holding more warps).
+constexpr int kTileY = 4, kStencilThreads = kTileX * kTileY;
+constexpr int kPlaneW = kRowW * (kTileY + 2);          // columns, halo included: 34 x 6
+constexpr int kHaloColumns = kPlaneW - kStencilThreads;  // 76
+static_assert(kHaloColumns <= kStencilThreads);
+// Column of thread t's point, and of halo column h < kHaloColumns.
+__device__ __forceinline__ int interior_column(int t) { return (t / kTileX + 1) * kRowW + t % kTileX + 1; }
+__device__ __forceinline__ int halo_column(int h) {
+    if (h < kRowW) return h;                                      // row above the tile
+    if (h < 2 * kRowW) return (kTileY + 1) * kRowW + h - kRowW;   // row below
+    const int k = h - 2 * kRowW;                                  // left and right edges
+    return (k % kTileY + 1) * kRowW + (k < kTileY ? 0 : kRowW - 1);
+}
 
 struct TileGrid {
     int64_t lo[3], hi[3];  // interior bounds per axis
     int64_t tiles[3];      // tiles per axis
 };
 
-template <class T, int K, int kPts>
-__global__ void __launch_bounds__(kThreads, 2)
+template <class T, int K>
+__global__ void __launch_bounds__(kStencilThreads, 4)
     stencil_tiled_kernel(const T* __restrict__ x, const T* __restrict__ y, Grid g, TileGrid tg,
                          DerivedPartial* __restrict__ partials) {
     static_assert(K == 2 || K == 3);
-    using Tile = StencilTile<kPts>;
-    constexpr int kPlaneW = Tile::kPlaneW;
-    constexpr int kOwned = kPts + 1;  // columns a thread may own: its interior ones and a halo one
+    constexpr int kOwned = 2;  // columns a thread may own: its point's and a halo one
     constexpr int kSlots = K;     // planes kept per column: z - 1, z, z + 1 (K = 3) or z, z + 1 (K = 2)
     __shared__ double plane[2][2][kPlaneW];            // [buffer][array][column]: values at the plane
     __shared__ double dz[K == 3 ? 2 : 1][2][kPlaneW];  // [buffer][array][column]: central differences along z
     const int64_t n0 = static_cast<int64_t>(g.n[0]), n1 = static_cast<int64_t>(g.n[1]);
     const int64_t plane_stride = static_cast<int64_t>(g.stride[2]);
     const int tx = threadIdx.x % kTileX, ty = threadIdx.x / kTileX;
-    int column[kOwned];
-#pragma unroll
-    for (int j = 0; j < kPts; ++j) column[j] = Tile::interior(threadIdx.x, j);
-    column[kPts] = threadIdx.x < Tile::kHalo ? Tile::halo(threadIdx.x) : -1;
+    const int column[kOwned] = {interior_column(threadIdx.x), threadIdx.x < kHaloColumns ? halo_column(threadIdx.x) : -1};
     const int64_t tiles = tg.tiles[0] * tg.tiles[1] * tg.tiles[2];
     DerivedPartial acc;
     uint32_t finite_points = 0;  // points whose eight derived values are all finite (counted once for all four)
@@ -290,7 +332,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     int buffer = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int64_t bx = t % tg.tiles[0], by = (t / tg.tiles[0]) % tg.tiles[1], bz = t / (tg.tiles[0] * tg.tiles[1]);
-        const int64_t x0 = tg.lo[0] + bx * kTileX, y0 = tg.lo[1] + by * Tile::kTileY, z0 = tg.lo[2] + bz * kTileZ;
+        const int64_t x0 = tg.lo[0] + bx * kTileX, y0 = tg.lo[1] + by * kTileY, z0 = tg.lo[2] + bz * kTileZ;
         const int64_t z1 = z0 + kTileZ < tg.hi[2] ? z0 + kTileZ : tg.hi[2];
         // Each owned column's place in a plane (-1: outside the array, reads as 0; planes hold
         // < 2^31 values here) and the offset of the next plane to load (the same for all threads).
@@ -305,7 +347,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         auto load = [&](int o, T& vx, T& vy) {
             vx = at[o] >= 0 ? x[next_plane + at[o]] : T(0), vy = at[o] >= 0 ? y[next_plane + at[o]] : T(0);
         };
-        // ring[slot][array][column]: plane q in slot (q - first) % kSlots, so no value moves between
+        // ring[slot][array][column]: plane q in slot (q - z0 + K - 2) % kSlots, so no value moves between
         // registers as the walk goes up (the walk is unrolled by kSlots).
         double ring[kSlots][2][kOwned];
         constexpr int kPreload = K == 3 ? 3 : 1;  // planes z0 - 1 .. z0 + 1, or z0
@@ -320,9 +362,7 @@ __global__ void __launch_bounds__(kThreads, 2)
             }
             next_plane += plane_stride;
         }
-        bool mine[kPts];
-#pragma unroll
-        for (int j = 0; j < kPts; ++j) mine[j] = x0 + tx < tg.hi[0] && y0 + ty + 8 * j < tg.hi[1];
+        const bool mine = x0 + tx < tg.hi[0] && y0 + ty < tg.hi[1];
         // One plane z, whose phase (z - z0) % kSlots is known at compile time.
         auto step = [&](auto phase, int64_t z) {
             constexpr int P = decltype(phase)::value;
@@ -342,16 +382,14 @@ __global__ void __launch_bounds__(kThreads, 2)
                 }
             }
             __syncthreads();
-#pragma unroll
-            for (int j = 0; j < kPts; ++j) {
-                if (!mine[j]) continue;
-                const int c = column[j];
+            if (mine) {
+                const int c = column[0];
                 double out[2][4];
 #pragma unroll
                 for (int a = 0; a < 2; ++a) {
                     const double* f = plane[buffer][a];
-                    const double p[3] = {f[c + 1], f[c + kRowW], K == 3 ? ring[kAbove][a][j] : 0.0};
-                    const double m[3] = {f[c - 1], f[c - kRowW], K == 3 ? ring[kBelow][a][j] : 0.0};
+                    const double p[3] = {f[c + 1], f[c + kRowW], K == 3 ? ring[kAbove][a][0] : 0.0};
+                    const double m[3] = {f[c - 1], f[c - kRowW], K == 3 ? ring[kBelow][a][0] : 0.0};
                     double mixed[3];
                     mixed[0] = central(f[c + 1 + kRowW], f[c + 1 - kRowW]) - central(f[c - 1 + kRowW], f[c - 1 - kRowW]);
                     if constexpr (K == 3) {
@@ -359,7 +397,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                         mixed[1] = d[c + 1] - d[c - 1];
                         mixed[2] = d[c + kRowW] - d[c - kRowW];
                     }
-                    derived_raw<K>(ring[kHere][a][j], p, m, mixed, out[a]);
+                    derived_raw<K>(ring[kHere][a][0], p, m, mixed, out[a]);
                 }
                 if (all_finite(out[0], out[1])) {
                     ++finite_points;
@@ -394,7 +432,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) acc.d[k].points = finite_points;
-    using Reduce = cub::BlockReduce<DerivedPartial, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
+    using Reduce = cub::BlockReduce<DerivedPartial, kStencilThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
     DerivedPartial sum = Reduce(storage).Reduce(acc, AddDerivedPartial{});
     if (threadIdx.x == 0) {
@@ -419,21 +457,21 @@ void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Resul
     GSZ_CHECK(chunks < (1u << 31), GSZ_STATUS_INVALID_ARGUMENT, "assess: array too large for one launch");
     const bool vec = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
     const unsigned grid = static_cast<unsigned>(chunks);
+    const uint32_t bins = o.pdf_bins;
     cuda::DeviceBuffer<Sums> d_sums(chunks, s);
+    // The totals, then both histograms, in one buffer: one copy back at the end.
+    constexpr size_t kTotalWords = (sizeof(ReductionTotals) + 7) / 8;
+    static_assert(alignof(ReductionTotals) <= 8);
+    cuda::DeviceBuffer<unsigned long long> d_out(kTotalWords + 2 * size_t{bins}, s);
+    auto* totals = reinterpret_cast<ReductionTotals*>(d_out.data());
+    unsigned long long *e_hist = d_out.data() + kTotalWords, *p_hist = e_hist + bins;
     if (vec) sums_kernel<T, true><<<grid, kThreads, 0, s>>>(x, y, n, d_sums.data());
     else sums_kernel<T, false><<<grid, kThreads, 0, s>>>(x, y, n, d_sums.data());
     GSZ_CUDA_LAUNCHED("sums_kernel");
-    std::vector<Sums> part;
-    cuda::copy_to_host(part, d_sums.data(), chunks, s);
-    Sums t;
-    const Moments m = combine_chunks(part, t);
-    if (!finish_sums(t, r)) return;
-    finish_moments(m, t, r);
-    const PassTwo q = pass_two_of(r, o.pdf_bins);
-    cuda::DeviceBuffer<unsigned long long> d_hist(2 * size_t{q.bins}, s);
-    d_hist.zero(s);
-    unsigned long long *e_hist = d_hist.data(), *p_hist = d_hist.data() + q.bins;
-    const size_t shared_bytes = 2 * size_t{q.bins} * sizeof(uint32_t);
+    combine_sums_kernel<<<1, kCombineThreads, 0, s>>>(d_sums.data(), chunks, bins, totals, e_hist);
+    GSZ_CUDA_LAUNCHED("combine_sums_kernel");
+    const PassTwo* q = &totals->pass_two;
+    const size_t shared_bytes = 2 * size_t{bins} * sizeof(uint32_t);
     if (shared_bytes <= 32 * 1024) {
         if (vec) pdf_kernel<T, true, true><<<grid, kThreads, shared_bytes, s>>>(x, y, n, q, e_hist, p_hist);
         else pdf_kernel<T, false, true><<<grid, kThreads, shared_bytes, s>>>(x, y, n, q, e_hist, p_hist);
@@ -442,27 +480,32 @@ void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Resul
         else pdf_kernel<T, false, false><<<grid, kThreads, 0, s>>>(x, y, n, q, e_hist, p_hist);
     }
     GSZ_CUDA_LAUNCHED("pdf_kernel");
-    std::vector<unsigned long long> hist;
-    cuda::copy_to_host(hist, d_hist.data(), 2 * size_t{q.bins}, s);
-    const std::vector<double> e_counts(hist.begin(), hist.begin() + q.bins), p_counts(hist.begin() + q.bins, hist.end());
-    finish_pdfs(t, q, e_counts, p_counts, r);
+    std::vector<unsigned long long> out;
+    cuda::copy_to_host(out, d_out.data(), kTotalWords + 2 * size_t{bins}, s);
+    ReductionTotals back;
+    std::memcpy(&back, out.data(), sizeof back);
+    if (!finish_sums(back.sums, back.moments, r)) return;
+    finish_moments(back.moments, back.sums, r);
+    const std::vector<double> e_counts(out.begin() + kTotalWords, out.begin() + kTotalWords + bins),
+        p_counts(out.begin() + kTotalWords + bins, out.end());
+    finish_pdfs(back.sums, back.pass_two, e_counts, p_counts, r);
 }
 
-template <class T, int K, int kPts>
+template <class T, int K>
 void launch_stencil_tiled(const T* x, const T* y, const Grid& g, cuda::DeviceBuffer<DerivedPartial>& d_part,
                           uint64_t& ctas, cudaStream_t s) {
     TileGrid tg;
-    const int tile_extent[3] = {kTileX, StencilTile<kPts>::kTileY, kTileZ};
+    const int tile_extent[3] = {kTileX, kTileY, kTileZ};
     for (int a = 0; a < 3; ++a) {
         tg.lo[a] = g.used[a] ? 1 : 0;
         tg.hi[a] = static_cast<int64_t>(g.used[a] ? g.n[a] - 1 : g.n[a]);
         tg.tiles[a] = (tg.hi[a] - tg.lo[a] + tile_extent[a] - 1) / tile_extent[a];
     }
     const uint64_t tiles = static_cast<uint64_t>(tg.tiles[0] * tg.tiles[1] * tg.tiles[2]);
-    const unsigned fit = resident_ctas(stencil_tiled_kernel<T, K, kPts>, kThreads, 0);
+    const unsigned fit = resident_ctas(stencil_tiled_kernel<T, K>, kStencilThreads, 0);
     ctas = tiles < fit ? tiles : fit;
     d_part.allocate(ctas, s);
-    stencil_tiled_kernel<T, K, kPts><<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(x, y, g, tg, d_part.data());
+    stencil_tiled_kernel<T, K><<<static_cast<unsigned>(ctas), kStencilThreads, 0, s>>>(x, y, g, tg, d_part.data());
     GSZ_CUDA_LAUNCHED("stencil_tiled_kernel");
 }
 
@@ -473,8 +516,8 @@ void stencils_cuda(const T* x, const T* y, const Grid& g, Result& r, cudaStream_
     cuda::DeviceBuffer<DerivedPartial> d_part;
     uint64_t ctas = 0;
     if (g.n[3] == 1 && g.used[0] && g.used[1] && g.n[0] * g.n[1] < (uint64_t{1} << 31)) {
-        if (g.used[2]) launch_stencil_tiled<T, 3, 1>(x, y, g, d_part, ctas, s);
-        else launch_stencil_tiled<T, 2, 1>(x, y, g, d_part, ctas, s);
+        if (g.used[2]) launch_stencil_tiled<T, 3>(x, y, g, d_part, ctas, s);
+        else launch_stencil_tiled<T, 2>(x, y, g, d_part, ctas, s);
     } else {
         const uint64_t e1 = interior(1), e2 = interior(2), rows = e1 * e2 * interior(3);
         const uint64_t points = rows * interior(0);

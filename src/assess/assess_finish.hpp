@@ -5,6 +5,7 @@
 #include "assess/assess.hpp"
 #include "assess/assess_math.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -56,37 +57,33 @@ inline void finish_stencils(const DerivedAccum (&d)[4], Result& r) {
     for (int k = 0; k < 4; ++k) *out[k] = finish_derived(d[k], kDerivedScale[k]);
 }
 
-// The first pass's results; false when no original is finite (nothing more to do).
-inline bool finish_sums(const Sums& t, Result& r) {
+// The first pass's results from the totals and the merged moments; false
+// when no original is finite (nothing more to do).
+inline bool finish_sums(const Sums& t, const Moments& mo, Result& r) {
     r.num_nonfinite = t.nonfinite;
     r.nonfinite_mismatches = t.mismatches;
     if (t.finite == 0) return false;
     const double m = static_cast<double>(t.finite);
-    r.orig_min = t.xmin, r.orig_max = t.xmax, r.value_range = t.xmax - t.xmin, r.orig_mean = t.sx / m;
-    r.dec_min = t.ymin, r.dec_max = t.ymax, r.dec_mean = t.sy / m;
+    r.orig_min = t.xmin, r.orig_max = t.xmax, r.value_range = t.xmax - t.xmin, r.orig_mean = mo.mx;
+    r.dec_min = t.ymin, r.dec_max = t.ymax, r.dec_mean = mo.my;
     r.err_min = t.emin, r.err_max = t.emax, r.err_mean = t.se / m;
     r.abs_err_min = t.aemin, r.abs_err_max = t.aemax > 0 ? t.aemax : 0, r.abs_err_mean = t.sae / m;
     r.max_abs_err_index = t.aemax_index;
     r.max_rel_error = r.value_range > 0 ? r.abs_err_max / r.value_range : 0;
     r.pwr_count = t.pwr;
-    if (t.pwr) r.pwr_err_min = t.pwrmin, r.pwr_err_max = t.pwrmax, r.pwr_err_mean = t.spwr / static_cast<double>(t.pwr);
+    if (t.pwr) {
+        r.pwr_err_min = t.pwrmin, r.pwr_err_max = std::max(-t.qmin, t.qmax);
+        r.pwr_err_mean = t.spwr / static_cast<double>(t.pwr);
+    }
     r.mse = t.see / m;
     r.rmse = std::sqrt(r.mse);
     r.nrmse = r.value_range > 0 ? r.rmse / r.value_range : 0;
     r.psnr = psnr_of(r.value_range, r.mse);
     r.l2_error = std::sqrt(t.see);
-    r.l2_error_normalized = t.syy > 0 ? r.l2_error / std::sqrt(t.syy) : 0;
-    r.pwr_pdf_min = t.pwr ? t.spwr_lo : 0, r.pwr_pdf_max = t.pwr ? t.spwr_hi : 0;
+    const double syy = std::max(mo.myy, 0.0) + m * mo.my * mo.my;  // sum of y^2 = centered sum + n * mean^2
+    r.l2_error_normalized = syy > 0 ? r.l2_error / std::sqrt(syy) : 0;
+    r.pwr_pdf_min = t.pwr ? clamp_pwr(t.qmin) : 0, r.pwr_pdf_max = t.pwr ? clamp_pwr(t.qmax) : 0;
     return true;
-}
-
-inline PassTwo pass_two_of(const Result& r, uint32_t bins) {
-    PassTwo q;
-    q.bins = bins;
-    q.e_lo = r.err_min, q.e_width = (r.err_max - r.err_min) / bins;
-    q.p_lo = r.pwr_pdf_min, q.p_width = (r.pwr_pdf_max - r.pwr_pdf_min) / bins;
-    q.e_inv = q.e_width > 0 ? 1 / q.e_width : 0, q.p_inv = q.p_width > 0 ? 1 / q.p_width : 0;
-    return q;
 }
 
 // Pearson and SNR from the merged moments (SNR's variance about the

@@ -66,7 +66,8 @@ struct Shifted {
     double dx = 0, dy = 0, dxx = 0, dyy = 0, dxy = 0;
     GSZ_HD void add_value(double xv, double yv) {
         const double a = xv - kx, b = yv - ky;
-        dx += a, dy += b, dxx += a * a, dyy += b * b, dxy += a * b;
+        dx += a, dy += b;
+        dxx = fused_multiply_add(a, a, dxx), dyy = fused_multiply_add(b, b, dyy), dxy = fused_multiply_add(a, b, dxy);
     }
     GSZ_HD void add(const Shifted& o) {  // same chunk, same shift
         dx += o.dx, dy += o.dy, dxx += o.dxx, dyy += o.dyy, dxy += o.dxy;
@@ -76,7 +77,7 @@ struct Shifted {
 // Count, means and centered second moments of some values, merged pairwise.
 struct Moments {
     double n = 0, mx = 0, my = 0, mxx = 0, myy = 0, mxy = 0;
-    static Moments of(const Shifted& s, uint64_t count) {
+    GSZ_HD static Moments of(const Shifted& s, uint64_t count) {
         Moments m;
         if (count == 0) return m;
         const double c = static_cast<double>(count);
@@ -85,7 +86,7 @@ struct Moments {
         m.mxx = s.dxx - s.dx * (s.dx / c), m.myy = s.dyy - s.dy * (s.dy / c), m.mxy = s.dxy - s.dx * (s.dy / c);
         return m;
     }
-    void add(const Moments& o) {
+    GSZ_HD void add(const Moments& o) {
         if (o.n == 0) return;
         if (n == 0) {
             *this = o;
@@ -100,12 +101,16 @@ struct Moments {
 
 // First pass: counts, sums, extremes and shifted moments of one chunk
 // (partials of one chunk add with `add`; chunks merge their moments by
-// Moments::add, in chunk order, on the host).
+// Moments::add, in chunk order, on the host).  The means of x and y and the
+// sum of y^2 come from the moments; the point-wise relative error's maximum
+// from the extremes of the signed ratio (max |q| = max(-min q, max q)), whose
+// clipped range the PDF uses (clipping is monotone, so it is applied to the
+// extremes at the end).
 struct Sums {
     uint64_t finite = 0, nonfinite = 0, mismatches = 0, pwr = 0;
-    double sx = 0, sy = 0, se = 0, sae = 0, see = 0, syy = 0, spwr = 0;
+    double se = 0, sae = 0, see = 0, spwr = 0;
     double xmin = HUGE_VAL, xmax = -HUGE_VAL, ymin = HUGE_VAL, ymax = -HUGE_VAL, emin = HUGE_VAL, emax = -HUGE_VAL;
-    double aemin = HUGE_VAL, aemax = -1, pwrmin = HUGE_VAL, pwrmax = -HUGE_VAL, spwr_lo = HUGE_VAL, spwr_hi = -HUGE_VAL;
+    double aemin = HUGE_VAL, aemax = -1, pwrmin = HUGE_VAL, qmin = HUGE_VAL, qmax = -HUGE_VAL;
     uint64_t aemax_index = 0;
     Shifted shifted;
 
@@ -115,36 +120,44 @@ struct Sums {
         shifted.ky = finite_value(x0) && finite_value(y0) ? y0 : 0.0;
     }
 
+    // One finite original x and its y at `index`; a Sums takes its indices in
+    // increasing order (so the first index of the largest error is kept by a
+    // strict comparison).  kExtremes = false: the caller keeps the extremes of
+    // x and y itself (the GPU, in the input's type) and adds them with
+    // add_extremes.
+    template <bool kExtremes = true>
     GSZ_HD void add_value(double xv, double yv, uint64_t index) {
-        const double e = yv - xv, ae = fabs(e);
+        const double e = yv - xv, ae = magnitude(e);
         ++finite;
-        sx += xv, sy += yv, se += e, sae += ae, see += e * e, syy += yv * yv;
-        xmin = min_of(xmin, xv), xmax = max_of(xmax, xv);
-        ymin = min_of(ymin, yv), ymax = max_of(ymax, yv);
+        se += e, sae += ae, see = fused_multiply_add(e, e, see);
+        if constexpr (kExtremes) add_extremes(xv, xv, yv, yv);
         emin = min_of(emin, e), emax = max_of(emax, e);
         aemin = min_of(aemin, ae);
-        if (ae > aemax || (ae == aemax && index < aemax_index)) aemax = ae, aemax_index = index;
+        if (ae > aemax) aemax = ae, aemax_index = index;
         if (xv != 0) {
             // |e| / |x| == |e / x| exactly (division rounds symmetrically): one division.
-            const double q = e / xv, rel = fabs(q), signed_rel = clamp_pwr(q);
+            const double q = e / xv, rel = magnitude(q);
             ++pwr;
             spwr += rel;
-            pwrmin = min_of(pwrmin, rel), pwrmax = max_of(pwrmax, rel);
-            spwr_lo = min_of(spwr_lo, signed_rel), spwr_hi = max_of(spwr_hi, signed_rel);
+            pwrmin = min_of(pwrmin, rel);
+            qmin = min_of(qmin, q), qmax = max_of(qmax, q);
         }
         shifted.add_value(xv, yv);
     }
+    GSZ_HD void add_extremes(double x_lo, double x_hi, double y_lo, double y_hi) {
+        xmin = min_of(xmin, x_lo), xmax = max_of(xmax, x_hi);
+        ymin = min_of(ymin, y_lo), ymax = max_of(ymax, y_hi);
+    }
     GSZ_HD void add(const Sums& o) {
         finite += o.finite, nonfinite += o.nonfinite, mismatches += o.mismatches, pwr += o.pwr;
-        sx += o.sx, sy += o.sy, se += o.se, sae += o.sae, see += o.see, syy += o.syy, spwr += o.spwr;
-        xmin = min_of(xmin, o.xmin), xmax = max_of(xmax, o.xmax);
-        ymin = min_of(ymin, o.ymin), ymax = max_of(ymax, o.ymax);
+        se += o.se, sae += o.sae, see += o.see, spwr += o.spwr;
+        add_extremes(o.xmin, o.xmax, o.ymin, o.ymax);
         emin = min_of(emin, o.emin), emax = max_of(emax, o.emax);
         aemin = min_of(aemin, o.aemin);
         // The first index of the largest error, whatever the combination order.
         if (o.aemax > aemax || (o.aemax == aemax && o.aemax_index < aemax_index)) aemax = o.aemax, aemax_index = o.aemax_index;
-        pwrmin = min_of(pwrmin, o.pwrmin), pwrmax = max_of(pwrmax, o.pwrmax);
-        spwr_lo = min_of(spwr_lo, o.spwr_lo), spwr_hi = max_of(spwr_hi, o.spwr_hi);
+        pwrmin = min_of(pwrmin, o.pwrmin);
+        qmin = min_of(qmin, o.qmin), qmax = max_of(qmax, o.qmax);
         shifted.add(o.shifted);
     }
 };
@@ -185,13 +198,27 @@ struct PassTwo {
     uint32_t bins;
 };
 
+// The PDF pass's bins from the first pass's totals (bins = 0: no finite
+// original, nothing to bin).
+GSZ_HD PassTwo pass_two_from(const Sums& t, uint32_t bins) {
+    PassTwo q;
+    q.bins = t.finite ? bins : 0;
+    const double p_lo = t.pwr ? clamp_pwr(t.qmin) : 0.0, p_hi = t.pwr ? clamp_pwr(t.qmax) : 0.0;
+    q.e_lo = t.emin, q.e_width = t.finite ? (t.emax - t.emin) / bins : 0.0;
+    q.p_lo = p_lo, q.p_width = t.finite ? (p_hi - p_lo) / bins : 0.0;
+    q.e_inv = q.e_width > 0 ? 1 / q.e_width : 0, q.p_inv = q.p_width > 0 ? 1 / q.p_width : 0;
+    return q;
+}
+
 // The bins of one finite original x and its decompressed y (the point-wise
 // relative bin only where x != 0).
 GSZ_HD void pdf_bins_of(double xv, double yv, const PassTwo& q, uint32_t& e_bin, uint32_t& p_bin, bool& has_p) {
     const double e = yv - xv;
     e_bin = bin_of_fast(e, q.e_lo, q.e_width, q.e_inv, q.bins);
     has_p = xv != 0;
-    p_bin = has_p ? bin_of_fast(clamp_pwr(e / xv), q.p_lo, q.p_width, q.p_inv, q.bins) : 0;
+    // Unclipped: the range lies within the clip, so a ratio beyond it lands in the same end bin
+    // its clipped value would (as do +-Inf).
+    p_bin = has_p ? bin_of_fast(e / xv, q.p_lo, q.p_width, q.p_inv, q.bins) : 0;
 }
 
 // A derived field of both arrays compared point by point, in the field's raw
