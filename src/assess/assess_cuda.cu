@@ -62,15 +62,26 @@ __device__ __forceinline__ void load16(const T* p, T* out) {
     }
 }
 
+template <class T>
+__device__ __forceinline__ void load_shared16(const T* p, T* out) {
+    const auto v = *reinterpret_cast<const typename Vec16<T>::type*>(p);
+    if constexpr (sizeof(T) == 4) {
+        out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+    } else {
+        out[0] = v.x, out[1] = v.y;
+    }
+}
+
 // Calls take(x_i, y_i, i) for every i of chunk `blockIdx.x` (kChunk elements
 // from blockIdx.x * kChunk), each thread a strided share.  kVector: both
 // arrays are 16-byte aligned, so a thread loads 16 bytes at a time, two loads
 // per array in flight; otherwise four scalar loads.
 template <class T, bool kVector, class Take>
-__device__ __forceinline__ void for_chunk(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, Take&& take) {
+__device__ __forceinline__ void for_chunk(const T* __restrict__ x, const T* __restrict__ y, uint64_t n, uint64_t chunk,
+                                          Take&& take) {
     constexpr int kVec = kVector ? static_cast<int>(16 / sizeof(T)) : 1;
     constexpr int kLoads = kVector ? 2 : 4;
-    const uint64_t begin = blockIdx.x * kChunk;
+    const uint64_t begin = chunk * kChunk;
     const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
     const uint64_t vecs = (end - begin) / kVec;
     for (uint64_t v0 = threadIdx.x; v0 < vecs; v0 += kLoads * kThreads) {
@@ -98,6 +109,55 @@ __device__ __forceinline__ void for_chunk(const T* __restrict__ x, const T* __re
     for (uint64_t i = begin + vecs * kVec + threadIdx.x; i < end; i += kThreads) take(x[i], y[i], i);
 }
 
+// for_chunk for 16-byte-aligned arrays with the loads kept ahead of the
+// arithmetic: each thread copies its next pieces (16 bytes of each array) into
+// its own shared-memory slots with cp.async, kStages - 1 pieces ahead, and
+// works on the oldest, so the memory system always has work in flight without
+// registers held for it (the sums pass has too many accumulators for more than
+// two CTAs a multiprocessor: with loads into registers it waited on memory).
+// A thread reads back only what it copied itself, so no barrier is needed.
+constexpr int kStages = 4;
+template <class T>
+struct StagedSlots {
+    alignas(16) T v[kStages][2][kThreads * (16 / sizeof(T))];  // [stage][array][thread's 16 bytes]
+};
+template <class T, class Take>
+__device__ __forceinline__ void for_chunk_staged(const T* __restrict__ x, const T* __restrict__ y, uint64_t n,
+                                                 uint64_t chunk, StagedSlots<T>& slots, Take&& take) {
+    constexpr int kVec = static_cast<int>(16 / sizeof(T));
+    const uint64_t begin = chunk * kChunk;
+    const uint64_t end = begin + kChunk < n ? begin + kChunk : n;
+    const uint64_t vecs = (end - begin) / kVec, rounds = (vecs + kThreads - 1) / kThreads;
+    T* const mine[2] = {&slots.v[0][0][threadIdx.x * kVec], &slots.v[0][1][threadIdx.x * kVec]};
+    constexpr int kStageStride = 2 * kThreads * kVec;  // elements between a thread's slots of two stages
+    auto issue = [&](uint64_t r) {  // round r: vector r * kThreads + thread of the chunk
+        const uint64_t v = r * kThreads + threadIdx.x;
+        if (v < vecs) {
+            const int k = static_cast<int>(r % kStages) * kStageStride;
+            __pipeline_memcpy_async(mine[0] + k, x + begin + v * kVec, 16);
+            __pipeline_memcpy_async(mine[1] + k, y + begin + v * kVec, 16);
+        }
+        __pipeline_commit();  // empty groups too, so the count of groups in flight stays kStages - 1
+    };
+#pragma unroll
+    for (int r = 0; r < kStages - 1; ++r) issue(r);
+    for (uint64_t r = 0; r < rounds; ++r) {
+        issue(r + kStages - 1);  // into the slot of round r - 1, consumed last iteration
+        __pipeline_wait_prior(kStages - 1);
+        const uint64_t v = r * kThreads + threadIdx.x;
+        if (v < vecs) {
+            const int k = static_cast<int>(r % kStages) * kStageStride;
+            T xv[kVec], yv[kVec];
+            load_shared16(mine[0] + k, xv);
+            load_shared16(mine[1] + k, yv);
+#pragma unroll
+            for (int j = 0; j < kVec; ++j) take(xv[j], yv[j], begin + v * kVec + j);
+        }
+    }
+    __pipeline_wait_prior(0);
+    for (uint64_t i = begin + vecs * kVec + threadIdx.x; i < end; i += kThreads) take(x[i], y[i], i);
+}
+
 // Pass 1: CTA c reduces chunk c (kChunk elements) into partials[c]: every sum,
 // extreme and the shifted moments, so only the PDFs need a second pass.
 template <class T, bool kVector>
@@ -109,7 +169,7 @@ __global__ void __launch_bounds__(kThreads, 2) sums_kernel(const T* __restrict__
     // double-precision pipe), added to the Sums at the end.
     const T kInf = static_cast<T>(HUGE_VAL);
     T x_lo = kInf, x_hi = -kInf, y_lo = kInf, y_hi = -kInf;
-    for_chunk<T, kVector>(x, y, n, [&](T xv, T yv, uint64_t i) {
+    auto take = [&](T xv, T yv, uint64_t i) {
         if (!finite_value(xv)) {
             ++s.nonfinite;
             s.mismatches += !same_bits(xv, yv);
@@ -117,7 +177,13 @@ __global__ void __launch_bounds__(kThreads, 2) sums_kernel(const T* __restrict__
             s.template add_value<false>(xv, yv, i);
             x_lo = min(x_lo, xv), x_hi = max(x_hi, xv), y_lo = min(y_lo, yv), y_hi = max(y_hi, yv);
         }
-    });
+    };
+    if constexpr (kVector) {
+        __shared__ StagedSlots<T> slots;
+        for_chunk_staged<T>(x, y, n, blockIdx.x, slots, take);
+    } else {
+        for_chunk<T, false>(x, y, n, blockIdx.x, take);
+    }
     s.add_extremes(x_lo, x_hi, y_lo, y_hi);
     using Reduce = cub::BlockReduce<Sums, kThreads, cub::BLOCK_REDUCE_WARP_REDUCTIONS>;
     __shared__ typename Reduce::TempStorage storage;
@@ -131,7 +197,7 @@ struct ReductionTotals {
     Moments moments;
     PassTwo pass_two;
 };
-constexpr int kCombineThreads = 128;
+constexpr int kCombineThreads = 512;  // a few chunks each: their loads, not the merges, take the time
 
 // The chunk partials combined on the device (no round trip to the host
 // between the two passes): thread t adds a contiguous run of chunks in order,
@@ -141,8 +207,9 @@ constexpr int kCombineThreads = 128;
 __global__ void __launch_bounds__(kCombineThreads)
     combine_sums_kernel(const Sums* __restrict__ parts, uint64_t chunks, uint32_t bins,
                         ReductionTotals* __restrict__ out, unsigned long long* __restrict__ hist) {
-    __shared__ Sums sums[kCombineThreads];
-    __shared__ Moments moments[kCombineThreads];
+    extern __shared__ unsigned char combine_shared[];  // kCombineThreads Sums, then as many Moments
+    Sums* sums = reinterpret_cast<Sums*>(combine_shared);
+    Moments* moments = reinterpret_cast<Moments*>(sums + kCombineThreads);
     for (uint32_t i = threadIdx.x; i < 2 * bins; i += kCombineThreads) hist[i] = 0;
     const uint64_t per = (chunks + kCombineThreads - 1) / kCombineThreads;
     const uint64_t begin = threadIdx.x * per, end = begin + per < chunks ? begin + per : chunks;
@@ -205,16 +272,15 @@ __global__ void __launch_bounds__(kThreads)
         if constexpr (kShared) atomicAdd(&shared_hist[q.bins + b], c);
         else atomicAdd(&p_hist[b], static_cast<unsigned long long>(c));
     };
-    BinRun e_run, p_run;
-    for_chunk<T, kVector>(x, y, n, [&](T xv, T yv, uint64_t) {
+    BinRun p_run;
+    for_chunk<T, kVector>(x, y, n, blockIdx.x, [&](T xv, T yv, uint64_t) {
         if (!finite_value(xv)) return;
         uint32_t eb, pb;
         bool has_p;
         pdf_bins_of(xv, yv, q, eb, pb, has_p);
-        e_run.add(eb, flush_e);
+        flush_e(eb, 1);  // errors spread over the bins: runs are short
         if (has_p) p_run.add(pb, flush_p);
     });
-    if (e_run.count) flush_e(e_run.bin, e_run.count);
     if (p_run.count) flush_p(p_run.bin, p_run.count);
     if constexpr (kShared) {
         __syncthreads();
@@ -468,16 +534,22 @@ void reductions_cuda(const T* x, const T* y, uint64_t n, const Options& o, Resul
     if (vec) sums_kernel<T, true><<<grid, kThreads, 0, s>>>(x, y, n, d_sums.data());
     else sums_kernel<T, false><<<grid, kThreads, 0, s>>>(x, y, n, d_sums.data());
     GSZ_CUDA_LAUNCHED("sums_kernel");
-    combine_sums_kernel<<<1, kCombineThreads, 0, s>>>(d_sums.data(), chunks, bins, totals, e_hist);
+    constexpr size_t kCombineShared = kCombineThreads * (sizeof(Sums) + sizeof(Moments));
+    GSZ_CUDA(cudaFuncSetAttribute(combine_sums_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(kCombineShared)));  // more than the default 48 KiB
+    combine_sums_kernel<<<1, kCombineThreads, kCombineShared, s>>>(d_sums.data(), chunks, bins, totals, e_hist);
     GSZ_CUDA_LAUNCHED("combine_sums_kernel");
     const PassTwo* q = &totals->pass_two;
     const size_t shared_bytes = 2 * size_t{bins} * sizeof(uint32_t);
+    auto launch_pdf = [&](auto kernel, size_t smem) {  // a CTA per chunk (CTAs striding over chunks: 10% slower)
+        kernel<<<grid, kThreads, smem, s>>>(x, y, n, q, e_hist, p_hist);
+    };
     if (shared_bytes <= 32 * 1024) {
-        if (vec) pdf_kernel<T, true, true><<<grid, kThreads, shared_bytes, s>>>(x, y, n, q, e_hist, p_hist);
-        else pdf_kernel<T, false, true><<<grid, kThreads, shared_bytes, s>>>(x, y, n, q, e_hist, p_hist);
+        if (vec) launch_pdf(pdf_kernel<T, true, true>, shared_bytes);
+        else launch_pdf(pdf_kernel<T, false, true>, shared_bytes);
     } else {
-        if (vec) pdf_kernel<T, true, false><<<grid, kThreads, 0, s>>>(x, y, n, q, e_hist, p_hist);
-        else pdf_kernel<T, false, false><<<grid, kThreads, 0, s>>>(x, y, n, q, e_hist, p_hist);
+        if (vec) launch_pdf(pdf_kernel<T, true, false>, 0);
+        else launch_pdf(pdf_kernel<T, false, false>, 0);
     }
     GSZ_CUDA_LAUNCHED("pdf_kernel");
     std::vector<unsigned long long> out;

@@ -173,8 +173,16 @@ inline Moments combine_chunks(const Range& chunks, Sums& total) {
     return m;
 }
 
+// Called only near a PDF bin edge: a real call on the GPU, so the compiler
+// does not evaluate its division for every value (it did, if-converted).
+#if defined(__CUDACC__)
+#define GSZ_HD_RARE __host__ __device__ __noinline__
+#else
+#define GSZ_HD_RARE inline
+#endif
+
 // Bin of v in `bins` equal bins from lo with this width (the top edge in the last bin).
-GSZ_HD uint32_t bin_of(double v, double lo, double width, uint32_t bins) {
+GSZ_HD_RARE uint32_t bin_of(double v, double lo, double width, uint32_t bins) {
     if (!(width > 0)) return 0;
     const double b = (v - lo) / width;
     return b >= bins ? bins - 1 : static_cast<uint32_t>(b > 0 ? b : 0);
@@ -189,13 +197,21 @@ GSZ_HD uint32_t bin_of_fast(double v, double lo, double width, double inv_width,
     if (!(width > 0)) return 0;
     const double b = (v - lo) * inv_width, f = floor(b);
     if (!(b - f >= 1e-6 && b - f <= 1 - 1e-6)) return bin_of(v, lo, width, bins);  // near an edge, or not finite
+#if defined(__CUDA_ARCH__)
+    return min(__double2uint_rz(f), bins - 1);  // the conversion saturates (negative: 0), as the host's clamp
+#else
     return f >= bins ? bins - 1 : static_cast<uint32_t>(f > 0 ? f : 0);
+#endif
 }
 
 // What the PDF pass needs from the first.
 struct PassTwo {
     double e_lo, e_width, e_inv, p_lo, p_width, p_inv;
     uint32_t bins;
+    // The GPU may bin the point-wise ratio from e times an approximate 1/x
+    // (within 2^-50 of e / x): set where that moves a bin position by less
+    // than 1e-7, a tenth of bin_of_fast's margin (see pdf_bins_of).
+    bool p_fast;
 };
 
 // The PDF pass's bins from the first pass's totals (bins = 0: no finite
@@ -207,6 +223,11 @@ GSZ_HD PassTwo pass_two_from(const Sums& t, uint32_t bins) {
     q.e_lo = t.emin, q.e_width = t.finite ? (t.emax - t.emin) / bins : 0.0;
     q.p_lo = p_lo, q.p_width = t.finite ? (p_hi - p_lo) / bins : 0.0;
     q.e_inv = q.e_width > 0 ? 1 / q.e_width : 0, q.p_inv = q.p_width > 0 ? 1 / q.p_width : 0;
+    // A ratio within the bins' reach (bin -1 .. bins + 1) has |e/x| <= reach; its bin position
+    // moves by at most 2^-50 * reach / width from the quotient's error plus 2^-51 (bins + 1) from
+    // the two roundings after it.
+    const double reach = max_of(magnitude(p_lo), magnitude(p_lo + bins * q.p_width)) + 2 * q.p_width;
+    q.p_fast = q.p_width > 0 && 0x1p-50 * reach * q.p_inv + 0x1p-51 * (bins + 1.0) <= 1e-7;
     return q;
 }
 
@@ -216,9 +237,28 @@ GSZ_HD void pdf_bins_of(double xv, double yv, const PassTwo& q, uint32_t& e_bin,
     const double e = yv - xv;
     e_bin = bin_of_fast(e, q.e_lo, q.e_width, q.e_inv, q.bins);
     has_p = xv != 0;
+    p_bin = 0;
+    if (!has_p) return;
+#if defined(__CUDA_ARCH__)
+    // The GPU skips the division where that cannot change the bin: a ratio within 2^-50 of e / x
+    // puts the bin position within 1e-7 of the quotient's (PassTwo::p_fast), so a position at
+    // least 1e-6 from an edge has the quotient's bin; nearer an edge, or for x whose reciprocal
+    // would leave the normal range, it divides.
+    if (q.p_fast && ((__double2hiint(xv) >> 20) & 0x7ff) - 23u <= 2000u) {
+        double r;
+        asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(xv));
+        r = __fma_rn(r, __fma_rn(-xv, r, 1.0), r);  // two Newton steps: ~2^-52
+        r = __fma_rn(r, __fma_rn(-xv, r, 1.0), r);
+        const double b = (e * r - q.p_lo) * q.p_inv, f = floor(b);
+        if (b - f >= 1e-6 && b - f <= 1 - 1e-6) {
+            p_bin = min(__double2uint_rz(f), q.bins - 1);
+            return;
+        }
+    }
+#endif
     // Unclipped: the range lies within the clip, so a ratio beyond it lands in the same end bin
     // its clipped value would (as do +-Inf).
-    p_bin = has_p ? bin_of_fast(e / xv, q.p_lo, q.p_width, q.p_inv, q.bins) : 0;
+    p_bin = bin_of_fast(e / xv, q.p_lo, q.p_width, q.p_inv, q.bins);
 }
 
 // A derived field of both arrays compared point by point, in the field's raw

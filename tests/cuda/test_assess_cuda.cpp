@@ -130,6 +130,36 @@ TEST(CudaAssess, ShapesAndNonFiniteMatchCpu) {
     }
 }
 
+// PDF bins where the GPU's shortcuts must fall back: point-wise ratios and
+// errors exactly on bin edges (a ratio of k/16 over [-1, 1] in 2000 bins is
+// an edge for every even k), originals whose reciprocal leaves the normal
+// range (1e-305, subnormal), ratios beyond the clip; the counts must be the
+// CPU's exactly.
+TEST(CudaAssess, PdfBinsAtEdgesMatchCpu) {
+    REQUIRE_GPU();
+    gsz::assess::Options o;
+    o.stencils = o.autocorr = o.ssim = false;
+    const double scales[] = {1, 3, -7, 0.1, 1e-305, 1e150, -2.5e-200, 12345.678};
+    for (int k = 0; k < 3; ++k) {
+        const size_t n = 200003;
+        std::vector<double> x(n), y(n);
+        for (size_t i = 0; i < n; ++i) {
+            const double s = scales[i % 8] * (1 + static_cast<double>(i % 97) / 64);
+            const int m = static_cast<int>(i % 33) - 16;                  // ratio m / 16 in [-1, 1]
+            x[i] = k == 2 && i % 1000 == 0 ? 1e-320 : s;                  // k = 2: some subnormal originals
+            y[i] = k == 1 && i % 5000 == 0 ? s * 3000 : s + s * (m / 16.0);  // k = 1: ratios past the clip
+        }
+        SCOPED_TRACE(k);
+        same_as_cpu(x, y, {n}, o);
+        std::vector<float> xf(n), yf(n);
+        for (size_t i = 0; i < n; ++i) {
+            const float s = static_cast<float>(1 + (i % 89) * 0.25) * (i % 2 ? -1.0f : 1.0f);
+            xf[i] = s, yf[i] = s + s * static_cast<float>((static_cast<int>(i % 33) - 16) / 16.0);
+        }
+        same_as_cpu(xf, yf, {n}, o);
+    }
+}
+
 // The stencils alone on grids that reach every path of the tiled kernel (2-D,
 // 3-D, several planes of an unused third axis, more tiles than resident CTAs
 // so each CTA walks several, partial tiles, extent-3 axes) and of the generic
