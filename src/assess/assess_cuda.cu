@@ -4,8 +4,9 @@
 // the error range), one tiled pass over the interior for all four derived
 // fields, one fused tiled kernel for SSIM, and shared-memory tiles of the
 // error field for the autocorrelation.  Each CTA writes partials (the structs
-// of assess_math.hpp, shared with the CPU backend); the host combines them in
-// CTA order, so results do not depend on scheduling.
+// of assess_math.hpp, shared with the CPU backend), combined in a fixed order
+// (the reductions' on the device, between the passes; the rest on the host),
+// so results do not depend on scheduling.
 #include "assess/assess.hpp"
 #include "assess/assess_finish.hpp"
 #include "assess/assess_math.hpp"
