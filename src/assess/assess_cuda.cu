@@ -396,13 +396,12 @@ __global__ void __launch_bounds__(kStencilThreads, 4)
     uint32_t finite_points = 0;  // points whose eight derived values are all finite (counted once for all four)
     __shared__ unsigned long long some_points[4];  // points where only some are finite, per field
     if (threadIdx.x < 4) some_points[threadIdx.x] = 0;  // read after the walk's barriers
-    int buffer = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int64_t bx = t % tg.tiles[0], by = (t / tg.tiles[0]) % tg.tiles[1], bz = t / (tg.tiles[0] * tg.tiles[1]);
         const int64_t x0 = tg.lo[0] + bx * kTileX, y0 = tg.lo[1] + by * kTileY, z0 = tg.lo[2] + bz * kTileZ;
-        const int64_t z1 = z0 + kTileZ < tg.hi[2] ? z0 + kTileZ : tg.hi[2];
+        const int steps = static_cast<int>(z0 + kTileZ < tg.hi[2] ? kTileZ : tg.hi[2] - z0);
         // Each owned column's place in a plane (-1: outside the array, reads as 0; planes hold
-        // < 2^31 values here) and the offset of the next plane to load (the same for all threads).
+        // < 2^31 values here), and the next plane to load (the same for all threads).
         int32_t at[kOwned];
 #pragma unroll
         for (int o = 0; o < kOwned; ++o) {
@@ -410,42 +409,42 @@ __global__ void __launch_bounds__(kStencilThreads, 4)
             const bool in = column[o] >= 0 && i0 >= 0 && i0 < n0 && i1 >= 0 && i1 < n1;
             at[o] = in ? static_cast<int32_t>(i1 * n0 + i0) : -1;
         }
-        int64_t next_plane = (K == 3 ? z0 - 1 : z0) * plane_stride;
-        auto load = [&](int o, T& vx, T& vy) {
-            vx = at[o] >= 0 ? x[next_plane + at[o]] : T(0), vy = at[o] >= 0 ? y[next_plane + at[o]] : T(0);
+        const T* next_x = x + (K == 3 ? z0 - 1 : z0) * plane_stride;
+        const T* next_y = y + (K == 3 ? z0 - 1 : z0) * plane_stride;
+        auto load = [&](T (&vx)[kOwned], T (&vy)[kOwned]) {
+#pragma unroll
+            for (int o = 0; o < kOwned; ++o)
+                vx[o] = at[o] >= 0 ? next_x[at[o]] : T(0), vy[o] = at[o] >= 0 ? next_y[at[o]] : T(0);
+            next_x += plane_stride, next_y += plane_stride;
         };
         // ring[slot][array][column]: plane q in slot (q - z0 + K - 2) % kSlots, so no value moves between
-        // registers as the walk goes up (the walk is unrolled by kSlots).
+        // registers as the walk goes up.
         double ring[kSlots][2][kOwned];
         constexpr int kPreload = K == 3 ? 3 : 1;  // planes z0 - 1 .. z0 + 1, or z0
 #pragma unroll
-        for (int k = 0; k < kPreload; ++k)
-        {
+        for (int k = 0; k < kPreload; ++k) {
+            T vx[kOwned], vy[kOwned];
+            load(vx, vy);
 #pragma unroll
-            for (int o = 0; o < kOwned; ++o) {
-                T vx, vy;
-                load(o, vx, vy);
-                ring[k][0][o] = vx, ring[k][1][o] = vy;
-            }
-            next_plane += plane_stride;
+            for (int o = 0; o < kOwned; ++o) ring[k][0][o] = vx[o], ring[k][1][o] = vy[o];
         }
         const bool mine = x0 + tx < tg.hi[0] && y0 + ty < tg.hi[1];
-        // One plane z, whose phase (z - z0) % kSlots is known at compile time.
-        auto step = [&](auto phase, int64_t z) {
-            constexpr int P = decltype(phase)::value;
+        // Step k of the tile (plane z0 + k), whose phase k % kPeriod is known at compile time: the
+        // ring slots and the shared-memory buffer are then constants, not indices.
+        auto step = [&](auto phase, int k) {
+            constexpr int P = decltype(phase)::value, kBuffer = P % 2;
             constexpr int kBelow = P % kSlots, kHere = (P + (K == 3 ? 1 : 0)) % kSlots, kAbove = (P + 2) % kSlots;
             constexpr int kIncoming = K == 3 ? kBelow : (P + 1) % kSlots;  // the plane loaded now: z + 2 or z + 1
             T incoming[2][kOwned];
-            const bool more = z + 1 < z1;  // another step follows: load its new plane now
+            const bool more = k + 1 < steps;  // another step follows: load its new plane now
+            if (more) load(incoming[0], incoming[1]);
 #pragma unroll
             for (int o = 0; o < kOwned; ++o) {
-                if (more) load(o, incoming[0][o], incoming[1][o]);
-                if (o == kOwned - 1) next_plane += plane_stride;
                 if (column[o] < 0) continue;
 #pragma unroll
                 for (int a = 0; a < 2; ++a) {
-                    plane[buffer][a][column[o]] = ring[kHere][a][o];
-                    if constexpr (K == 3) dz[buffer][a][column[o]] = central(ring[kAbove][a][o], ring[kBelow][a][o]);
+                    plane[kBuffer][a][column[o]] = ring[kHere][a][o];
+                    if constexpr (K == 3) dz[kBuffer][a][column[o]] = central(ring[kAbove][a][o], ring[kBelow][a][o]);
                 }
             }
             __syncthreads();
@@ -454,13 +453,13 @@ __global__ void __launch_bounds__(kStencilThreads, 4)
                 double out[2][4];
 #pragma unroll
                 for (int a = 0; a < 2; ++a) {
-                    const double* f = plane[buffer][a];
+                    const double* f = plane[kBuffer][a];
                     const double p[3] = {f[c + 1], f[c + kRowW], K == 3 ? ring[kAbove][a][0] : 0.0};
                     const double m[3] = {f[c - 1], f[c - kRowW], K == 3 ? ring[kBelow][a][0] : 0.0};
                     double mixed[3];
                     mixed[0] = central(f[c + 1 + kRowW], f[c + 1 - kRowW]) - central(f[c - 1 + kRowW], f[c - 1 - kRowW]);
                     if constexpr (K == 3) {
-                        const double* d = dz[buffer][a];
+                        const double* d = dz[kBuffer][a];
                         mixed[1] = d[c + 1] - d[c - 1];
                         mixed[2] = d[c + kRowW] - d[c - kRowW];
                     }
@@ -469,17 +468,16 @@ __global__ void __launch_bounds__(kStencilThreads, 4)
                 if (all_finite(out[0], out[1])) {
                     ++finite_points;
 #pragma unroll
-                    for (int k = 0; k < 4; ++k) acc.d[k].add_finite(out[0][k], out[1][k]);
+                    for (int f = 0; f < 4; ++f) acc.d[f].add_finite(out[0][f], out[1][f]);
                 } else {
 #pragma unroll
-                    for (int k = 0; k < 4; ++k)
-                        if (finite_value(out[0][k]) && finite_value(out[1][k])) {
-                            atomicAdd(&some_points[k], 1ull);  // rare: no register kept for it
-                            acc.d[k].add_finite(out[0][k], out[1][k]);
+                    for (int f = 0; f < 4; ++f)
+                        if (finite_value(out[0][f]) && finite_value(out[1][f])) {
+                            atomicAdd(&some_points[f], 1ull);  // rare: no register kept for it
+                            acc.d[f].add_finite(out[0][f], out[1][f]);
                         }
                 }
             }
-            buffer ^= 1;
             if (more) {
 #pragma unroll
                 for (int o = 0; o < kOwned; ++o)
@@ -487,14 +485,19 @@ __global__ void __launch_bounds__(kStencilThreads, 4)
                     for (int a = 0; a < 2; ++a) ring[kIncoming][a][o] = incoming[a][o];
             }
         };
-        using Zero = std::integral_constant<int, 0>;
-        using One = std::integral_constant<int, 1>;
-        using Two = std::integral_constant<int, 2>;
-        for (int64_t z = z0; z < z1; z += kSlots) {
-            step(Zero{}, z);
-            if (z + 1 < z1) step(One{}, z + 1);
-            if constexpr (K == 3)
-                if (z + 2 < z1) step(Two{}, z + 2);
+        // The buffers alternate within a tile; a tile starts on buffer 0 after a barrier (the last
+        // step of the previous tile may have used buffer 0 too).
+        __syncthreads();
+        constexpr int kPeriod = K == 3 ? 6 : 2;  // ring slots (kSlots) times the two buffers
+        for (int k = 0; k < steps; k += kPeriod) {
+            step(std::integral_constant<int, 0>{}, k);
+            if (k + 1 < steps) step(std::integral_constant<int, 1>{}, k + 1);
+            if constexpr (K == 3) {
+                if (k + 2 < steps) step(std::integral_constant<int, 2>{}, k + 2);
+                if (k + 3 < steps) step(std::integral_constant<int, 3>{}, k + 3);
+                if (k + 4 < steps) step(std::integral_constant<int, 4>{}, k + 4);
+                if (k + 5 < steps) step(std::integral_constant<int, 5>{}, k + 5);
+            }
         }
     }
 #pragma unroll
