@@ -101,7 +101,8 @@ struct Moments {
 
 // First pass: counts, sums, extremes and shifted moments of one chunk
 // (partials of one chunk add with `add`; chunks merge their moments by
-// Moments::add, in chunk order, on the host).  The means of x and y and the
+// Moments::add: the CPU in chunk order, the GPU in runs of chunks and then a
+// fixed tree, combine_sums_kernel).  The means of x and y and the
 // sum of y^2 come from the moments; the point-wise relative error's maximum
 // from the extremes of the signed ratio (max |q| = max(-min q, max q)), whose
 // clipped range the PDF uses (clipping is monotone, so it is applied to the
