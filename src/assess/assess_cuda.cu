@@ -73,8 +73,8 @@ __device__ __forceinline__ void load_shared16(const T* p, T* out) {
     }
 }
 
-// Calls take(x_i, y_i, i) for every i of chunk `blockIdx.x` (kChunk elements
-// from blockIdx.x * kChunk), each thread a strided share.  kVector: both
+// Calls take(x_i, y_i, i) for every i of chunk `chunk` (kChunk elements from
+// chunk * kChunk), each thread a strided share.  kVector: both
 // arrays are 16-byte aligned, so a thread loads 16 bytes at a time, two loads
 // per array in flight; otherwise four scalar loads.
 template <class T, bool kVector, class Take>
