@@ -95,6 +95,45 @@ TEST(LorenzoMath, ReconstructionRoundingIsCaught) {
     EXPECT_FALSE(quantize(x, p, q) && std::fabs(double(lattice_value<float>(q, p.ebx2)) - x) > p.eb);
 }
 
+// The float shortcut must decide exactly as the double path wherever it
+// decides at all: same lattice value, and never "within the bound" for a
+// value the double check calls an outlier.  Values one ulp either side of
+// half-lattice points are where a wrong rounding would show.
+TEST(LorenzoMath, FloatShortcutAgreesWithDoublePath) {
+    std::mt19937_64 rng(7);
+    uint64_t taken = 0, total = 0;
+    for (double eb : {1e-1, 3.3e-3, 1e-4, 7.77e-6, 1e-2, 0.5, 12.0, 1e-7}) {
+        const auto p = QuantParams::from_bound(eb, 512);
+        std::uniform_real_distribution<double> u(-16384 * 2 * eb, 16384 * 2 * eb);
+        for (int i = 0; i < 300000; ++i) {
+            float x = static_cast<float>(u(rng));
+            if (i % 3 == 0) {
+                const auto k = static_cast<int64_t>(u(rng) / p.ebx2);
+                x = std::nextafter(static_cast<float>((static_cast<double>(k) + 0.5) * p.ebx2), (i & 1) ? 1e30f : -1e30f);
+            }
+            int64_t q_double = 0;
+            const bool ok_double = quantize_double(x, p, q_double);
+            int32_t q_float = 0;
+            ++total;
+            if (!lattice_of_float(x, p, q_float)) continue;
+            ++taken;
+            ASSERT_EQ(q_float, q_double) << "x " << x << " eb " << eb;
+            ASSERT_TRUE(ok_double) << "x " << x << " eb " << eb;
+        }
+    }
+    EXPECT_GT(taken, total / 2);  // the shortcut is used (not merely never wrong)
+    // Off for non-finite values and for bounds whose reciprocal is no normal float.
+    int32_t q = 0;
+    const auto p = QuantParams::from_bound(0.5, 512);
+    EXPECT_FALSE(lattice_of_float(std::numeric_limits<float>::quiet_NaN(), p, q));
+    EXPECT_FALSE(lattice_of_float(std::numeric_limits<float>::infinity(), p, q));
+    EXPECT_FALSE(lattice_of_float(20000.0f, p, q));
+    EXPECT_TRUE(lattice_of_float(-2.4f, p, q));
+    EXPECT_EQ(q, -2);
+    EXPECT_FALSE(lattice_of_float(1e-30f, QuantParams::from_bound(1e-45, 512), q));
+    EXPECT_FALSE(lattice_of_float(1e30f, QuantParams::from_bound(1e39, 512), q));
+}
+
 template <class T>
 void encode_decode(const std::vector<uint64_t>& dims, double eb, int threads) {
     uint64_t n = 1;

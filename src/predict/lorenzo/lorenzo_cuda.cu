@@ -482,6 +482,32 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) chunk_counts[chunk] = total;
 }
 
+// Decodes a chunk by walking it in raster order, exactly as the CPU does
+// (chunks with more outliers than the parallel correction takes): thread 0
+// fills the zero-padded buffer q (padded_count entries).  All threads call it.
+template <int Rank, class Q, class T>
+__device__ void walk_chunk(Q* q, const uint16_t* code_s, const T* next_outlier, uint32_t ex, uint32_t ey, uint32_t ez,
+                           const Padded& pad, uint32_t pxy, uint32_t padded_count, const QuantParams& p) {
+    zero_q(q, padded_count);  // the walk's predictions read the zero padding
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t i = 0;
+        for (uint32_t z = 0; z < ez; ++z)
+            for (uint32_t y = 0; y < ey; ++y)
+                for (uint32_t x = 0; x < ex; ++x, ++i) {
+                    const uint32_t idx = pad.at(x, y, z);
+                    if (code_s[i] != 0) {
+                        q[idx] = wrap(predict_q<Rank>(q, idx, pad.px, pxy), static_cast<Q>(int64_t{code_s[i]} - p.radius));
+                    } else {
+                        int64_t lattice;
+                        lattice_of(*next_outlier++, p.r, lattice);
+                        q[idx] = static_cast<Q>(lattice);
+                    }
+                }
+    }
+    __syncthreads();
+}
+
 // Inclusive prefix sums of the padded chunk (the inverse Lorenzo transform)
 // along y and z, and along x for 1-D chunks; the row kernels do the x pass
 // with warp shuffles as they fill the buffer.  Wrap-around integer adds.
@@ -612,27 +638,8 @@ __global__ void __launch_bounds__(kThreads, kDecodeBlocksPerSm<Rank>)
     };
 
     if (m > kMaxCorrected) {  // many outliers: walk the chunk in raster order, as the CPU does
-        zero_q(q, pxy * (L.chunk[2] + 1));  // the walk's predictions read the zero padding
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            const uint16_t* code_s = codes + box.stream_offset;
-            const T* next_outlier = chunk_outliers;
-            uint32_t i = 0;
-            for (uint32_t z = 0; z < g.ez; ++z)
-                for (uint32_t y = 0; y < g.ey; ++y)
-                    for (uint32_t x = 0; x < g.ex; ++x, ++i) {
-                        const uint32_t idx = pad.at(x, y, z);
-                        if (code_s[i] != 0) {
-                            q[idx] = wrap(predict_q<Rank>(q, idx, pad.px, pxy),
-                                          static_cast<Q>(int64_t{code_s[i]} - p.radius));
-                        } else {
-                            int64_t lattice;
-                            lattice_of(*next_outlier++, p.r, lattice);
-                            q[idx] = static_cast<Q>(lattice);
-                        }
-                    }
-        }
-        __syncthreads();
+        walk_chunk<Rank>(q, codes + box.stream_offset, chunk_outliers, g.ex, g.ey, g.ez, pad, pxy,
+                         pxy * (L.chunk[2] + 1), p);
     } else {
         fill_rows(false);
         if (m > 0) {
@@ -687,6 +694,350 @@ __global__ void __launch_bounds__(kThreads, kDecodeBlocksPerSm<Rank>)
     }
 }
 
+// ---- Column kernels for the chunks gsz writes for 2-D and 3-D data ---------
+// (32x32 and 32x8x8).  Lane = x, and each thread keeps a column of points in
+// registers: z = 0..7 at y = warp (3-D), or y = 4·warp + 0..3 (2-D).  The
+// Lorenzo residual is a difference along every axis, so the encoder takes
+// differences in registers (z, or y), across lanes by one shuffle (x) and
+// across warps through shared memory (y, or a warp's first row); the decoder
+// takes the matching prefix sums.  No padded buffer, no per-point index math.
+// Step j of a thread is row r = first_row + row_step·j of the chunk's raster
+// order, so ballots give outliers their stream order as in the row kernels.
+// Whole chunks (most of them) run a branch-free instance with constant
+// extents; the chunks at the array's far edges run the checked one.
+
+template <int Rank>
+constexpr int kColumnSteps = Rank == 3 ? 8 : 4;
+static_assert(kColumnSteps<3> * kThreads == kLorenzoMaxChunkPoints && kColumnSteps<2> * kThreads == 1024);
+
+bool columns_shape(const LorenzoLayout& L) {
+    if (L.rank == 3) return L.chunk[0] == 32 && L.chunk[1] == 8 && L.chunk[2] == 8;
+    return L.rank == 2 && L.chunk[0] == 32 && L.chunk[1] == 32;
+}
+
+template <int Rank>
+__device__ inline bool whole_chunk(const LorenzoLayout::ChunkBox& box) {
+    return box.extent[0] == 32 && box.extent[1] == (Rank == 3 ? 8u : 32u) && box.extent[2] == (Rank == 3 ? 8u : 1u);
+}
+
+// Where a thread's column lies: its rows, its first point in the array and in
+// the chunk's stream stretch, and the strides between its steps.
+template <int Rank, bool Whole>
+struct Column {
+    uint32_t lane, warp;
+    uint32_t ex, ey, ez, rows;
+    uint32_t first_row, row_step;  // row of step j: first_row + row_step·j
+    uint64_t at, at_step;          // array index of step j: at + at_step·j
+    uint64_t code_at;              // stream index of step j: code_at + ex·row_step·j
+
+    __device__ Column(const LorenzoLayout& L, const LorenzoLayout::ChunkBox& box)
+        : lane(threadIdx.x & 31), warp(threadIdx.x >> 5) {
+        if constexpr (Whole) {  // constants the compiler folds
+            ex = 32;
+            ey = Rank == 3 ? 8 : 32;
+            ez = Rank == 3 ? 8 : 1;
+        } else {
+            ex = box.extent[0];
+            ey = box.extent[1];
+            ez = box.extent[2];
+        }
+        if constexpr (Rank == 3) {
+            rows = ey * ez;
+            first_row = warp;
+            row_step = ey;
+            at = global_index(L, box, lane, warp, 0);
+            at_step = L.dims[0] * L.dims[1];
+        } else {
+            rows = ey;
+            first_row = 4 * warp;
+            row_step = 1;
+            at = global_index(L, box, lane, 4 * warp, 0);
+            at_step = L.dims[0];
+        }
+        code_at = box.stream_offset + lane + uint64_t{ex} * first_row;
+    }
+    // Whether step j's row is in the chunk (the same for the whole warp).
+    __device__ bool row_in(int j) const {
+        if constexpr (Whole) return true;
+        return Rank == 3 ? warp < ey && static_cast<uint32_t>(j) < ez : first_row + j < ey;
+    }
+    __device__ bool inside(int j) const { return Whole || (lane < ex && row_in(j)); }
+    __device__ uint32_t row(int j) const { return first_row + row_step * j; }
+    __device__ uint64_t code_index(int j) const { return code_at + uint64_t{ex * row_step * j}; }
+    __device__ uint32_t y_of(int j) const { return Rank == 3 ? warp : first_row + j; }
+    __device__ uint32_t z_of(int j) const { return Rank == 3 ? static_cast<uint32_t>(j) : 0; }
+};
+
+template <int Rank, class Q>
+struct ColumnShared {
+    // One value per (step, warp, lane) in 3-D, per (warp, lane) in 2-D; the
+    // encoder offsets warps by one so that warp -1 reads zeros.
+    Q exchange[(Rank == 3 ? kColumnSteps<3> : 1) * (kWarps + 1) * 32];
+    uint32_t row_offset[kMaxRows];
+    uint32_t total;
+};
+
+template <class T, int Rank, bool Whole>
+__device__ __forceinline__ void encode_columns(const T* __restrict__ data, const LorenzoLayout& L,
+                                               const QuantParams& p, const LorenzoLayout::ChunkBox& box,
+                                               uint16_t* __restrict__ codes, T* __restrict__ scratch,
+                                               uint32_t* __restrict__ chunk_counts,
+                                               ColumnShared<Rank, typename LatticeInt<T>::type>& sh) {
+    using Q = typename LatticeInt<T>::type;
+    constexpr int S = kColumnSteps<Rank>;
+    const Column<Rank, Whole> c(L, box);
+    const uint32_t lane = c.lane, warp = c.warp;
+
+    T value[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) value[j] = c.inside(j) ? data[c.at + c.at_step * j] : T(0);
+
+    // Lattice values (0 outside the chunk: never a neighbour of a point inside).
+    // Float input: the float shortcut first, the double path for what it leaves.
+    Q q[S];
+    uint32_t ok = 0, undecided = 0;
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        q[j] = 0;
+        bool decided = false;
+        if constexpr (std::is_same_v<T, float>) {
+            int32_t qf;
+            decided = lattice_of_float(value[j], p, qf) & c.inside(j);
+            q[j] = decided ? qf : 0;
+            ok |= uint32_t{decided} << j;
+        }
+        undecided |= uint32_t{!decided && c.inside(j)} << j;
+    }
+    if (undecided) {
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+            if (!((undecided >> j) & 1u)) continue;
+            int64_t qi;
+            if (quantize_double(value[j], p, qi)) ok |= 1u << j;
+            q[j] = static_cast<Q>(qi);
+        }
+    }
+
+    // Residuals: differences along the column, across lanes, then across warps.
+    Q delta[S];
+    if constexpr (Rank == 3) {
+        Q below = 0;
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+            const Q dz = wrap_sub(q[j], below);
+            below = q[j];
+            const Q left = __shfl_up_sync(0xffffffffu, dz, 1);
+            delta[j] = wrap_sub(dz, lane > 0 ? left : Q(0));
+            sh.exchange[(j * (kWarps + 1) + warp + 1) * 32 + lane] = delta[j];
+            if (warp == 0) sh.exchange[j * (kWarps + 1) * 32 + lane] = 0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < S; ++j) delta[j] = wrap_sub(delta[j], sh.exchange[(j * (kWarps + 1) + warp) * 32 + lane]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+            const Q left = __shfl_up_sync(0xffffffffu, q[j], 1);
+            delta[j] = wrap_sub(q[j], lane > 0 ? left : Q(0));
+        }
+        sh.exchange[(warp + 1) * 32 + lane] = delta[S - 1];
+        if (warp == 0) sh.exchange[lane] = 0;
+        __syncthreads();
+#pragma unroll
+        for (int j = S - 1; j > 0; --j) delta[j] = wrap_sub(delta[j], delta[j - 1]);
+        delta[0] = wrap_sub(delta[0], sh.exchange[warp * 32 + lane]);
+    }
+
+    uint32_t ballots[S];
+    bool any = false;
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        const uint16_t code = (ok >> j) & 1u ? lorenzo_code(int64_t{delta[j]}, p.radius) : uint16_t{0};
+        if (c.inside(j)) codes[c.code_index(j)] = code;
+        ballots[j] = __ballot_sync(0xffffffffu, code == 0 && c.inside(j));
+        if (lane == 0 && c.row_in(j)) sh.row_offset[c.row(j)] = __popc(ballots[j]);
+        any |= ballots[j] != 0;
+    }
+    if (!__syncthreads_or(any)) {
+        if (threadIdx.x == 0) chunk_counts[blockIdx.x] = 0;
+        return;
+    }
+    scan_row_counts(sh.row_offset, c.rows, &sh.total);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        if ((ballots[j] >> lane) & 1u) {
+            const uint32_t rank = sh.row_offset[c.row(j)] + __popc(ballots[j] & ((1u << lane) - 1));
+            scratch[box.stream_offset + rank] = value[j];
+        }
+    }
+    if (threadIdx.x == 0) chunk_counts[blockIdx.x] = sh.total;
+}
+
+template <class T, int Rank>
+__global__ void __launch_bounds__(kThreads)
+    lorenzo_encode_columns_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p,
+                                  uint16_t* __restrict__ codes, T* __restrict__ scratch,
+                                  uint32_t* __restrict__ chunk_counts) {
+    __shared__ ColumnShared<Rank, typename LatticeInt<T>::type> sh;
+    const auto box = this_chunk_box(L);
+    if (whole_chunk<Rank>(box))
+        encode_columns<T, Rank, true>(data, L, p, box, codes, scratch, chunk_counts, sh);
+    else
+        encode_columns<T, Rank, false>(data, L, p, box, codes, scratch, chunk_counts, sh);
+}
+
+// The inverse of the encoder's differences: prefix sums along the column,
+// across lanes (warp scan) and across warps (the sums of the warps before,
+// through shared memory).  Every thread calls it; it synchronizes.
+template <int Rank, class Q>
+__device__ inline void column_prefix_sums(const Q (&delta)[kColumnSteps<Rank>], Q (&q)[kColumnSteps<Rank>],
+                                          Q* exchange, uint32_t lane, uint32_t warp) {
+    constexpr int S = kColumnSteps<Rank>;
+    if constexpr (Rank == 3) {
+        Q run = 0;
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+            run = wrap(run, delta[j]);
+            q[j] = warp_inclusive_scan(run);
+            exchange[(j * kWarps + warp) * 32 + lane] = q[j];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+            Q carry = 0;
+#pragma unroll
+            for (uint32_t w = 0; w < kWarps - 1; ++w)
+                if (w < warp) carry = wrap(carry, exchange[(j * kWarps + w) * 32 + lane]);
+            q[j] = wrap(q[j], carry);
+        }
+    } else {
+        Q run = 0;
+#pragma unroll
+        for (int j = 0; j < S; ++j) q[j] = run = wrap(run, warp_inclusive_scan(delta[j]));
+        exchange[warp * 32 + lane] = run;
+        __syncthreads();
+        Q carry = 0;
+#pragma unroll
+        for (uint32_t w = 0; w < kWarps - 1; ++w)
+            if (w < warp) carry = wrap(carry, exchange[w * 32 + lane]);
+#pragma unroll
+        for (int j = 0; j < S; ++j) q[j] = wrap(q[j], carry);
+    }
+    __syncthreads();  // the exchange is free again
+}
+
+template <class Q>
+struct ColumnOutliers {  // the parallel outlier correction's state
+    Q delta[kMaxCorrected];
+    uint8_t x[kMaxCorrected], y[kMaxCorrected], z[kMaxCorrected];
+};
+
+template <class T, int Rank, bool Whole>
+__device__ __forceinline__ void decode_columns(const uint16_t* __restrict__ codes, const T* __restrict__ chunk_outliers,
+                                               const LorenzoLayout& L, const QuantParams& p,
+                                               const LorenzoLayout::ChunkBox& box, T* __restrict__ out,
+                                               ColumnShared<Rank, typename LatticeInt<T>::type>& sh,
+                                               ColumnOutliers<typename LatticeInt<T>::type>& os,
+                                               typename LatticeInt<T>::type* padded) {
+    using Q = typename LatticeInt<T>::type;
+    constexpr int S = kColumnSteps<Rank>;
+    const Column<Rank, Whole> c(L, box);
+    const uint32_t lane = c.lane, warp = c.warp;
+    if (threadIdx.x == 0) sh.total = 0;
+
+    uint16_t code[S];
+    uint32_t ballots[S];
+    bool any = false;
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        code[j] = c.inside(j) ? codes[c.code_index(j)] : static_cast<uint16_t>(p.radius);  // outside: residual 0
+        ballots[j] = __ballot_sync(0xffffffffu, code[j] == 0);
+        if (lane == 0 && c.row_in(j)) sh.row_offset[c.row(j)] = __popc(ballots[j]);
+        any |= ballots[j] != 0;
+    }
+    any = __syncthreads_or(any);
+    if (any) {
+        scan_row_counts(sh.row_offset, c.rows, &sh.total);
+        __syncthreads();
+    }
+    const uint32_t m = sh.total;
+    auto outlier_rank = [&](int j) { return sh.row_offset[c.row(j)] + __popc(ballots[j] & ((1u << lane) - 1)); };
+
+    Q delta[S], q[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) delta[j] = code[j] != 0 ? static_cast<Q>(int64_t{code[j]} - p.radius) : Q(0);
+
+    if (m > kMaxCorrected) {  // many outliers: the sequential walk of the row kernels
+        const Padded pad{L.chunk[0] + 1, L.chunk[1] + 1};
+        const uint32_t pxy = pad.px * pad.py;
+        walk_chunk<Rank>(padded, codes + box.stream_offset, chunk_outliers, c.ex, c.ey, c.ez, pad, pxy,
+                         pxy * (L.chunk[2] + 1), p);
+#pragma unroll
+        for (int j = 0; j < S; ++j) q[j] = c.inside(j) ? padded[pad.at(lane, c.y_of(j), c.z_of(j))] : Q(0);
+    } else {
+        column_prefix_sums<Rank>(delta, q, sh.exchange, lane, warp);  // outliers' residuals taken as 0
+        if (m > 0) {
+            // As in the row kernels: each outlier's residual is its stored
+            // value's lattice value minus the partial sum there, minus the
+            // residuals of the earlier outliers that sum includes.
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+                if (!((ballots[j] >> lane) & 1u)) continue;
+                const uint32_t k = outlier_rank(j);
+                int64_t target;
+                lattice_of(chunk_outliers[k], p.r, target);
+                os.delta[k] = wrap_sub(static_cast<Q>(target), q[j]);
+                os.x[k] = static_cast<uint8_t>(lane);
+                os.y[k] = static_cast<uint8_t>(c.y_of(j));
+                os.z[k] = static_cast<uint8_t>(c.z_of(j));
+            }
+            __syncthreads();
+            if (warp == 0) {
+                for (uint32_t k = 0; k < m; ++k) {
+                    Q dominated = 0;
+                    for (uint32_t i = lane; i < k; i += 32)
+                        if (os.x[i] <= os.x[k] && os.y[i] <= os.y[k] && os.z[i] <= os.z[k])
+                            dominated = wrap(dominated, os.delta[i]);
+#pragma unroll
+                    for (int d = 16; d > 0; d /= 2) dominated = wrap(dominated, __shfl_down_sync(0xffffffffu, dominated, d));
+                    if (lane == 0) os.delta[k] = wrap_sub(os.delta[k], dominated);
+                    __syncwarp();
+                }
+            }
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < S; ++j)
+                if ((ballots[j] >> lane) & 1u) delta[j] = os.delta[outlier_rank(j)];
+            column_prefix_sums<Rank>(delta, q, sh.exchange, lane, warp);  // again, every residual known
+        }
+    }
+
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        if (!c.inside(j)) continue;
+        out[c.at + c.at_step * j] = code[j] != 0 ? lattice_value<T>(q[j], p.ebx2) : chunk_outliers[outlier_rank(j)];
+    }
+}
+
+template <class T, int Rank>
+__global__ void __launch_bounds__(kThreads, 4)
+    lorenzo_decode_columns_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ outliers,
+                                  const uint64_t* __restrict__ outlier_offsets, LorenzoLayout L, QuantParams p,
+                                  T* __restrict__ out) {
+    using Q = typename LatticeInt<T>::type;
+    extern __shared__ int64_t q_storage[];  // the padded buffer, used only by the sequential walk
+    __shared__ ColumnShared<Rank, Q> sh;
+    __shared__ ColumnOutliers<Q> os;
+    const auto box = this_chunk_box(L);
+    const T* chunk_outliers = outliers + outlier_offsets[blockIdx.x];
+    Q* padded = reinterpret_cast<Q*>(q_storage);
+    if (whole_chunk<Rank>(box))
+        decode_columns<T, Rank, true>(codes, chunk_outliers, L, p, box, out, sh, os, padded);
+    else
+        decode_columns<T, Rank, false>(codes, chunk_outliers, L, p, box, out, sh, os, padded);
+}
+
 size_t padded_bytes(const LorenzoLayout& L, size_t element_bytes) {
     return size_t{L.chunk[0] + 1} * (L.chunk[1] + 1) * (L.chunk[2] + 1) * element_bytes;
 }
@@ -736,15 +1087,17 @@ void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& L, const QuantPar
     const auto grid = static_cast<unsigned>(L.num_chunks);
     const bool rows = rows_shape(L);
     const size_t shared = padded_bytes(L, rows ? sizeof(typename LatticeInt<T>::type) : sizeof(int64_t));
-    auto launch = [&](auto kernel) {
-        prepare_kernel(kernel, shared);
-        kernel<<<grid, kThreads, shared, stream>>>(d_data, L, p, out.codes.data(), out.scratch.data(),
-                                                   out.chunk_counts.data());
+    auto launch = [&](auto kernel, size_t shared_bytes) {
+        prepare_kernel(kernel, shared_bytes);
+        kernel<<<grid, kThreads, shared_bytes, stream>>>(d_data, L, p, out.codes.data(), out.scratch.data(),
+                                                         out.chunk_counts.data());
     };
-    switch (L.rank) {
-        case 1: rows ? launch(lorenzo_encode_rows_kernel<T, 1>) : launch(lorenzo_encode_kernel<T, 1>); break;
-        case 2: rows ? launch(lorenzo_encode_rows_kernel<T, 2>) : launch(lorenzo_encode_kernel<T, 2>); break;
-        default: rows ? launch(lorenzo_encode_rows_kernel<T, 3>) : launch(lorenzo_encode_kernel<T, 3>); break;
+    if (columns_shape(L)) {
+        L.rank == 3 ? launch(lorenzo_encode_columns_kernel<T, 3>, 0) : launch(lorenzo_encode_columns_kernel<T, 2>, 0);
+    } else switch (L.rank) {
+        case 1: rows ? launch(lorenzo_encode_rows_kernel<T, 1>, shared) : launch(lorenzo_encode_kernel<T, 1>, shared); break;
+        case 2: rows ? launch(lorenzo_encode_rows_kernel<T, 2>, shared) : launch(lorenzo_encode_kernel<T, 2>, shared); break;
+        default: rows ? launch(lorenzo_encode_rows_kernel<T, 3>, shared) : launch(lorenzo_encode_kernel<T, 3>, shared); break;
     }
     GSZ_CUDA_LAUNCHED("lorenzo_encode_kernel");
 
@@ -771,13 +1124,15 @@ void lorenzo_decode_cuda(const uint16_t* d_codes, const T* d_outliers, uint64_t 
     GSZ_CHECK(marked == num_outliers, GSZ_STATUS_CORRUPT, "archive holds %llu outlier values but its codes mark %llu",
               static_cast<unsigned long long>(num_outliers), static_cast<unsigned long long>(marked));
 
-    const bool rows = rows_shape(L);
+    const bool rows = rows_shape(L) || columns_shape(L);
     const size_t shared = padded_bytes(L, rows ? sizeof(typename LatticeInt<T>::type) : sizeof(int64_t));
     auto launch = [&](auto kernel) {
         prepare_kernel(kernel, shared);
         kernel<<<grid, kThreads, shared, stream>>>(d_codes, d_outliers, scratch.chunk_offsets.data(), L, p, d_out);
     };
-    switch (L.rank) {
+    if (columns_shape(L)) {
+        L.rank == 3 ? launch(lorenzo_decode_columns_kernel<T, 3>) : launch(lorenzo_decode_columns_kernel<T, 2>);
+    } else switch (L.rank) {
         case 1: rows ? launch(lorenzo_decode_rows_kernel<T, 1>) : launch(lorenzo_decode_kernel<T, 1>); break;
         case 2: rows ? launch(lorenzo_decode_rows_kernel<T, 2>) : launch(lorenzo_decode_kernel<T, 2>); break;
         default: rows ? launch(lorenzo_decode_rows_kernel<T, 3>) : launch(lorenzo_decode_kernel<T, 3>); break;

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace gsz::predict {
 
@@ -35,6 +36,11 @@ struct QuantParams {
     double ebx2 = 0;    // 2·eb (exact in binary floating point)
     double r = 0;       // 1 / (2·eb), rounded once, in double
     int64_t radius = 512;
+    // The float shortcut for float input (lattice_of_float below): r rounded
+    // to float, and the largest |x·r| it may be used for, 0 (never) when r is
+    // not a normal float (its relative error would not be 2^-24).
+    float r_float = 0;
+    float float_limit = 0;
 
     static QuantParams from_bound(double eb_abs, uint32_t radius) {
         QuantParams p;
@@ -42,6 +48,9 @@ struct QuantParams {
         p.ebx2 = 2.0 * eb_abs;
         p.r = 1.0 / p.ebx2;
         p.radius = radius;
+        p.r_float = static_cast<float>(p.r);
+        const bool normal = p.r >= 0x1p-126 && p.r <= 0x1p+127;
+        p.float_limit = normal ? 16384.0f : 0.0f;  // 2^14
         return p;
     }
 };
@@ -72,14 +81,55 @@ GSZ_HD bool within_bound(T x, T reconstructed, double eb) {
     return ::fabs(static_cast<double>(reconstructed) - static_cast<double>(x)) <= eb;
 }
 
+// The lattice value of a float from float arithmetic alone, where that
+// provably equals the double path's (bench/NOTES.md, "a float-only lattice
+// path"): v = RN_f(x·RN_f(r)) is within ~2^-23·|v| of the double product, so
+// when |v| < 2^14 and v is at least 2^-8 away from a half-integer, rint(v) is
+// the double path's q (no tie can flip), and |q·2eb − x| <= eb·(1 − 0.99·2^-8) —
+// far enough inside the bound that T(q·2eb) passes the double check too.
+// rint is the 1.5·2^23 trick (float adds, no conversion: |v| < 2^22).
+// Returns false where the double path must decide (NaN and Inf included).
+GSZ_HD bool lattice_of_float(float x, const QuantParams& p, int32_t& q) {
+    constexpr float kMagic = 12582912.0f;  // 1.5·2^23: v + kMagic rounds v to an integer, ties to even
+#if defined(__CUDA_ARCH__)
+    const float v = __fmul_rn(x, p.r_float);  // no contraction into the add below
+    const float t = __fadd_rn(v, kMagic);
+    const float rounded = __fsub_rn(t, kMagic);
+    q = __float_as_int(t) - 0x4B400000;  // the bits of kMagic; the low bits of t hold rint(v)
+#else
+    const float v = x * p.r_float;
+    const float t = v + kMagic;
+    const float rounded = t - kMagic;
+    int32_t bits;
+    __builtin_memcpy(&bits, &t, sizeof bits);
+    q = bits - 0x4B400000;
+#endif
+    const bool in_range = ::fabsf(v) < p.float_limit;
+    const bool off_half = ::fabsf(v - rounded) <= 0.5f - 0x1p-8f;
+    return in_range & off_half;  // both evaluated: no branch
+}
+
 // Quantize one value: its lattice value q (what neighbours predict from) and
 // whether T(q·2eb) keeps the bound.  When it does not, the value is an
 // outlier stored exactly, but q stays the lattice value of x (0 if none),
-// which the decoder recomputes from the stored value.
+// which the decoder recomputes from the stored value.  Float input takes the
+// float shortcut where it provably decides the same (98-99% of real values).
 template <class T>
-GSZ_HD bool quantize(T x, const QuantParams& p, int64_t& q) {
+GSZ_HD bool quantize_double(T x, const QuantParams& p, int64_t& q) {
     if (!lattice_of(x, p.r, q)) return false;
     return within_bound(x, lattice_value<T>(q, p.ebx2), p.eb);
+}
+
+template <class T>
+GSZ_HD bool quantize(T x, const QuantParams& p, int64_t& q) {
+    if constexpr (std::is_same_v<T, float>) {
+        int32_t q32;
+        if (lattice_of_float(x, p, q32)) {
+            q = q32;
+            return true;
+        }
+    }
+    return quantize_double(x, p, q);
 }
 
 // First-order Lorenzo prediction from the already known lattice values of the
