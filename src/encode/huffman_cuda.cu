@@ -23,6 +23,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <cstring>
 #include <cstddef>
 #include <limits>
 #include <vector>
@@ -652,10 +653,9 @@ void check_host_book(const HuffmanCodebook& book) {
 
 void check_device_book(const HuffmanDeviceBook& book) {
     GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet && book.max_length >= 1 &&
-                  book.max_length <= kMaxLen && book.codes.size() == book.alphabet_size &&
-                  book.lengths.size() == book.alphabet_size && book.lut.size() == kLutSize + book.alphabet_size &&
-                  book.first_code.size() == kMaxLen + 1 && book.first_index.size() == kMaxLen + 1 &&
-                  book.count.size() == kMaxLen + 1 && book.sorted_symbols.size() >= 1,
+                  book.max_length <= kMaxLen && book.num_sorted >= 1 && book.lut && book.first_code &&
+                  book.first_index && book.count && book.sorted_symbols &&
+                  book.tables.size() >= kLutSize + book.alphabet_size + 3 * (kMaxLen + 1) + (book.num_sorted + 1) / 2,
               GSZ_STATUS_INVALID_ARGUMENT, "huffman: device codebook is not initialized");
 }
 
@@ -689,24 +689,69 @@ void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, ui
 HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream) {
     check_host_book(book);
     const std::vector<uint32_t> lut = build_lut(book);
+    constexpr size_t kTable = kMaxLen + 1;
+    const size_t sorted_words = (book.sorted_symbols.size() + 1) / 2;
+    const size_t words = lut.size() + 3 * kTable + sorted_words;
+    // One staging area per thread; the previous upload's copy must have read
+    // it before it is written again (usually long done).
+    struct Staging {
+        cuda::PinnedBuffer<uint32_t> host;
+        cudaEvent_t copied = nullptr;
+        ~Staging() {
+            if (copied) cudaEventDestroy(copied);
+        }
+    };
+    static thread_local Staging staging;
+    if (!staging.copied)
+        GSZ_CUDA(cudaEventCreateWithFlags(&staging.copied, cudaEventDisableTiming));
+    else
+        GSZ_CUDA(cudaEventSynchronize(staging.copied));
+    staging.host.allocate(words);
+    uint32_t* h = staging.host.data();
+    std::memcpy(h, lut.data(), lut.size() * sizeof(uint32_t));
+    uint32_t* tables = h + lut.size();
+    std::memcpy(tables, book.first_code.data(), kTable * sizeof(uint32_t));
+    std::memcpy(tables + kTable, book.first_index.data(), kTable * sizeof(uint32_t));
+    std::memcpy(tables + 2 * kTable, book.count.data(), kTable * sizeof(uint32_t));
+    h[words - 1] = 0;  // the odd symbol count's padding
+    std::memcpy(tables + 3 * kTable, book.sorted_symbols.data(), book.sorted_symbols.size() * sizeof(uint16_t));
+
     HuffmanDeviceBook d;
     d.alphabet_size = book.alphabet_size;
     d.max_length = book.max_length;
-    upload(d.codes, book.codes, stream);
-    upload(d.lengths, book.lengths, stream);
-    upload(d.first_code, book.first_code, stream);
-    upload(d.first_index, book.first_index, stream);
-    upload(d.count, book.count, stream);
-    upload(d.sorted_symbols, book.sorted_symbols, stream);
-    upload(d.lut, lut, stream);
-    // The sources are pageable and `lut` dies here; also makes the book ready
-    // for any stream.
-    GSZ_CUDA(cudaStreamSynchronize(stream));
+    d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
+    d.tables.allocate(words, stream);
+    GSZ_CUDA(cudaMemcpyAsync(d.tables.data(), h, words * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
+    GSZ_CUDA(cudaEventRecord(staging.copied, stream));
+    const uint32_t* base = d.tables.data();
+    d.lut = base;
+    d.first_code = base + lut.size();
+    d.first_index = d.first_code + kTable;
+    d.count = d.first_index + kTable;
+    d.sorted_symbols = reinterpret_cast<const uint16_t*>(d.count + kTable);
     return d;
 }
 
+uint64_t huffman_max_words(const std::vector<uint64_t>& histogram, const HuffmanCodebook& book, uint64_t n,
+                           uint32_t chunk_symbols) {
+    uint64_t bits = 0;
+    for (size_t s = 0; s < histogram.size() && s < book.lengths.size(); ++s) bits += histogram[s] * book.lengths[s];
+    // Every chunk starts on a word: at most one partial word per chunk.
+    return bits / 32 + ceil_div(n, uint64_t{chunk_symbols}) + 1;
+}
+
+void huffman_stream_read_words(HuffmanDeviceStream& out, cudaStream_t stream) {
+    uint64_t total = 0;
+    GSZ_CUDA(cudaMemcpyAsync(&total, out.chunk_word_offset.data() + out.num_chunks, sizeof total,
+                             cudaMemcpyDeviceToHost, stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    GSZ_CHECK(total <= out.words.size(), GSZ_STATUS_INTERNAL, "huffman: %llu words exceed the bound %zu",
+              static_cast<unsigned long long>(total), out.words.size());
+    out.num_words = total;
+}
+
 void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbols, uint64_t n,
-                         uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream) {
+                         uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream, uint64_t max_words) {
     check_device_book(book);
     GSZ_CHECK(chunk_symbols >= 1 && chunk_symbols <= kMaxChunkSymbols, GSZ_STATUS_INVALID_ARGUMENT,
               "huffman: chunk size %u out of [1, %u]", chunk_symbols, kMaxChunkSymbols);
@@ -727,7 +772,7 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     }
     const DeviceProps props = device_props();
 
-    const PackedCodes codes{book.lut.data() + kLutSize, book.alphabet_size};
+    const PackedCodes codes{book.lut + kLutSize, book.alphabet_size};
 
     // (a) bits per lane, slice and chunk; words per chunk into d_offset.
     cuda::DeviceBuffer<uint32_t> slices, lanes;
@@ -759,11 +804,16 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_storage_bytes, d_offset, num_items, stream));
     cuda::DeviceBuffer<uint8_t> temp(temp_storage_bytes, stream);
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), temp_storage_bytes, d_offset, num_items, stream));
-    uint64_t total = 0;
-    GSZ_CUDA(cudaMemcpyAsync(&total, d_offset + l.num_chunks, sizeof total, cudaMemcpyDeviceToHost, stream));
-    GSZ_CUDA(cudaStreamSynchronize(stream));
-    out.num_words = total;
-    out.words.allocate(total, stream);
+    if (max_words) {  // no waiting: words for the bound, zeroed; the count is read back later
+        out.num_words = 0;
+        out.words.allocate(max_words, stream);
+    } else {
+        uint64_t total = 0;
+        GSZ_CUDA(cudaMemcpyAsync(&total, d_offset + l.num_chunks, sizeof total, cudaMemcpyDeviceToHost, stream));
+        GSZ_CUDA(cudaStreamSynchronize(stream));
+        out.num_words = total;
+        out.words.allocate(total, stream);
+    }
     out.words.zero(stream);
 
     // (c) pack.
@@ -782,15 +832,15 @@ void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words,
     if (num_chunks == 0) return;
     const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(ceil_div(num_chunks, kDecodeThreads), 1u << 20));
     const size_t sorted_bytes =
-        book.sorted_symbols.size() <= kSharedSorted ? book.sorted_symbols.size() * sizeof(uint16_t) : 0;
+        book.num_sorted <= kSharedSorted ? book.num_sorted * sizeof(uint16_t) : 0;
     // The staging lines and tables take ~26 KiB of static shared memory, so a
     // large sorted-symbol table needs the opt-in above the default 48 KiB.
     if (sorted_bytes > 16 * 1024)
         GSZ_CUDA(cudaFuncSetAttribute(huffman_decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(sorted_bytes)));
     huffman_decode_kernel<<<blocks, kDecodeThreads, sorted_bytes, stream>>>(
-        book.lut.data(), book.first_code.data(), book.first_index.data(), book.count.data(),
-        book.sorted_symbols.data(), static_cast<uint32_t>(book.sorted_symbols.size()), book.max_length, d_words,
+        book.lut, book.first_code, book.first_index, book.count, book.sorted_symbols, book.num_sorted,
+        book.max_length, d_words,
         num_words, d_chunk_bits, d_chunk_word_offset, num_symbols, chunk_symbols, num_chunks, d_out, d_corrupt);
     GSZ_CUDA_LAUNCHED("huffman_decode_kernel");
 }

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace gsz::encode {
 
@@ -20,19 +21,22 @@ namespace gsz::encode {
 void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, uint64_t* d_hist,
                     uint32_t* d_bad_symbol, cudaStream_t stream);
 
-// The codebook on the device: encode table and decode tables.
+// The codebook on the device: encode table and decode tables, in one buffer
+// that one copy fills (the pointers point into it).
 struct HuffmanDeviceBook {
     uint32_t alphabet_size = 0;
     uint32_t max_length = 0;
-    cuda::DeviceBuffer<uint32_t> codes;          // [alphabet] codeword, right-aligned
-    cuda::DeviceBuffer<uint8_t> lengths;         // [alphabet] 0 = unused
-    cuda::DeviceBuffer<uint32_t> first_code;     // [kHuffmanMaxCodeLength + 1]
-    cuda::DeviceBuffer<uint32_t> first_index;    // [kHuffmanMaxCodeLength + 1]
-    cuda::DeviceBuffer<uint32_t> count;          // [kHuffmanMaxCodeLength + 1]
-    cuda::DeviceBuffer<uint16_t> sorted_symbols; // symbols by (length, symbol)
-    cuda::DeviceBuffer<uint32_t> lut;            // fast-path table (layout private to huffman_cuda.cu)
+    uint32_t num_sorted = 0;
+    cuda::DeviceBuffer<uint32_t> tables;
+    const uint32_t* lut = nullptr;             // fast-path table, then packed codes (layout private to huffman_cuda.cu)
+    const uint32_t* first_code = nullptr;      // [kHuffmanMaxCodeLength + 1]
+    const uint32_t* first_index = nullptr;     // [kHuffmanMaxCodeLength + 1]
+    const uint32_t* count = nullptr;           // [kHuffmanMaxCodeLength + 1]
+    const uint16_t* sorted_symbols = nullptr;  // [num_sorted] symbols by (length, symbol)
 };
 
+// Uploads the codebook without waiting (one copy from page-locked staging
+// memory, which the next upload on this thread reuses once the copy is done).
 HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream);
 
 struct HuffmanDeviceStream {
@@ -49,8 +53,19 @@ struct HuffmanDeviceStream {
 // chunk_bits and words equal huffman_encode_cpu's output exactly (padding bits
 // zero).  Every symbol must have a code (the pipeline guarantees it: the book
 // was built from these symbols' histogram).
+// max_words, when not 0, bounds the stream's words (from the histogram and
+// the code lengths): the encoder then does not wait to learn the exact count;
+// out.num_words stays 0 until huffman_stream_read_words reads it back.
 void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbols, uint64_t n,
-                         uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream);
+                         uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream,
+                         uint64_t max_words = 0);
+
+// Sets out.num_words from the device (synchronizes) after an encode with max_words.
+void huffman_stream_read_words(HuffmanDeviceStream& out, cudaStream_t stream);
+
+// Words a chunked stream of these symbol counts and code lengths can take at most.
+uint64_t huffman_max_words(const std::vector<uint64_t>& histogram, const HuffmanCodebook& book, uint64_t n,
+                           uint32_t chunk_symbols);
 
 // Decode a stream whose chunk table was validated on the host
 // (huffman_stream_read).  d_words holds the bitstream; d_chunk_bits and

@@ -56,6 +56,8 @@ struct RangeFinish {
     unsigned* done = nullptr;    // CTAs finished; zero between launches (the last CTA resets it)
     bool rel = false;
     double bound = 0;
+    predict::QuantParams* quant = nullptr;  // not null: the Lorenzo encoder's parameters for the bound
+    uint32_t radius = 0;
 };
 
 // Per-block min/max of the finite values, combined by the last CTA to finish
@@ -129,7 +131,9 @@ __global__ void __launch_bounds__(kRangeThreads)
         finish.out->lo = dlo;
         finish.out->hi = dhi;
         finish.out->any = any;
-        finish.out->eb_abs = finish.rel ? (any ? finish.bound * (dhi - dlo) : 0.0) : finish.bound;
+        const double eb_abs = finish.rel ? (any ? finish.bound * (dhi - dlo) : 0.0) : finish.bound;
+        finish.out->eb_abs = eb_abs;
+        if (finish.quant) *finish.quant = predict::QuantParams::from_bound(eb_abs, finish.radius);
         *finish.done = 0;
     }
 }
@@ -156,16 +160,19 @@ FiniteRange finite_range_cuda(const T* d_data, uint64_t n, cudaStream_t stream) 
 }
 
 // Launches the range pass, whose last CTA leaves a DeviceRange at
-// scratch[0] (its counter next, the partials after them); scratch grows when
+// scratch[0] (its counter next, then the Lorenzo parameters when
+// lorenzo_radius is not 0, at *quant, then the partials); scratch grows when
 // needed and is meant to be kept across calls (an allocation costs tens of
 // microseconds of host time, during which the GPU would wait for its first
 // kernel), and the whole step is one launch for the same reason.
 template <class T>
 DeviceRange* finite_range_on_device(const T* d_data, uint64_t n, const gsz_params& params,
-                                    cuda::DeviceBuffer<uint8_t>& scratch, cudaStream_t stream) {
+                                    cuda::DeviceBuffer<uint8_t>& scratch, cudaStream_t stream,
+                                    uint32_t lorenzo_radius = 0, predict::QuantParams** quant = nullptr) {
     const auto blocks = static_cast<unsigned>(
         std::max<uint64_t>(1, std::min<uint64_t>(kRangeMaxBlocks, (n + kRangeThreads * 8 - 1) / (kRangeThreads * 8))));
-    constexpr size_t kDoneAt = (sizeof(DeviceRange) + 15) / 16 * 16, kPartialsAt = kDoneAt + 16;
+    constexpr size_t kDoneAt = (sizeof(DeviceRange) + 15) / 16 * 16, kQuantAt = kDoneAt + 16;
+    constexpr size_t kPartialsAt = kQuantAt + (sizeof(predict::QuantParams) + 15) / 16 * 16;
     const bool fresh = scratch.capacity() < kPartialsAt + blocks * sizeof(MinMax<T>);
     scratch.allocate(kPartialsAt + blocks * sizeof(MinMax<T>), stream);
     if (fresh) GSZ_CUDA(cudaMemsetAsync(scratch.data() + kDoneAt, 0, sizeof(unsigned), stream));
@@ -174,6 +181,11 @@ DeviceRange* finite_range_on_device(const T* d_data, uint64_t n, const gsz_param
     finish.done = reinterpret_cast<unsigned*>(scratch.data() + kDoneAt);
     finish.rel = params.error_mode == GSZ_ERROR_REL;
     finish.bound = params.error_bound;
+    if (lorenzo_radius) {
+        finish.quant = reinterpret_cast<predict::QuantParams*>(scratch.data() + kQuantAt);
+        finish.radius = lorenzo_radius;
+        *quant = finish.quant;
+    }
     auto* partials = reinterpret_cast<MinMax<T>*>(scratch.data() + kPartialsAt);
     finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, partials, finish);
     GSZ_CUDA_LAUNCHED("finite_range_kernel");
@@ -197,22 +209,29 @@ struct DeviceCodeStage {
     std::optional<RunTokensParams> runs;
     encode::HuffmanCodebook book;
     encode::HuffmanDeviceStream stream;
+    bool words_pending = false;  // stream.num_words not read back yet
     uint64_t num_symbols = 0;
     std::optional<encode::AnsTables> ans;  // set: rANS, the Huffman members unused
     encode::AnsDeviceStream ans_stream;
+    cuda::DeviceBuffer<uint64_t> hist;           // kept across calls
+    cuda::PinnedBuffer<uint64_t> hist_host;
 };
 
+// The histogram of d_symbols, read back through page-locked memory (one
+// synchronization); `d_hist` and `h_hist` are reused across calls.
 std::vector<uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
-                                          cudaStream_t stream) {
-    cuda::DeviceBuffer<uint64_t> d_hist(alphabet + 1, stream);  // the last entry flags a bad symbol
+                                          cudaStream_t stream, cuda::DeviceBuffer<uint64_t>& d_hist,
+                                          cuda::PinnedBuffer<uint64_t>& h_hist) {
+    d_hist.allocate(alphabet + 1, stream);  // the last entry flags a bad symbol
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
     encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
-    std::vector<uint64_t> histogram;
-    cuda::copy_to_host(histogram, d_hist.data(), alphabet + 1, stream);
-    GSZ_CHECK(histogram[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
-    histogram.pop_back();
-    return histogram;
+    h_hist.allocate(alphabet + 1);
+    GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist.data(), (alphabet + 1) * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                             stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    GSZ_CHECK(h_hist.data()[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
+    return std::vector<uint64_t>(h_hist.data(), h_hist.data() + alphabet);
 }
 
 std::vector<uint64_t> ans_histogram_on_device(const uint16_t* d_codes, uint64_t n, uint32_t radius,
@@ -233,8 +252,10 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
                             const encode::AnsContextShape& shape, gsz_lossless mode, DeviceCodeStage& out,
                             cudaStream_t stream) {
     const uint32_t alphabet = 2 * radius;
+    out.ans.reset();  // `out` may hold an earlier call's choice
+    out.runs.reset();
     cuda::StageTrace trace(stream, "code stage");
-    const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream);
+    const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
     trace.mark("histogram");
     cuda::DeviceBuffer<uint16_t> d_tokens;
     std::vector<uint64_t> token_hist;
@@ -243,7 +264,8 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     if (code_stage_try_runs(mode, radius, code_hist)) {
         dominant = encode::run_dominant_code(code_hist);
         num_tokens = encode::run_tokens_encode_cuda(d_codes, n, dominant, alphabet, d_tokens, stream);
-        token_hist = histogram_on_device(d_tokens.data(), num_tokens, alphabet + encode::kRunClasses, stream);
+        token_hist = histogram_on_device(d_tokens.data(), num_tokens, alphabet + encode::kRunClasses, stream, out.hist,
+                                         out.hist_host);
         trace.mark("run tokens");
     }
     std::vector<uint64_t> ans_hist;
@@ -264,14 +286,22 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     out.book = std::move(choice.book);
     out.num_symbols = out.runs ? num_tokens : n;
     const encode::HuffmanDeviceBook d_book = encode::huffman_upload(out.book, stream);
+    // The word count's bound from the histogram: the encoder need not wait for the exact count.
+    const uint64_t max_words = encode::huffman_max_words(out.runs ? token_hist : code_hist, out.book,
+                                                         out.num_symbols, kHuffmanChunkSymbols);
     encode::huffman_encode_cuda(d_book, out.runs ? d_tokens.data() : d_codes, out.num_symbols, kHuffmanChunkSymbols,
-                                out.stream, stream);
+                                out.stream, stream, max_words);
+    out.words_pending = true;
     trace.mark("huffman encode");
     // d_tokens is released stream-ordered, after the encoder has read it.
 }
 
 // The host copy of the device stage's output, for the archive writer.
-EncodedCodes fetch_codes(const DeviceCodeStage& cs, cudaStream_t stream) {
+EncodedCodes fetch_codes(DeviceCodeStage& cs, cudaStream_t stream) {
+    if (!cs.ans && cs.words_pending) {
+        encode::huffman_stream_read_words(cs.stream, stream);
+        cs.words_pending = false;
+    }
     EncodedCodes h;
     if (cs.ans) {
         const auto& d = cs.ans_stream;
@@ -347,6 +377,7 @@ void code_stage_decode_cuda(const CodeStagePlan& plan, const DeviceCodeSections&
 
 // Compression up to "every section is in device memory": the part the
 // device-resident benchmark times.  The codebook step runs on the host.
+// Kept across calls where it can be (gsz bench, repeated compressions).
 template <class T>
 struct DeviceCompressed {
     format::Header header;
@@ -354,23 +385,46 @@ struct DeviceCompressed {
     uint32_t radius = 0;
     DeviceCodeStage codes;
     predict::LorenzoDeviceCodes<T> lorenzo;
+    cuda::DeviceBuffer<uint8_t> range_scratch;
+    struct Readback {
+        DeviceRange range;
+        uint64_t outliers;
+    };
+    cuda::PinnedBuffer<Readback> readback;
 };
 
+// The range pass derives the bound on the device and the encoder follows it
+// without a round trip; the range and the outlier count come back with the
+// code stage's histogram (its synchronization), and the host plans the
+// header then.  When the bound turns out not to be lossy the codes are dropped.
 template <class T>
 void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompressed<T>& dc, cudaStream_t stream) {
     const uint64_t n = params_num_elements(params);
-    const FiniteRange range = finite_range_cuda(d_data, n, stream);
-    dc.header = plan_header(params, range);
-    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
-
-    dc.layout = predict::lorenzo_layout(dc.header.rank, dc.header.dims);
-    dc.radius = quant_radius(params);
-    const auto quant = predict::QuantParams::from_bound(dc.header.error_bound_abs, dc.radius);
     cuda::StageTrace trace(stream, "lorenzo compress");
-    predict::lorenzo_encode_cuda(d_data, dc.layout, quant, dc.lorenzo, stream);
-    trace.mark("predict and outliers");
+    dc.layout = predict::lorenzo_layout(params.rank, params.dims);
+    dc.radius = quant_radius(params);
+    predict::QuantParams* d_quant = nullptr;
+    const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream, dc.radius, &d_quant);
+    trace.mark("finite range");
+    predict::lorenzo_encode_cuda_async(d_data, dc.layout, predict::QuantParams{}, d_quant, dc.lorenzo, stream);
+    trace.mark("predict");
+    dc.readback.allocate(1);
+    auto* rb = dc.readback.data();
+    GSZ_CUDA(cudaMemcpyAsync(&rb->range, d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
+    GSZ_CUDA(cudaMemcpyAsync(&rb->outliers, dc.lorenzo.outlier_total(dc.layout), sizeof(uint64_t),
+                             cudaMemcpyDeviceToHost, stream));
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
-                           stream);
+                           stream);  // synchronizes after its histogram: *rb is filled
+    FiniteRange r;
+    r.any = rb->range.any != 0;
+    r.min = r.any ? rb->range.lo : std::numeric_limits<double>::quiet_NaN();
+    r.max = r.any ? rb->range.hi : std::numeric_limits<double>::quiet_NaN();
+    dc.header = plan_header(params, r);
+    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
+    GSZ_CHECK(dc.header.error_bound_abs == rb->range.eb_abs, GSZ_STATUS_INTERNAL,
+              "lorenzo: the device derived bound %.17g, the host %.17g", rb->range.eb_abs, dc.header.error_bound_abs);
+    predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, stream);
+    trace.mark("outliers");
 }
 
 // Copies the sections to the host and writes the archive (the same code as
@@ -616,11 +670,16 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const T* d_data, c
 }
 
 // A validated archive's sections in device memory: decoding starts here.
+// The scratch buffers are kept across calls where the archive object is.
 template <class T>
 struct DeviceArchive {
     LorenzoDecodePlan<T> plan;
     DeviceCodeSections code_sections;
     cuda::DeviceBuffer<T> outliers;
+    cuda::DeviceBuffer<uint16_t> codes;
+    cuda::DeviceBuffer<uint32_t> corrupt;
+    predict::LorenzoDecodeScratch scratch;
+    cuda::PinnedBuffer<uint32_t> corrupt_host;
 };
 
 template <class T>
@@ -632,20 +691,25 @@ void upload_archive(const format::Archive& archive, DeviceArchive<T>& da, cudaSt
 }
 
 // Decoding from device-resident sections: the part the benchmark times.
+// One synchronization, at the end, for the corruption flags.
 template <class T>
-void decode_on_device(const DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStream_t stream) {
+void decode_on_device(DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStream_t stream) {
     const auto& plan = da.plan;
-    cuda::DeviceBuffer<uint16_t> d_codes(n, stream);
-    cuda::DeviceBuffer<uint32_t> d_corrupt(1, stream);
-    d_corrupt.zero(stream);
-    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, lorenzo_ans_shape(), d_codes.data(), n,
-                           d_corrupt.data(), stream);
-    predict::LorenzoDecodeScratch scratch;
-    predict::lorenzo_decode_cuda<T>(d_codes.data(), da.outliers.data(), plan.outliers.size(), plan.layout,
-                                    plan.quant, d_out, scratch, stream);
-    std::vector<uint32_t> corrupt;
-    cuda::copy_to_host(corrupt, d_corrupt.data(), 1, stream);
-    GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,
+    da.codes.allocate(n, stream);
+    da.corrupt.allocate(1, stream);
+    da.corrupt.zero(stream);
+    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, lorenzo_ans_shape(), da.codes.data(), n,
+                           da.corrupt.data(), stream);
+    predict::lorenzo_decode_cuda<T>(da.codes.data(), da.outliers.data(), plan.outliers.size(), plan.layout,
+                                    plan.quant, d_out, da.scratch, stream, da.corrupt.data());
+    da.corrupt_host.allocate(1);
+    GSZ_CUDA(cudaMemcpyAsync(da.corrupt_host.data(), da.corrupt.data(), sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                             stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    const uint32_t corrupt = *da.corrupt_host.data();
+    GSZ_CHECK((corrupt & predict::kLorenzoCorruptOutliers) == 0, GSZ_STATUS_CORRUPT,
+              "outlier_values: the archive's codes mark a different number of outliers than it holds");
+    GSZ_CHECK(corrupt == 0, GSZ_STATUS_CORRUPT,
               "huffman_bitstream or ans_stream: a chunk or lane does not decode, or the run tokens do not add up to the codes");
 }
 
@@ -763,13 +827,15 @@ void copy_to_host(void* h_dst, const void* d_src, size_t bytes, void* stream) {
 
 namespace {
 
-// What the fast pipeline keeps from one repetition to the next, as an
+// What the fast and lorenzo pipelines keep from one repetition to the next, as an
 // application compressing every time step would: its device buffers, grown
 // by the warm-up, so that timed calls make no allocation calls.
 template <class T>
-struct FastBenchBuffers {
+struct BenchBuffers {
     FastDeviceCompressed<T> compressed;
     FastDeviceArchive<T> archive;
+    DeviceCompressed<T> lorenzo_compressed;
+    DeviceArchive<T> lorenzo_archive;
 };
 
 // Device-resident compression time: input in device memory -> every section
@@ -777,7 +843,7 @@ struct FastBenchBuffers {
 // sections and writing the archive on the host are not timed.
 template <class T, class Timer>
 double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStream_t s, Timer& timed,
-                            std::vector<uint8_t>& archive, FastBenchBuffers<T>& fast) {
+                            std::vector<uint8_t>& archive, BenchBuffers<T>& fast) {
     const T* d_data = static_cast<const T*>(d_in);
     if (params.pipeline == GSZ_PIPELINE_INTERP) {
         InterpDeviceCompressed<T> ic;
@@ -791,7 +857,7 @@ double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStre
         archive = fast_fetch_archive(fc, d_data, static_cast<const T*>(nullptr), params_num_elements(params), s);
         return t;
     }
-    DeviceCompressed<T> dc;
+    DeviceCompressed<T>& dc = fast.lorenzo_compressed;
     const double t = timed([&] { compress_on_device(params, d_data, dc, s); });
     archive = fetch_archive(dc, d_data, static_cast<const T*>(nullptr), params_num_elements(params), s);
     return t;
@@ -801,7 +867,7 @@ double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStre
 // values in device memory.
 template <class T, class Timer>
 double bench_typed_decompress(const std::vector<uint8_t>& archive, void* d_out, cudaStream_t s, Timer& timed,
-                              FastBenchBuffers<T>& fast) {
+                              BenchBuffers<T>& fast) {
     const format::Archive parsed = format::archive_parse(archive);
     if (parsed.header.pipeline == GSZ_PIPELINE_FAST) {
         FastDeviceArchive<T>& fa = fast.archive;
@@ -815,7 +881,7 @@ double bench_typed_decompress(const std::vector<uint8_t>& archive, void* d_out, 
     }
     if (parsed.header.pipeline != GSZ_PIPELINE_LORENZO)
         return timed([&] { decompress_cuda_device(parsed, d_out, s); });
-    DeviceArchive<T> da;
+    DeviceArchive<T>& da = fast.lorenzo_archive;
     upload_archive(parsed, da, s);
     return timed([&] { decode_on_device(da, parsed.header.num_elements(), static_cast<T*>(d_out), s); });
 }
@@ -875,8 +941,8 @@ BenchResult bench_cuda(const BenchOptions& options, const void* host_data) {
     };
 
     const uint64_t n = params_num_elements(params);
-    FastBenchBuffers<float> fast_f32;
-    FastBenchBuffers<double> fast_f64;
+    BenchBuffers<float> fast_f32;
+    BenchBuffers<double> fast_f64;
     for (int it = 0; it < options.warmup + options.repeat; ++it) {
         std::vector<uint8_t> archive;
         double c = 0, d = 0;

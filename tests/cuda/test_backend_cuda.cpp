@@ -153,13 +153,56 @@ void lorenzo_matches_cpu(const std::vector<T>& data, const gsz::predict::Lorenzo
     ASSERT_EQ(outliers.size(), cpu.outliers.size());
     EXPECT_EQ(0, std::memcmp(outliers.data(), cpu.outliers.data(), outliers.size() * sizeof(T)));
 
+    // The pipeline's way: parameters read from device memory, no waiting
+    // until the outlier count is read back.  Same codes, same outliers.
+    {
+        gsz::predict::QuantParams* d_p = nullptr;
+        ASSERT_EQ(cudaMalloc(&d_p, sizeof *d_p), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(d_p, &p, sizeof p, cudaMemcpyHostToDevice), cudaSuccess);
+        gsz::predict::LorenzoDeviceCodes<T> async;
+        gsz::predict::lorenzo_encode_cuda_async(d_data, L, gsz::predict::QuantParams{}, d_p, async, nullptr);
+        uint64_t total = 0;
+        ASSERT_EQ(cudaMemcpy(&total, async.outlier_total(L), sizeof total, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(total, cpu.outliers.size());
+        gsz::predict::lorenzo_compact_outliers_cuda(L, total, async, nullptr);
+        std::vector<uint16_t> codes2(data.size());
+        std::vector<T> outliers2(total);
+        ASSERT_EQ(cudaMemcpy(codes2.data(), async.codes.data(), codes2.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        if (total) {
+            ASSERT_EQ(cudaMemcpy(outliers2.data(), async.outliers.data(), total * sizeof(T), cudaMemcpyDeviceToHost),
+                      cudaSuccess);
+        }
+        EXPECT_TRUE(codes2 == cpu.codes);
+        EXPECT_EQ(0, std::memcmp(outliers2.data(), cpu.outliers.data(), total * sizeof(T)));
+        cudaFree(d_p);
+    }
+
     gsz::predict::LorenzoDecodeScratch scratch;
+    uint32_t* d_corrupt = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_corrupt, sizeof(uint32_t)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(d_corrupt, 0, sizeof(uint32_t)), cudaSuccess);
     gsz::predict::lorenzo_decode_cuda<T>(gpu.codes.data(), gpu.outliers.data(), gpu.num_outliers, L, p, d_out,
-                                         scratch, nullptr);
+                                         scratch, nullptr, d_corrupt);
+    uint32_t corrupt = 1;
+    ASSERT_EQ(cudaMemcpy(&corrupt, d_corrupt, sizeof corrupt, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(corrupt, 0u);
     std::vector<T> out(data.size()), ref(data.size());
     ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
     gsz::predict::lorenzo_decode_cpu<T>(cpu.codes, cpu.outliers, L, p, ref.data(), 1);
     EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T)));
+
+    // One outlier fewer than the codes mark: flagged on the device (nothing
+    // decoded, nothing read past the outliers), or thrown without a flag.
+    if (gpu.num_outliers > 0) {
+        gsz::predict::lorenzo_decode_cuda<T>(gpu.codes.data(), gpu.outliers.data(), gpu.num_outliers - 1, L, p, d_out,
+                                             scratch, nullptr, d_corrupt);
+        ASSERT_EQ(cudaMemcpy(&corrupt, d_corrupt, sizeof corrupt, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(corrupt, gsz::predict::kLorenzoCorruptOutliers);
+        EXPECT_THROW(gsz::predict::lorenzo_decode_cuda<T>(gpu.codes.data(), gpu.outliers.data(), gpu.num_outliers - 1,
+                                                          L, p, d_out, scratch, nullptr),
+                     gsz::Error);
+    }
+    cudaFree(d_corrupt);
     cudaFree(d_data);
     cudaFree(d_out);
 }

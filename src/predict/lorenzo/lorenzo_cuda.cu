@@ -62,13 +62,20 @@ __device__ inline void zero_padded(int64_t* q, uint32_t count) {
     for (uint32_t i = threadIdx.x; i < count; i += kThreads) q[i] = 0;
 }
 
+// An encoder's quantization parameters: from device memory when the bound
+// was derived there (the range pass), else the launch's.
+__device__ inline QuantParams quant_params(const QuantParams& p, const QuantParams* d_params) {
+    return d_params ? *d_params : p;
+}
+
 // Codes in stream order; each chunk's outliers go to its own stretch of
 // `scratch` (at the chunk's stream offset), compacted later once the
 // per-chunk counts are scanned.
 template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads)
-    lorenzo_encode_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p, uint16_t* __restrict__ codes,
+    lorenzo_encode_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p_arg, const QuantParams* __restrict__ d_params, uint16_t* __restrict__ codes,
                           T* __restrict__ scratch, uint32_t* __restrict__ chunk_counts) {
+    const QuantParams p = quant_params(p_arg, d_params);
     extern __shared__ int64_t q[];
     __shared__ uint8_t ok[kLorenzoMaxChunkPoints];
     using BlockScan = cub::BlockScan<uint32_t, kThreads>;
@@ -166,6 +173,23 @@ __global__ void __launch_bounds__(kThreads)
     if (lane == 0) counts[chunk] = zeros;
 }
 
+// The decoders' guard against an archive whose codes mark more (or fewer)
+// outliers than it stores: every CTA compares the scanned total with the
+// count and, when they differ, decodes nothing and flags the archive corrupt
+// (kLorenzoCorruptOutliers in *corrupt), so no CTA reads past the outliers
+// and the host needs no synchronization to check first.  corrupt null: the
+// host has checked.
+struct OutlierCheck {
+    uint64_t num_outliers;
+    uint32_t* corrupt;
+};
+
+__device__ inline bool outliers_disagree(const uint64_t* offsets, const OutlierCheck& check) {
+    if (!check.corrupt || offsets[gridDim.x] == check.num_outliers) return false;
+    if (threadIdx.x == 0) atomicOr(check.corrupt, kLorenzoCorruptOutliers);
+    return true;
+}
+
 __device__ inline int64_t wrap_sum(int64_t a, int64_t b) { return wrap_add(a, b); }
 
 // Decoding is the inverse Lorenzo transform: inclusive prefix sums of the
@@ -177,7 +201,8 @@ template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads)
     lorenzo_decode_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ outliers,
                           const uint64_t* __restrict__ outlier_offsets, LorenzoLayout L, QuantParams p,
-                          T* __restrict__ out) {
+                          T* __restrict__ out, OutlierCheck check) {
+    if (outliers_disagree(outlier_offsets, check)) return;
     extern __shared__ int64_t q[];
     __shared__ uint16_t code_s[kLorenzoMaxChunkPoints];
     using BlockScan = cub::BlockScan<int64_t, kThreads>;
@@ -411,9 +436,10 @@ __device__ inline void scan_row_counts(uint32_t* counts, uint32_t rows, uint32_t
 
 template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads)
-    lorenzo_encode_rows_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p,
+    lorenzo_encode_rows_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p_arg, const QuantParams* __restrict__ d_params,
                                uint16_t* __restrict__ codes, T* __restrict__ scratch,
                                uint32_t* __restrict__ chunk_counts) {
+    const QuantParams p = quant_params(p_arg, d_params);
     using Q = typename LatticeInt<T>::type;
     extern __shared__ int64_t q_storage[];
     Q* q = reinterpret_cast<Q*>(q_storage);
@@ -561,7 +587,8 @@ template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads, kDecodeBlocksPerSm<Rank>)
     lorenzo_decode_rows_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ outliers,
                                const uint64_t* __restrict__ outlier_offsets, LorenzoLayout L, QuantParams p,
-                               T* __restrict__ out) {
+                               T* __restrict__ out, OutlierCheck check) {
+    if (outliers_disagree(outlier_offsets, check)) return;
     using Q = typename LatticeInt<T>::type;
     extern __shared__ int64_t q_storage[];
     Q* q = reinterpret_cast<Q*>(q_storage);
@@ -876,9 +903,10 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
 
 template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads)
-    lorenzo_encode_columns_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p,
+    lorenzo_encode_columns_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p_arg, const QuantParams* __restrict__ d_params,
                                   uint16_t* __restrict__ codes, T* __restrict__ scratch,
                                   uint32_t* __restrict__ chunk_counts) {
+    const QuantParams p = quant_params(p_arg, d_params);
     __shared__ ColumnShared<Rank, typename LatticeInt<T>::type> sh;
     const auto box = this_chunk_box(L);
     if (whole_chunk<Rank>(box))
@@ -929,9 +957,55 @@ __device__ inline void column_prefix_sums(const Q (&delta)[kColumnSteps<Rank>], 
 
 template <class Q>
 struct ColumnOutliers {  // the parallel outlier correction's state
-    Q delta[kMaxCorrected];
-    uint8_t x[kMaxCorrected], y[kMaxCorrected], z[kMaxCorrected];
+    Q target[kMaxCorrected];    // lattice value minus the partial sum without outliers
+    Q delta[kMaxCorrected];     // the residual solved for
+    uint32_t at[kMaxCorrected];  // x | y << 8 | z << 16: one byte-wise compare tests "inside k's box"
 };
+static_assert(kMaxCorrected == kThreads, "resolve_outliers gives each thread at most one outlier");
+
+// Solves delta_k = target_k - sum of delta_i over the earlier outliers i in
+// outlier k's box (x_i <= x_k, y_i <= y_k, z_i <= z_k), for k < m.  Jacobi
+// rounds, every outlier at once: after round r each outlier whose longest
+// chain of such predecessors is shorter than r has its final value, and a
+// round that changes nothing has reached the (unique, the system being
+// triangular) solution — usually within a few rounds.  Long chains fall back
+// to warp 0 solving in order.  Every thread calls it; it synchronizes.
+template <class Q>
+__device__ void resolve_outliers(ColumnOutliers<Q>& os, uint32_t m) {
+    const uint32_t k = threadIdx.x;
+    const bool mine = k < m;
+    if (mine) os.delta[k] = os.target[k];
+    __syncthreads();
+    auto solve = [&] {
+        Q inside = 0;
+        for (uint32_t i = 0; i < k; ++i)
+            if (__vcmpleu4(os.at[i], os.at[k]) == 0xFFFFFFFFu) inside = wrap(inside, os.delta[i]);
+        return wrap_sub(os.target[k], inside);
+    };
+    constexpr int kRounds = 8;
+    bool changed = true;
+    for (int round = 0; round < kRounds && changed; ++round) {
+        const Q next = mine ? solve() : Q(0);
+        const bool moved = mine && next != os.delta[k];
+        __syncthreads();  // every read of this round's deltas is done
+        if (moved) os.delta[k] = next;
+        changed = __syncthreads_or(moved);
+    }
+    if (!changed) return;
+    if (threadIdx.x < 32) {  // in order; lanes sum the earlier outliers in the box together
+        const uint32_t lane = threadIdx.x;
+        for (uint32_t j = 0; j < m; ++j) {
+            Q inside = 0;
+            for (uint32_t i = lane; i < j; i += 32)
+                if (__vcmpleu4(os.at[i], os.at[j]) == 0xFFFFFFFFu) inside = wrap(inside, os.delta[i]);
+#pragma unroll
+            for (int d = 16; d > 0; d /= 2) inside = wrap(inside, __shfl_down_sync(0xffffffffu, inside, d));
+            if (lane == 0) os.delta[j] = wrap_sub(os.target[j], inside);
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+}
 
 template <class T, int Rank, bool Whole>
 __device__ __forceinline__ void decode_columns(const uint16_t* __restrict__ codes, const T* __restrict__ chunk_outliers,
@@ -987,25 +1061,11 @@ __device__ __forceinline__ void decode_columns(const uint16_t* __restrict__ code
                 const uint32_t k = outlier_rank(j);
                 int64_t target;
                 lattice_of(chunk_outliers[k], p.r, target);
-                os.delta[k] = wrap_sub(static_cast<Q>(target), q[j]);
-                os.x[k] = static_cast<uint8_t>(lane);
-                os.y[k] = static_cast<uint8_t>(c.y_of(j));
-                os.z[k] = static_cast<uint8_t>(c.z_of(j));
+                os.target[k] = wrap_sub(static_cast<Q>(target), q[j]);
+                os.at[k] = lane | c.y_of(j) << 8 | c.z_of(j) << 16;
             }
             __syncthreads();
-            if (warp == 0) {
-                for (uint32_t k = 0; k < m; ++k) {
-                    Q dominated = 0;
-                    for (uint32_t i = lane; i < k; i += 32)
-                        if (os.x[i] <= os.x[k] && os.y[i] <= os.y[k] && os.z[i] <= os.z[k])
-                            dominated = wrap(dominated, os.delta[i]);
-#pragma unroll
-                    for (int d = 16; d > 0; d /= 2) dominated = wrap(dominated, __shfl_down_sync(0xffffffffu, dominated, d));
-                    if (lane == 0) os.delta[k] = wrap_sub(os.delta[k], dominated);
-                    __syncwarp();
-                }
-            }
-            __syncthreads();
+            resolve_outliers(os, m);
 #pragma unroll
             for (int j = 0; j < S; ++j)
                 if ((ballots[j] >> lane) & 1u) delta[j] = os.delta[outlier_rank(j)];
@@ -1024,7 +1084,8 @@ template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads, 4)
     lorenzo_decode_columns_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ outliers,
                                   const uint64_t* __restrict__ outlier_offsets, LorenzoLayout L, QuantParams p,
-                                  T* __restrict__ out) {
+                                  T* __restrict__ out, OutlierCheck check) {
+    if (outliers_disagree(outlier_offsets, check)) return;
     using Q = typename LatticeInt<T>::type;
     extern __shared__ int64_t q_storage[];  // the padded buffer, used only by the sequential walk
     __shared__ ColumnShared<Rank, Q> sh;
@@ -1057,39 +1118,36 @@ void check_grid(const LorenzoLayout& L) {
 }
 
 // Exclusive scan of per-chunk counts (num_chunks + 1 entries, the last one 0)
-// into offsets; returns the total.
-uint64_t scan_counts(cuda::DeviceBuffer<uint32_t>& counts, cuda::DeviceBuffer<uint64_t>& offsets,
-                     cuda::DeviceBuffer<uint8_t>& temp, uint64_t num_chunks, cudaStream_t stream) {
+// into offsets, on the stream; offsets[num_chunks] is the total.
+void scan_counts_async(cuda::DeviceBuffer<uint32_t>& counts, cuda::DeviceBuffer<uint64_t>& offsets,
+                       cuda::DeviceBuffer<uint8_t>& temp, uint64_t num_chunks, cudaStream_t stream) {
     const auto n = static_cast<int64_t>(num_chunks + 1);
     offsets.allocate(num_chunks + 1, stream);
     size_t temp_bytes = 0;
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts.data(), offsets.data(), n, stream));
     temp.allocate(temp_bytes, stream);
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, counts.data(), offsets.data(), n, stream));
-    uint64_t total = 0;
-    GSZ_CUDA(cudaMemcpyAsync(&total, offsets.data() + num_chunks, sizeof total, cudaMemcpyDeviceToHost, stream));
-    GSZ_CUDA(cudaStreamSynchronize(stream));
-    return total;
 }
 
 }  // namespace
 
 template <class T>
-void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& L, const QuantParams& p, LorenzoDeviceCodes<T>& out,
-                         cudaStream_t stream) {
+void lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& L, const QuantParams& p,
+                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream) {
     check_grid(L);
     const uint64_t n = L.num_elements;
     out.codes.allocate(n, stream);
     out.scratch.allocate(n, stream);
     out.chunk_counts.allocate(L.num_chunks + 1, stream);
-    out.chunk_counts.zero(stream);  // the extra last entry stays 0 for the scan
+    // Every chunk writes its count; the extra last entry stays 0 for the scan.
+    GSZ_CUDA(cudaMemsetAsync(out.chunk_counts.data() + L.num_chunks, 0, sizeof(uint32_t), stream));
 
     const auto grid = static_cast<unsigned>(L.num_chunks);
     const bool rows = rows_shape(L);
     const size_t shared = padded_bytes(L, rows ? sizeof(typename LatticeInt<T>::type) : sizeof(int64_t));
     auto launch = [&](auto kernel, size_t shared_bytes) {
         prepare_kernel(kernel, shared_bytes);
-        kernel<<<grid, kThreads, shared_bytes, stream>>>(d_data, L, p, out.codes.data(), out.scratch.data(),
+        kernel<<<grid, kThreads, shared_bytes, stream>>>(d_data, L, p, d_params, out.codes.data(), out.scratch.data(),
                                                          out.chunk_counts.data());
     };
     if (columns_shape(L)) {
@@ -1100,35 +1158,59 @@ void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& L, const QuantPar
         default: rows ? launch(lorenzo_encode_rows_kernel<T, 3>, shared) : launch(lorenzo_encode_kernel<T, 3>, shared); break;
     }
     GSZ_CUDA_LAUNCHED("lorenzo_encode_kernel");
+    scan_counts_async(out.chunk_counts, out.chunk_offsets, out.temp, L.num_chunks, stream);
+}
 
-    out.num_outliers = scan_counts(out.chunk_counts, out.chunk_offsets, out.temp, L.num_chunks, stream);
-    out.outliers.allocate(out.num_outliers, stream);
-    if (out.num_outliers) {
-        lorenzo_compact_outliers_kernel<T><<<grid, 128, 0, stream>>>(out.scratch.data(), out.chunk_counts.data(),
-                                                                     out.chunk_offsets.data(), L, out.outliers.data());
-        GSZ_CUDA_LAUNCHED("lorenzo_compact_outliers_kernel");
-    }
+template <class T>
+void lorenzo_compact_outliers_cuda(const LorenzoLayout& L, uint64_t num_outliers, LorenzoDeviceCodes<T>& out,
+                                   cudaStream_t stream) {
+    out.num_outliers = num_outliers;
+    out.outliers.allocate(num_outliers, stream);
+    if (num_outliers == 0) return;
+    lorenzo_compact_outliers_kernel<T><<<static_cast<unsigned>(L.num_chunks), 128, 0, stream>>>(
+        out.scratch.data(), out.chunk_counts.data(), out.chunk_offsets.data(), L, out.outliers.data());
+    GSZ_CUDA_LAUNCHED("lorenzo_compact_outliers_kernel");
+}
+
+template <class T>
+void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& L, const QuantParams& p, LorenzoDeviceCodes<T>& out,
+                         cudaStream_t stream) {
+    lorenzo_encode_cuda_async(d_data, L, p, nullptr, out, stream);
+    uint64_t total = 0;
+    GSZ_CUDA(cudaMemcpyAsync(&total, out.outlier_total(L), sizeof total, cudaMemcpyDeviceToHost, stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    lorenzo_compact_outliers_cuda(L, total, out, stream);
 }
 
 template <class T>
 void lorenzo_decode_cuda(const uint16_t* d_codes, const T* d_outliers, uint64_t num_outliers, const LorenzoLayout& L,
-                         const QuantParams& p, T* d_out, LorenzoDecodeScratch& scratch, cudaStream_t stream) {
+                         const QuantParams& p, T* d_out, LorenzoDecodeScratch& scratch, cudaStream_t stream,
+                         uint32_t* d_corrupt) {
     check_grid(L);
     const auto grid = static_cast<unsigned>(L.num_chunks);
     scratch.chunk_counts.allocate(L.num_chunks + 1, stream);
-    scratch.chunk_counts.zero(stream);
+    GSZ_CUDA(cudaMemsetAsync(scratch.chunk_counts.data() + L.num_chunks, 0, sizeof(uint32_t), stream));
     const auto count_grid = static_cast<unsigned>((L.num_chunks + kThreads / 32 - 1) / (kThreads / 32));
     lorenzo_count_outliers_kernel<<<count_grid, kThreads, 0, stream>>>(d_codes, L, scratch.chunk_counts.data());
     GSZ_CUDA_LAUNCHED("lorenzo_count_outliers_kernel");
-    const uint64_t marked = scan_counts(scratch.chunk_counts, scratch.chunk_offsets, scratch.temp, L.num_chunks, stream);
-    GSZ_CHECK(marked == num_outliers, GSZ_STATUS_CORRUPT, "archive holds %llu outlier values but its codes mark %llu",
-              static_cast<unsigned long long>(num_outliers), static_cast<unsigned long long>(marked));
+    scan_counts_async(scratch.chunk_counts, scratch.chunk_offsets, scratch.temp, L.num_chunks, stream);
+    if (!d_corrupt) {  // checked here, before any kernel reads an outlier
+        uint64_t marked = 0;
+        GSZ_CUDA(cudaMemcpyAsync(&marked, scratch.chunk_offsets.data() + L.num_chunks, sizeof marked,
+                                 cudaMemcpyDeviceToHost, stream));
+        GSZ_CUDA(cudaStreamSynchronize(stream));
+        GSZ_CHECK(marked == num_outliers, GSZ_STATUS_CORRUPT,
+                  "archive holds %llu outlier values but its codes mark %llu",
+                  static_cast<unsigned long long>(num_outliers), static_cast<unsigned long long>(marked));
+    }
 
     const bool rows = rows_shape(L) || columns_shape(L);
     const size_t shared = padded_bytes(L, rows ? sizeof(typename LatticeInt<T>::type) : sizeof(int64_t));
+    const OutlierCheck check{num_outliers, d_corrupt};
     auto launch = [&](auto kernel) {
         prepare_kernel(kernel, shared);
-        kernel<<<grid, kThreads, shared, stream>>>(d_codes, d_outliers, scratch.chunk_offsets.data(), L, p, d_out);
+        kernel<<<grid, kThreads, shared, stream>>>(d_codes, d_outliers, scratch.chunk_offsets.data(), L, p, d_out,
+                                                   check);
     };
     if (columns_shape(L)) {
         L.rank == 3 ? launch(lorenzo_decode_columns_kernel<T, 3>) : launch(lorenzo_decode_columns_kernel<T, 2>);
@@ -1144,9 +1226,17 @@ template void lorenzo_encode_cuda<float>(const float*, const LorenzoLayout&, con
                                          LorenzoDeviceCodes<float>&, cudaStream_t);
 template void lorenzo_encode_cuda<double>(const double*, const LorenzoLayout&, const QuantParams&,
                                           LorenzoDeviceCodes<double>&, cudaStream_t);
+template void lorenzo_encode_cuda_async<float>(const float*, const LorenzoLayout&, const QuantParams&,
+                                               const QuantParams*, LorenzoDeviceCodes<float>&, cudaStream_t);
+template void lorenzo_encode_cuda_async<double>(const double*, const LorenzoLayout&, const QuantParams&,
+                                                const QuantParams*, LorenzoDeviceCodes<double>&, cudaStream_t);
+template void lorenzo_compact_outliers_cuda<float>(const LorenzoLayout&, uint64_t, LorenzoDeviceCodes<float>&,
+                                                   cudaStream_t);
+template void lorenzo_compact_outliers_cuda<double>(const LorenzoLayout&, uint64_t, LorenzoDeviceCodes<double>&,
+                                                    cudaStream_t);
 template void lorenzo_decode_cuda<float>(const uint16_t*, const float*, uint64_t, const LorenzoLayout&,
-                                         const QuantParams&, float*, LorenzoDecodeScratch&, cudaStream_t);
+                                         const QuantParams&, float*, LorenzoDecodeScratch&, cudaStream_t, uint32_t*);
 template void lorenzo_decode_cuda<double>(const uint16_t*, const double*, uint64_t, const LorenzoLayout&,
-                                          const QuantParams&, double*, LorenzoDecodeScratch&, cudaStream_t);
+                                          const QuantParams&, double*, LorenzoDecodeScratch&, cudaStream_t, uint32_t*);
 
 }  // namespace gsz::predict

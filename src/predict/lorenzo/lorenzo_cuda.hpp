@@ -21,12 +21,26 @@ struct LorenzoDeviceCodes {
     cuda::DeviceBuffer<uint32_t> chunk_counts;
     cuda::DeviceBuffer<uint64_t> chunk_offsets;
     cuda::DeviceBuffer<uint8_t> temp;
+    // Where the encoder leaves the number of outliers (device memory).
+    const uint64_t* outlier_total(const LorenzoLayout& layout) const { return chunk_offsets.data() + layout.num_chunks; }
 };
 
 // Encodes d_data (device, C order).  Synchronizes once to learn the outlier count.
 template <class T>
 void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& layout, const QuantParams& params,
                          LorenzoDeviceCodes<T>& out, cudaStream_t stream);
+
+// The same in two steps that do not wait: the codes, and each chunk's
+// outliers at its stream offset in `scratch` with the total at
+// out.outlier_total(); then, once the caller has read that total, the
+// outliers gathered into out.outliers.  d_params, when not null, is read on
+// the device instead of params (a bound the range pass derived there).
+template <class T>
+void lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& layout, const QuantParams& params,
+                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream);
+template <class T>
+void lorenzo_compact_outliers_cuda(const LorenzoLayout& layout, uint64_t num_outliers, LorenzoDeviceCodes<T>& out,
+                                   cudaStream_t stream);
 
 // Scratch for decoding, kept for reuse across calls.
 struct LorenzoDecodeScratch {
@@ -35,12 +49,18 @@ struct LorenzoDecodeScratch {
     cuda::DeviceBuffer<uint8_t> temp;
 };
 
-// Decodes codes (stream order) and outliers into d_out (C order).  Throws
-// GSZ_STATUS_CORRUPT when the codes mark a different number of outliers than
-// num_outliers (synchronizes once to check).
+// Set in *d_corrupt by lorenzo_decode_cuda when the codes mark a different
+// number of outliers than the archive holds.
+inline constexpr uint32_t kLorenzoCorruptOutliers = 2;
+
+// Decodes codes (stream order) and outliers into d_out (C order).  When the
+// codes mark a different number of outliers than num_outliers nothing is
+// decoded and: with d_corrupt, kLorenzoCorruptOutliers is ORed into it (no
+// waiting; the caller checks it later); without, GSZ_STATUS_CORRUPT is thrown
+// (one synchronization, before decoding).
 template <class T>
 void lorenzo_decode_cuda(const uint16_t* d_codes, const T* d_outliers, uint64_t num_outliers,
                          const LorenzoLayout& layout, const QuantParams& params, T* d_out,
-                         LorenzoDecodeScratch& scratch, cudaStream_t stream);
+                         LorenzoDecodeScratch& scratch, cudaStream_t stream, uint32_t* d_corrupt = nullptr);
 
 }  // namespace gsz::predict

@@ -42,7 +42,7 @@ struct QuantParams {
     float r_float = 0;
     float float_limit = 0;
 
-    static QuantParams from_bound(double eb_abs, uint32_t radius) {
+    GSZ_HD static QuantParams from_bound(double eb_abs, uint32_t radius) {
         QuantParams p;
         p.eb = eb_abs;
         p.ebx2 = 2.0 * eb_abs;
