@@ -806,7 +806,8 @@ struct ColumnShared {
 
 template <class T, int Rank, bool Whole>
 __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const LorenzoLayout& L,
-                                               const QuantParams& p, const LorenzoLayout::ChunkBox& box,
+                                               const QuantParams& p_arg, const QuantParams* __restrict__ d_params,
+                                               const LorenzoLayout::ChunkBox& box,
                                                uint16_t* __restrict__ codes, T* __restrict__ scratch,
                                                uint32_t* __restrict__ chunk_counts,
                                                ColumnShared<Rank, typename LatticeInt<T>::type>& sh) {
@@ -821,21 +822,31 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
 
     // Lattice values (0 outside the chunk: never a neighbour of a point inside).
     // Float input: the float shortcut first, the double path for what it leaves.
+    // Only what the common path needs is read up front (the parameters may be
+    // in device memory: the whole struct in registers would cost occupancy).
+    const int64_t radius = d_params ? d_params->radius : p_arg.radius;
     Q q[S];
     uint32_t ok = 0, undecided = 0;
+    if constexpr (std::is_same_v<T, float>) {
+        const float r_float = d_params ? d_params->r_float : p_arg.r_float;
+        const float float_limit = d_params ? d_params->float_limit : p_arg.float_limit;
 #pragma unroll
-    for (int j = 0; j < S; ++j) {
-        q[j] = 0;
-        bool decided = false;
-        if constexpr (std::is_same_v<T, float>) {
+        for (int j = 0; j < S; ++j) {
             int32_t qf;
-            decided = lattice_of_float(value[j], p, qf) & c.inside(j);
+            const bool decided = lattice_of_float(value[j], r_float, float_limit, qf) & c.inside(j);
             q[j] = decided ? qf : 0;
             ok |= uint32_t{decided} << j;
+            undecided |= uint32_t{!decided && c.inside(j)} << j;
         }
-        undecided |= uint32_t{!decided && c.inside(j)} << j;
+    } else {
+#pragma unroll
+        for (int j = 0; j < S; ++j) {
+            q[j] = 0;
+            undecided |= uint32_t{c.inside(j)} << j;
+        }
     }
     if (undecided) {
+        const QuantParams p = quant_params(p_arg, d_params);
 #pragma unroll
         for (int j = 0; j < S; ++j) {
             if (!((undecided >> j) & 1u)) continue;
@@ -879,7 +890,7 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
     bool any = false;
 #pragma unroll
     for (int j = 0; j < S; ++j) {
-        const uint16_t code = (ok >> j) & 1u ? lorenzo_code(int64_t{delta[j]}, p.radius) : uint16_t{0};
+        const uint16_t code = (ok >> j) & 1u ? lorenzo_code(int64_t{delta[j]}, radius) : uint16_t{0};
         if (c.inside(j)) codes[c.code_index(j)] = code;
         ballots[j] = __ballot_sync(0xffffffffu, code == 0 && c.inside(j));
         if (lane == 0 && c.row_in(j)) sh.row_offset[c.row(j)] = __popc(ballots[j]);
@@ -903,16 +914,15 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
 
 template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads)
-    lorenzo_encode_columns_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p_arg, const QuantParams* __restrict__ d_params,
-                                  uint16_t* __restrict__ codes, T* __restrict__ scratch,
-                                  uint32_t* __restrict__ chunk_counts) {
-    const QuantParams p = quant_params(p_arg, d_params);
+    lorenzo_encode_columns_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p_arg,
+                                  const QuantParams* __restrict__ d_params, uint16_t* __restrict__ codes,
+                                  T* __restrict__ scratch, uint32_t* __restrict__ chunk_counts) {
     __shared__ ColumnShared<Rank, typename LatticeInt<T>::type> sh;
     const auto box = this_chunk_box(L);
     if (whole_chunk<Rank>(box))
-        encode_columns<T, Rank, true>(data, L, p, box, codes, scratch, chunk_counts, sh);
+        encode_columns<T, Rank, true>(data, L, p_arg, d_params, box, codes, scratch, chunk_counts, sh);
     else
-        encode_columns<T, Rank, false>(data, L, p, box, codes, scratch, chunk_counts, sh);
+        encode_columns<T, Rank, false>(data, L, p_arg, d_params, box, codes, scratch, chunk_counts, sh);
 }
 
 // The inverse of the encoder's differences: prefix sums along the column,
@@ -961,46 +971,25 @@ struct ColumnOutliers {  // the parallel outlier correction's state
     Q delta[kMaxCorrected];     // the residual solved for
     uint32_t at[kMaxCorrected];  // x | y << 8 | z << 16: one byte-wise compare tests "inside k's box"
 };
-static_assert(kMaxCorrected == kThreads, "resolve_outliers gives each thread at most one outlier");
 
 // Solves delta_k = target_k - sum of delta_i over the earlier outliers i in
-// outlier k's box (x_i <= x_k, y_i <= y_k, z_i <= z_k), for k < m.  Jacobi
-// rounds, every outlier at once: after round r each outlier whose longest
-// chain of such predecessors is shorter than r has its final value, and a
-// round that changes nothing has reached the (unique, the system being
-// triangular) solution — usually within a few rounds.  Long chains fall back
-// to warp 0 solving in order.  Every thread calls it; it synchronizes.
+// outlier k's box (x_i <= x_k, y_i <= y_k, z_i <= z_k), for k < m, in order
+// by warp 0, its lanes summing the earlier outliers in the box together.
+// (Jacobi rounds over all outliers at once measured slower on wmagT rel 1e-4:
+// chains of outliers along features need as many rounds as they are long.)
+// Every thread calls it; it synchronizes.
 template <class Q>
 __device__ void resolve_outliers(ColumnOutliers<Q>& os, uint32_t m) {
-    const uint32_t k = threadIdx.x;
-    const bool mine = k < m;
-    if (mine) os.delta[k] = os.target[k];
-    __syncthreads();
-    auto solve = [&] {
-        Q inside = 0;
-        for (uint32_t i = 0; i < k; ++i)
-            if (__vcmpleu4(os.at[i], os.at[k]) == 0xFFFFFFFFu) inside = wrap(inside, os.delta[i]);
-        return wrap_sub(os.target[k], inside);
-    };
-    constexpr int kRounds = 8;
-    bool changed = true;
-    for (int round = 0; round < kRounds && changed; ++round) {
-        const Q next = mine ? solve() : Q(0);
-        const bool moved = mine && next != os.delta[k];
-        __syncthreads();  // every read of this round's deltas is done
-        if (moved) os.delta[k] = next;
-        changed = __syncthreads_or(moved);
-    }
-    if (!changed) return;
-    if (threadIdx.x < 32) {  // in order; lanes sum the earlier outliers in the box together
+    if (threadIdx.x < 32) {
         const uint32_t lane = threadIdx.x;
-        for (uint32_t j = 0; j < m; ++j) {
+        for (uint32_t k = 0; k < m; ++k) {
+            const uint32_t at = os.at[k];
             Q inside = 0;
-            for (uint32_t i = lane; i < j; i += 32)
-                if (__vcmpleu4(os.at[i], os.at[j]) == 0xFFFFFFFFu) inside = wrap(inside, os.delta[i]);
+            for (uint32_t i = lane; i < k; i += 32)
+                if (__vcmpleu4(os.at[i], at) == 0xFFFFFFFFu) inside = wrap(inside, os.delta[i]);
 #pragma unroll
             for (int d = 16; d > 0; d /= 2) inside = wrap(inside, __shfl_down_sync(0xffffffffu, inside, d));
-            if (lane == 0) os.delta[j] = wrap_sub(os.target[j], inside);
+            if (lane == 0) os.delta[k] = wrap_sub(os.target[k], inside);
             __syncwarp();
         }
     }

@@ -89,24 +89,28 @@ GSZ_HD bool within_bound(T x, T reconstructed, double eb) {
 // far enough inside the bound that T(q·2eb) passes the double check too.
 // rint is the 1.5·2^23 trick (float adds, no conversion: |v| < 2^22).
 // Returns false where the double path must decide (NaN and Inf included).
-GSZ_HD bool lattice_of_float(float x, const QuantParams& p, int32_t& q) {
+GSZ_HD bool lattice_of_float(float x, float r_float, float float_limit, int32_t& q) {
     constexpr float kMagic = 12582912.0f;  // 1.5·2^23: v + kMagic rounds v to an integer, ties to even
 #if defined(__CUDA_ARCH__)
-    const float v = __fmul_rn(x, p.r_float);  // no contraction into the add below
+    const float v = __fmul_rn(x, r_float);  // no contraction into the add below
     const float t = __fadd_rn(v, kMagic);
     const float rounded = __fsub_rn(t, kMagic);
     q = __float_as_int(t) - 0x4B400000;  // the bits of kMagic; the low bits of t hold rint(v)
 #else
-    const float v = x * p.r_float;
+    const float v = x * r_float;
     const float t = v + kMagic;
     const float rounded = t - kMagic;
     int32_t bits;
     __builtin_memcpy(&bits, &t, sizeof bits);
     q = bits - 0x4B400000;
 #endif
-    const bool in_range = ::fabsf(v) < p.float_limit;
+    const bool in_range = ::fabsf(v) < float_limit;
     const bool off_half = ::fabsf(v - rounded) <= 0.5f - 0x1p-8f;
     return in_range & off_half;  // both evaluated: no branch
+}
+
+GSZ_HD bool lattice_of_float(float x, const QuantParams& p, int32_t& q) {
+    return lattice_of_float(x, p.r_float, p.float_limit, q);
 }
 
 // Quantize one value: its lattice value q (what neighbours predict from) and
