@@ -84,6 +84,12 @@ TEST(LorenzoMath, LatticeAndBound) {
     EXPECT_EQ(lorenzo_code(512, 512), 0);
     EXPECT_EQ(lorenzo_code(-512, 512), 0);
     EXPECT_EQ(lorenzo_code(32767, 32768), 65535);
+    // The 32-bit form (float lattices) agrees with the 64-bit one.
+    for (int32_t radius : {1, 2, 512, 32768})
+        for (int32_t delta : {-(1 << 26), -70000, -32768, -32767, -513, -512, -511, -1, 0, 1, 511, 512, 513, 32767,
+                              32768, 70000, (1 << 26)})
+            EXPECT_EQ(lorenzo_code(delta, radius), lorenzo_code(int64_t{delta}, int64_t{radius}))
+                << delta << " " << radius;
 }
 
 TEST(LorenzoMath, ReconstructionRoundingIsCaught) {

@@ -890,7 +890,12 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
     bool any = false;
 #pragma unroll
     for (int j = 0; j < S; ++j) {
-        const uint16_t code = (ok >> j) & 1u ? lorenzo_code(int64_t{delta[j]}, radius) : uint16_t{0};
+        uint16_t code;
+        if constexpr (std::is_same_v<Q, int32_t>)
+            code = lorenzo_code(delta[j], static_cast<int32_t>(radius));
+        else
+            code = lorenzo_code(int64_t{delta[j]}, radius);
+        code = (ok >> j) & 1u ? code : uint16_t{0};
         if (c.inside(j)) codes[c.code_index(j)] = code;
         ballots[j] = __ballot_sync(0xffffffffu, code == 0 && c.inside(j));
         if (lane == 0 && c.row_in(j)) sh.row_offset[c.row(j)] = __popc(ballots[j]);
@@ -964,6 +969,11 @@ __device__ inline void column_prefix_sums(const Q (&delta)[kColumnSteps<Rank>], 
     }
     __syncthreads();  // the exchange is free again
 }
+
+// Up to this many outliers in a chunk, the decoder adds their residuals to
+// the points they reach directly (a loop over them per thread) instead of a
+// second prefix-sum pass (~25 instructions per point and two barriers).
+constexpr uint32_t kDirectCorrections = 12;
 
 template <class Q>
 struct ColumnOutliers {  // the parallel outlier correction's state
@@ -1055,10 +1065,37 @@ __device__ __forceinline__ void decode_columns(const uint16_t* __restrict__ code
             }
             __syncthreads();
             resolve_outliers(os, m);
+            if (m <= kDirectCorrections) {
+                // Few outliers: add each one's residual straight to the points
+                // whose box holds it (those at or after its step in the
+                // thread's column, if its x and y are not past the column's).
+                Q add[S];
 #pragma unroll
-            for (int j = 0; j < S; ++j)
-                if ((ballots[j] >> lane) & 1u) delta[j] = os.delta[outlier_rank(j)];
-            column_prefix_sums<Rank>(delta, q, sh.exchange, lane, warp);  // again, every residual known
+                for (int j = 0; j < S; ++j) add[j] = 0;
+                const uint32_t first_y = c.y_of(0);
+                for (uint32_t k = 0; k < m; ++k) {
+                    const uint32_t at = os.at[k];
+                    const uint32_t xk = at & 0xFFu, yk = (at >> 8) & 0xFFu, zk = at >> 16;
+                    // The first step of this column inside outlier k's reach, S if none.
+                    uint32_t from;
+                    if constexpr (Rank == 3)
+                        from = xk <= lane && yk <= warp ? zk : S;
+                    else
+                        from = xk > lane ? S : (yk <= first_y ? 0 : min(yk - first_y, uint32_t{S}));
+                    const Q dk = os.delta[k];
+#pragma unroll
+                    for (int j = 0; j < S; ++j)
+                        if (static_cast<uint32_t>(j) == from) add[j] = wrap(add[j], dk);
+                }
+                Q run = 0;
+#pragma unroll
+                for (int j = 0; j < S; ++j) q[j] = wrap(q[j], run = wrap(run, add[j]));
+            } else {
+#pragma unroll
+                for (int j = 0; j < S; ++j)
+                    if ((ballots[j] >> lane) & 1u) delta[j] = os.delta[outlier_rank(j)];
+                column_prefix_sums<Rank>(delta, q, sh.exchange, lane, warp);  // again, every residual known
+            }
         }
     }
 

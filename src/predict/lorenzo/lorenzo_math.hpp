@@ -160,6 +160,13 @@ GSZ_HD uint16_t lorenzo_code(int64_t delta, int64_t radius) {
     return (delta > -radius && delta < radius) ? static_cast<uint16_t>(delta + radius) : uint16_t{0};
 }
 
+// The same for a residual of a float lattice (|q| < 2^23, so |delta| < 2^26):
+// one add and one unsigned compare in 32 bits.
+GSZ_HD uint16_t lorenzo_code(int32_t delta, int32_t radius) {
+    const uint32_t shifted = static_cast<uint32_t>(delta + radius) - 1u;  // in [0, 2·radius - 2] iff |delta| < radius
+    return shifted < static_cast<uint32_t>(2 * radius - 1) ? static_cast<uint16_t>(shifted + 1u) : uint16_t{0};
+}
+
 GSZ_HD int64_t wrap_add(int64_t a, int64_t b) {
     return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
 }
