@@ -179,12 +179,31 @@ struct PackedCodes {
     __host__ __device__ uint32_t entry(uint32_t s) const { return s < alphabet ? load_ro(table + s) : 0u; }
 };
 
+// The same entries copied to shared memory by the kernel (alphabets up to
+// kSharedCodes): a gather of 32 scattered entries is then a few bank
+// conflicts instead of one L1 wavefront per cache line touched, which is what
+// bound the encoder at long codes (ncu at rel 1e-4: L1 84% busy, 78% of
+// stalls on its loads).
+constexpr uint32_t kSharedCodes = 12288;  // 48 KiB, no opt-in
+struct SharedCodes {
+    const uint32_t* table = nullptr;  // shared memory
+    uint32_t alphabet = 0;
+    __device__ uint32_t entry(uint32_t s) const { return s < alphabet ? table[s] : 0u; }
+};
+
+// Copies the entries to shared memory; every thread of the block calls it.
+__device__ inline SharedCodes stage_codes(const PackedCodes& book, uint32_t* s_table) {
+    for (uint32_t i = threadIdx.x; i < book.alphabet; i += blockDim.x) s_table[i] = load_ro(book.table + i);
+    __syncthreads();
+    return {s_table, book.alphabet};
+}
+
 // Calls f(entry) for the entries of p[begin..end) in order.  In the aligned
 // body the next 16-byte vector is loaded, and all 8 gathers issued, before
 // any entry is used: the latency of one table lookup covers eight.
-template <class F>
-__host__ __device__ inline void for_each_entry(const uint16_t* p, uint64_t begin, uint64_t end,
-                                               const PackedCodes& book, F&& f) {
+template <class Book, class F>
+__host__ __device__ inline void for_each_entry(const uint16_t* p, uint64_t begin, uint64_t end, const Book& book,
+                                               F&& f) {
     uint64_t i = begin;
     while (i < end && (reinterpret_cast<uintptr_t>(p + i) & 15) != 0) f(book.entry(load_ro(p + i++)));
     if (i + 8 <= end) {
@@ -206,7 +225,8 @@ __host__ __device__ inline void for_each_entry(const uint16_t* p, uint64_t begin
     for (; i < end; ++i) f(book.entry(load_ro(p + i)));
 }
 
-__host__ __device__ inline uint32_t range_bits(const uint16_t* symbols, SymbolRange r, const PackedCodes& book) {
+template <class Book>
+__host__ __device__ inline uint32_t range_bits(const uint16_t* symbols, SymbolRange r, const Book& book) {
     uint32_t bits = 0;
     for_each_entry(symbols, r.begin, r.end, book, [&](uint32_t e) { bits += e >> kCodeLengthShift; });
     return bits;
@@ -218,8 +238,8 @@ __host__ __device__ inline uint32_t range_bits(const uint16_t* symbols, SymbolRa
 // may also write (the first one when start_bit is not word-aligned, and the
 // final partial one); every other emitted word lies entirely inside this
 // lane's bits.  The bits of a word outside this lane's range are zero.
-template <class Emit>
-__host__ __device__ inline void pack_range(const uint16_t* symbols, SymbolRange r, const PackedCodes& book,
+template <class Book, class Emit>
+__host__ __device__ inline void pack_range(const uint16_t* symbols, SymbolRange r, const Book& book,
                                            uint32_t start_bit, Emit&& emit) {
     // `acc` holds `pending` (< 32) unwritten bits right-aligned; the first
     // start_bit % 32 of them are the zeros in front of this lane's bits.
@@ -458,16 +478,37 @@ __global__ void __launch_bounds__(kCodecThreads)
     }
 }
 
-// Packs every slice into the zeroed d_words.  d_lane_bits: bits of lane j of
-// slice k at [k * group + j] (the chunk bit counts when group == 1).
-// d_slice_offset: in-chunk bit offset per slice (nullptr with one slice per chunk).
+// Packs every slice into d_words.  d_lane_bits: bits of lane j of slice k at
+// [k * group + j] (the chunk bit counts when group == 1).  d_slice_offset:
+// in-chunk bit offset per slice (nullptr with one slice per chunk).
+// With one slice per chunk (the pipeline's 1024-symbol chunks) a group packs
+// its chunk into a stretch of shared memory and then copies it out, the
+// group's lanes storing consecutive words: packing straight to global memory
+// stored each lane's words in a different cache line per instruction, which
+// bound the kernel at long codes.  A chunk too long for the stretch is
+// packed in place, after its group has zeroed it, and so is a short one.
+// With several slices per chunk they share boundary words: d_words must then
+// be zeroed beforehand.
+constexpr uint32_t kPackStageWords = 512;    // per group: chunks of up to 16 bits per symbol on average
+constexpr uint32_t kPackStageMinWords = 128;  // H100, wmagT: staged 146 -> 172 us at ~2 bits per symbol, 400 -> 202 at ~8
+
+template <bool kStaged>
 __global__ void __launch_bounds__(kCodecThreads)
-    huffman_pack_kernel(const uint16_t* __restrict__ d_symbols, SliceLayout l, PackedCodes book,
+    huffman_pack_kernel(const uint16_t* __restrict__ d_symbols, SliceLayout l, PackedCodes codes,
                         const uint32_t* __restrict__ d_lane_bits, const uint32_t* __restrict__ d_slice_offset,
-                        const uint64_t* __restrict__ d_chunk_word_offset, uint32_t* d_words) {
+                        const uint64_t* __restrict__ d_chunk_word_offset, uint32_t* d_words,
+                        uint32_t stretch_words) {
+    extern __shared__ uint32_t s_mem[];  // the code table (kStaged), then the word stretches of each group
+    const auto book = [&] {
+        if constexpr (kStaged) return stage_codes(codes, s_mem);
+        else return codes;
+    }();
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t sub = lane / l.group, j = lane % l.group;
     const uint32_t groups_per_warp = 32 / l.group;
+    const uint32_t table_words = kStaged ? (codes.alphabet + 3) / 4 * 4 : 0;
+    uint32_t* stretch = s_mem + table_words + ((threadIdx.x / 32) * groups_per_warp + sub) * stretch_words;
+    const bool whole_chunks = l.slices_per_chunk == 1;
     const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
     const uint64_t num_warps = uint64_t{gridDim.x} * blockDim.x / 32;
     for (uint64_t first = warp * groups_per_warp; first < l.num_slices; first += num_warps * groups_per_warp) {
@@ -475,17 +516,44 @@ __global__ void __launch_bounds__(kCodecThreads)
         const SymbolRange r = lane_range(l, k, j);
         const uint32_t bits = k < l.num_slices ? d_lane_bits[k * l.group + j] : 0u;
         const uint32_t before = group_exclusive_sum(bits, j, l.group);
+        const uint64_t chunk = slice_chunk(l, k);
+        uint32_t* dst = d_words + (k < l.num_slices ? d_chunk_word_offset[chunk] : 0);
+        if (!whole_chunks) {
+            if (r.begin < r.end) {
+                const uint32_t start = (d_slice_offset ? d_slice_offset[k] : 0u) + before;
+                pack_range(d_symbols, r, book, start, [&](uint32_t w, uint32_t v, bool shared) {
+                    if (v == 0) return;  // the words start zeroed
+                    if (shared)
+                        atomicOr(dst + w, v);
+                    else
+                        dst[w] = v;
+                });
+            }
+            continue;
+        }
+        // The chunk's words (0 for a slice past the end).
+        const uint32_t words = k < l.num_slices
+                                   ? static_cast<uint32_t>(d_chunk_word_offset[chunk + 1] - d_chunk_word_offset[chunk])
+                                   : 0u;
+        // The same for the group.  Short chunks (under ~4 bits per symbol)
+        // are packed in place: their few stores cost less than the detour.
+        const bool staged = words >= kPackStageMinWords && words <= stretch_words;
+        uint32_t* out = staged ? stretch : dst;
+        for (uint32_t w = j; w < words; w += l.group) out[w] = 0;
+        __syncwarp();
         if (r.begin < r.end) {
-            const uint32_t start = (d_slice_offset ? d_slice_offset[k] : 0u) + before;
-            uint32_t* dst = d_words + d_chunk_word_offset[slice_chunk(l, k)];
-            pack_range(d_symbols, r, book, start, [&](uint32_t w, uint32_t v, bool shared) {
-                if (v == 0) return;  // the words start zeroed
+            pack_range(d_symbols, r, book, before, [&](uint32_t w, uint32_t v, bool shared) {
+                if (v == 0) return;
                 if (shared)
-                    atomicOr(dst + w, v);
+                    atomicOr(out + w, v);
                 else
-                    dst[w] = v;
+                    out[w] = v;
             });
         }
+        __syncwarp();
+        if (staged)
+            for (uint32_t w = j; w < words; w += l.group) dst[w] = stretch[w];
+        __syncwarp();  // the stretch is free again
     }
 }
 
@@ -804,7 +872,7 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_storage_bytes, d_offset, num_items, stream));
     cuda::DeviceBuffer<uint8_t> temp(temp_storage_bytes, stream);
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), temp_storage_bytes, d_offset, num_items, stream));
-    if (max_words) {  // no waiting: words for the bound, zeroed; the count is read back later
+    if (max_words) {  // no waiting: words for the bound; the count is read back later
         out.num_words = 0;
         out.words.allocate(max_words, stream);
     } else {
@@ -814,11 +882,21 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
         out.num_words = total;
         out.words.allocate(total, stream);
     }
-    out.words.zero(stream);
+    if (l.slices_per_chunk > 1) out.words.zero(stream);  // slices share boundary words (whole chunks are zeroed by the packer)
 
     // (c) pack.
-    huffman_pack_kernel<<<codec_grid, kCodecThreads, 0, stream>>>(
-        d_symbols, l, codes, d_lane_bits, l.slices_per_chunk > 1 ? d_slice : nullptr, d_offset, out.words.data());
+    const bool staged = book.alphabet_size <= kSharedCodes;
+    // A group's stretch: its slice's longest possible chunk, at most kPackStageWords.
+    const auto stretch_words = static_cast<uint32_t>(
+        std::min<uint64_t>(kPackStageWords, ceil_div(uint64_t{l.slice_symbols} * book.max_length, 32) + 1));
+    const size_t pack_bytes = (staged ? (size_t{book.alphabet_size} + 3) / 4 * 4 * sizeof(uint32_t) : 0) +
+                              size_t{kCodecThreads / 32} * (32 / l.group) * stretch_words * sizeof(uint32_t);
+    auto pack = staged ? huffman_pack_kernel<true> : huffman_pack_kernel<false>;
+    if (pack_bytes > 48 * 1024)
+        GSZ_CUDA(cudaFuncSetAttribute(pack, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(pack_bytes)));
+    pack<<<codec_grid, kCodecThreads, pack_bytes, stream>>>(
+        d_symbols, l, codes, d_lane_bits, l.slices_per_chunk > 1 ? d_slice : nullptr, d_offset, out.words.data(),
+        stretch_words);
     GSZ_CUDA_LAUNCHED("huffman_pack_kernel");
 }
 

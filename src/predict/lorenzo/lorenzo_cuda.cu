@@ -984,12 +984,29 @@ struct ColumnOutliers {  // the parallel outlier correction's state
 
 // Solves delta_k = target_k - sum of delta_i over the earlier outliers i in
 // outlier k's box (x_i <= x_k, y_i <= y_k, z_i <= z_k), for k < m, in order
-// by warp 0, its lanes summing the earlier outliers in the box together.
+// by warp 0: up to 32 outliers a lane each, more with the lanes summing the
+// earlier outliers in the box together.
 // (Jacobi rounds over all outliers at once measured slower on wmagT rel 1e-4:
 // chains of outliers along features need as many rounds as they are long.)
 // Every thread calls it; it synchronizes.
 template <class Q>
 __device__ void resolve_outliers(ColumnOutliers<Q>& os, uint32_t m) {
+    if (m <= 32) {  // a lane per outlier: k's value is final once the ones before it are in; one shuffle per outlier
+        if (threadIdx.x < 32) {
+            const uint32_t lane = threadIdx.x;
+            const bool mine = lane < m;
+            const uint32_t at = mine ? os.at[lane] : 0u;
+            const Q target = mine ? os.target[lane] : Q(0);
+            Q inside = 0;  // the residuals of the earlier outliers in this one's box, so far
+            for (uint32_t k = 0; k + 1 < m; ++k) {
+                const Q dk = __shfl_sync(0xffffffffu, wrap_sub(target, inside), k);
+                if (lane > k && __vcmpleu4(os.at[k], at) == 0xFFFFFFFFu) inside = wrap(inside, dk);
+            }
+            if (mine) os.delta[lane] = wrap_sub(target, inside);
+        }
+        __syncthreads();
+        return;
+    }
     if (threadIdx.x < 32) {
         const uint32_t lane = threadIdx.x;
         for (uint32_t k = 0; k < m; ++k) {
