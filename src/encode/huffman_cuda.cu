@@ -481,14 +481,16 @@ __global__ void __launch_bounds__(kCodecThreads)
 // Packs every slice into d_words.  d_lane_bits: bits of lane j of slice k at
 // [k * group + j] (the chunk bit counts when group == 1).  d_slice_offset:
 // in-chunk bit offset per slice (nullptr with one slice per chunk).
-// With one slice per chunk (the pipeline's 1024-symbol chunks) a group packs
-// its chunk into a stretch of shared memory and then copies it out, the
-// group's lanes storing consecutive words: packing straight to global memory
-// stored each lane's words in a different cache line per instruction, which
-// bound the kernel at long codes.  A chunk too long for the stretch is
-// packed in place, after its group has zeroed it, and so is a short one.
-// With several slices per chunk they share boundary words: d_words must then
-// be zeroed beforehand.
+// kStaged (streams of 4+ bits per symbol in whole chunks, the pipeline's
+// 1024-symbol chunks at tight bounds): the code table is copied to shared
+// memory, and a group packs its chunk into a stretch of shared memory and
+// then copies it out, the group's lanes storing consecutive words: packing
+// straight to global memory stored each lane's words in a different cache
+// line per instruction, which bound the kernel at long codes.  A chunk too
+// long for the stretch, or short, is packed in place after its group has
+// zeroed it.  Otherwise lanes pack in place into d_words zeroed beforehand
+// (slices of one chunk share boundary words; at low bit rates the detour
+// through shared memory costs more than it saves: 141 -> 172 us at ~2 bits).
 constexpr uint32_t kPackStageWords = 512;    // per group: chunks of up to 16 bits per symbol on average
 constexpr uint32_t kPackStageMinWords = 128;  // H100, wmagT: staged 146 -> 172 us at ~2 bits per symbol, 400 -> 202 at ~8
 
@@ -518,7 +520,7 @@ __global__ void __launch_bounds__(kCodecThreads)
         const uint32_t before = group_exclusive_sum(bits, j, l.group);
         const uint64_t chunk = slice_chunk(l, k);
         uint32_t* dst = d_words + (k < l.num_slices ? d_chunk_word_offset[chunk] : 0);
-        if (!whole_chunks) {
+        if (!kStaged || !whole_chunks) {
             if (r.begin < r.end) {
                 const uint32_t start = (d_slice_offset ? d_slice_offset[k] : 0u) + before;
                 pack_range(d_symbols, r, book, start, [&](uint32_t w, uint32_t v, bool shared) {
@@ -537,7 +539,7 @@ __global__ void __launch_bounds__(kCodecThreads)
                                    : 0u;
         // The same for the group.  Short chunks (under ~4 bits per symbol)
         // are packed in place: their few stores cost less than the detour.
-        const bool staged = words >= kPackStageMinWords && words <= stretch_words;
+        const bool staged = kStaged && words >= kPackStageMinWords && words <= stretch_words;
         uint32_t* out = staged ? stretch : dst;
         for (uint32_t w = j; w < words; w += l.group) out[w] = 0;
         __syncwarp();
@@ -882,15 +884,20 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
         out.num_words = total;
         out.words.allocate(total, stream);
     }
-    if (l.slices_per_chunk > 1) out.words.zero(stream);  // slices share boundary words (whole chunks are zeroed by the packer)
 
     // (c) pack.
-    const bool staged = book.alphabet_size <= kSharedCodes;
+    // Staged packing for whole chunks at 4+ bits per symbol on average (the
+    // word count, or its bound, tells), with the table in shared memory.
+    const uint64_t known_words = max_words ? max_words - std::min(max_words, l.num_chunks + 1) : out.num_words;
+    const bool staged = l.slices_per_chunk == 1 && book.alphabet_size <= kSharedCodes && known_words * 8 >= n;
     // A group's stretch: its slice's longest possible chunk, at most kPackStageWords.
     const auto stretch_words = static_cast<uint32_t>(
         std::min<uint64_t>(kPackStageWords, ceil_div(uint64_t{l.slice_symbols} * book.max_length, 32) + 1));
-    const size_t pack_bytes = (staged ? (size_t{book.alphabet_size} + 3) / 4 * 4 * sizeof(uint32_t) : 0) +
-                              size_t{kCodecThreads / 32} * (32 / l.group) * stretch_words * sizeof(uint32_t);
+    const size_t pack_bytes =
+        staged ? (size_t{book.alphabet_size} + 3) / 4 * 4 * sizeof(uint32_t) +
+                     size_t{kCodecThreads / 32} * (32 / l.group) * stretch_words * sizeof(uint32_t)
+               : 0;
+    if (!staged) out.words.zero(stream);
     auto pack = staged ? huffman_pack_kernel<true> : huffman_pack_kernel<false>;
     if (pack_bytes > 48 * 1024)
         GSZ_CUDA(cudaFuncSetAttribute(pack, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(pack_bytes)));

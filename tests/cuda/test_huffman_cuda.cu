@@ -273,6 +273,16 @@ TEST_F(HuffmanCuda, LongCodes) {
     expect_gpu_matches_cpu(symbols, 64, {4096, 1000, 1, 1u << 20}, stream_);
 }
 
+TEST_F(HuffmanCuda, PackThroughSharedMemory) {
+    // ~10 bits per symbol in whole chunks: the staged packer, with chunks
+    // that fit its stretch (1000, 1024 symbols), chunks too long for it (4096:
+    // packed in place) and short ones (65); the fibonacci book's long codes
+    // (LongCodes) and the skewed books' short ones take the other paths.
+    const auto symbols = uniform_symbols(300007, 1024, 12);
+    expect_gpu_matches_cpu(symbols, 1024, {1000, 1024, 4096, 65, 1}, stream_);
+    expect_gpu_matches_cpu(symbols, 1024, {1024}, stream_, 3);  // unaligned input and output
+}
+
 TEST_F(HuffmanCuda, LargeInput) {
     // Many blocks, several grid-stride rounds, multi-slice chunks.
     const auto symbols = skewed_symbols(50000017, 1024, 5);
