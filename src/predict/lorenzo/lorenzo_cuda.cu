@@ -1066,21 +1066,30 @@ __device__ __forceinline__ void decode_columns(const uint16_t* __restrict__ code
 #pragma unroll
         for (int j = 0; j < S; ++j) q[j] = c.inside(j) ? padded[pad.at(lane, c.y_of(j), c.z_of(j))] : Q(0);
     } else {
+        // Thread k loads outlier k's stored value now (one coalesced load per
+        // chunk), so its latency overlaps the first prefix-sum pass.
+        const bool loads = threadIdx.x < m;
+        const T stored = loads ? chunk_outliers[threadIdx.x] : T(0);
         column_prefix_sums<Rank>(delta, q, sh.exchange, lane, warp);  // outliers' residuals taken as 0
         if (m > 0) {
             // As in the row kernels: each outlier's residual is its stored
             // value's lattice value minus the partial sum there, minus the
-            // residuals of the earlier outliers that sum includes.
+            // residuals of the earlier outliers that sum includes.  The
+            // owners leave the partial sums; thread k turns its one into k's target.
 #pragma unroll
             for (int j = 0; j < S; ++j) {
                 if (!((ballots[j] >> lane) & 1u)) continue;
                 const uint32_t k = outlier_rank(j);
-                int64_t target;
-                lattice_of(chunk_outliers[k], p.r, target);
-                os.target[k] = wrap_sub(static_cast<Q>(target), q[j]);
+                os.target[k] = q[j];
                 os.at[k] = lane | c.y_of(j) << 8 | c.z_of(j) << 16;
             }
             __syncthreads();
+            if (loads) {
+                int64_t lattice;
+                lattice_of(stored, p.r, lattice);
+                os.target[threadIdx.x] = wrap_sub(static_cast<Q>(lattice), os.target[threadIdx.x]);
+            }
+            if (m > 32) __syncthreads();  // up to 32 outliers warp 0 resolves its own targets
             resolve_outliers(os, m);
             if (m <= kDirectCorrections) {
                 // Few outliers: add each one's residual straight to the points
