@@ -248,26 +248,14 @@ std::vector<uint64_t> ans_histogram_on_device(const uint16_t* d_codes, uint64_t 
     return histogram;
 }
 
-// The histogram a predictor counted already (d_hist[0..alphabet)), read back the same way.
-std::vector<uint64_t> histogram_read(const uint64_t* d_hist, uint32_t alphabet, cudaStream_t stream,
-                                     cuda::PinnedBuffer<uint64_t>& h_hist) {
-    h_hist.allocate(alphabet);
-    GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist, alphabet * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-    GSZ_CUDA(cudaStreamSynchronize(stream));
-    return std::vector<uint64_t>(h_hist.data(), h_hist.data() + alphabet);
-}
-
-// d_code_hist, when not null, is the codes' histogram already counted (by the encoder).
 void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius,
                             const encode::AnsContextShape& shape, gsz_lossless mode, DeviceCodeStage& out,
-                            cudaStream_t stream, const uint64_t* d_code_hist = nullptr) {
+                            cudaStream_t stream) {
     const uint32_t alphabet = 2 * radius;
     out.ans.reset();  // `out` may hold an earlier call's choice
     out.runs.reset();
     cuda::StageTrace trace(stream, "code stage");
-    const std::vector<uint64_t> code_hist = d_code_hist
-                                                ? histogram_read(d_code_hist, alphabet, stream, out.hist_host)
-                                                : histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
+    const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
     trace.mark("histogram");
     cuda::DeviceBuffer<uint16_t> d_tokens;
     std::vector<uint64_t> token_hist;
@@ -397,7 +385,6 @@ struct DeviceCompressed {
     uint32_t radius = 0;
     DeviceCodeStage codes;
     predict::LorenzoDeviceCodes<T> lorenzo;
-    cuda::DeviceBuffer<uint64_t> code_hist;  // counted by the encoder where it can
     cuda::DeviceBuffer<uint8_t> range_scratch;
     struct Readback {
         DeviceRange range;
@@ -419,10 +406,7 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     predict::QuantParams* d_quant = nullptr;
     const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream, dc.radius, &d_quant);
     trace.mark("finite range");
-    const uint32_t alphabet = 2 * dc.radius;
-    dc.code_hist.allocate(alphabet, stream);
-    const bool counted = predict::lorenzo_encode_cuda_async(d_data, dc.layout, predict::QuantParams{}, d_quant,
-                                                            dc.lorenzo, stream, dc.code_hist.data(), alphabet);
+    predict::lorenzo_encode_cuda_async(d_data, dc.layout, predict::QuantParams{}, d_quant, dc.lorenzo, stream);
     trace.mark("predict");
     dc.readback.allocate(1);
     auto* rb = dc.readback.data();
@@ -430,7 +414,7 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     GSZ_CUDA(cudaMemcpyAsync(&rb->outliers, dc.lorenzo.outlier_total(dc.layout), sizeof(uint64_t),
                              cudaMemcpyDeviceToHost, stream));
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
-                           stream, counted ? dc.code_hist.data() : nullptr);  // synchronizes after its histogram: *rb is filled
+                           stream);  // synchronizes after its histogram: *rb is filled
     FiniteRange r;
     r.any = rb->range.any != 0;
     r.min = r.any ? rb->range.lo : std::numeric_limits<double>::quiet_NaN();

@@ -160,20 +160,7 @@ void lorenzo_matches_cpu(const std::vector<T>& data, const gsz::predict::Lorenzo
         ASSERT_EQ(cudaMalloc(&d_p, sizeof *d_p), cudaSuccess);
         ASSERT_EQ(cudaMemcpy(d_p, &p, sizeof p, cudaMemcpyHostToDevice), cudaSuccess);
         gsz::predict::LorenzoDeviceCodes<T> async;
-        uint64_t* d_hist = nullptr;
-        ASSERT_EQ(cudaMalloc(&d_hist, 1024 * sizeof(uint64_t)), cudaSuccess);
-        const bool counted =
-            gsz::predict::lorenzo_encode_cuda_async(d_data, L, gsz::predict::QuantParams{}, d_p, async, nullptr, d_hist, 1024);
-        // The encoder counts the codes' histogram for the chunks gsz writes in 2-D and 3-D.
-        EXPECT_EQ(counted, L.rank >= 2 && L.chunk[0] == 32 && L.chunk[1] == (L.rank == 3 ? 8u : 32u) &&
-                               L.chunk[2] == (L.rank == 3 ? 8u : 1u));
-        if (counted) {
-            std::vector<uint64_t> hist(1024), expected(1024, 0);
-            ASSERT_EQ(cudaMemcpy(hist.data(), d_hist, 1024 * sizeof(uint64_t), cudaMemcpyDeviceToHost), cudaSuccess);
-            for (const uint16_t code : cpu.codes) ++expected[code];
-            EXPECT_TRUE(hist == expected);
-        }
-        cudaFree(d_hist);
+        gsz::predict::lorenzo_encode_cuda_async(d_data, L, gsz::predict::QuantParams{}, d_p, async, nullptr);
         uint64_t total = 0;
         ASSERT_EQ(cudaMemcpy(&total, async.outlier_total(L), sizeof total, cudaMemcpyDeviceToHost), cudaSuccess);
         ASSERT_EQ(total, cpu.outliers.size());

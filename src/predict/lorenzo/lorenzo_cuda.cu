@@ -795,28 +795,6 @@ struct Column {
     __device__ uint32_t z_of(int j) const { return Rank == 3 ? static_cast<uint32_t>(j) : 0; }
 };
 
-// The quant-code histogram counted by the column encoder (the pipeline's
-// codebook needs it; a separate pass would read every code again): each CTA
-// counts its chunk in shared memory, the dominant code by one ballot per
-// warp and step, the rest by shared atomics, then adds its non-zero bins into
-// one of kHistReplicas global copies, CTAs in turn, so that the hot bins are
-// not one address for every CTA; sum_histogram_replicas_kernel adds the copies.
-constexpr uint32_t kHistReplicas = 32;
-constexpr uint32_t kFusedHistMaxAlphabet = 4096;  // 16 KiB of counters
-struct FusedHistogram {
-    unsigned long long* replicas = nullptr;  // [kHistReplicas][alphabet], zeroed; null: not counted
-    uint32_t alphabet = 0;
-};
-
-__global__ void sum_histogram_replicas_kernel(const unsigned long long* __restrict__ replicas, uint32_t alphabet,
-                                              uint64_t* __restrict__ hist) {
-    const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= alphabet) return;
-    unsigned long long sum = 0;
-    for (uint32_t r = 0; r < kHistReplicas; ++r) sum += replicas[r * size_t{alphabet} + b];
-    hist[b] = sum;
-}
-
 template <int Rank, class Q>
 struct ColumnShared {
     // One value per (step, warp, lane) in 3-D, per (warp, lane) in 2-D; the
@@ -832,14 +810,11 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
                                                const LorenzoLayout::ChunkBox& box,
                                                uint16_t* __restrict__ codes, T* __restrict__ scratch,
                                                uint32_t* __restrict__ chunk_counts,
-                                               ColumnShared<Rank, typename LatticeInt<T>::type>& sh,
-                                               const FusedHistogram& hist, uint32_t* s_hist) {
+                                               ColumnShared<Rank, typename LatticeInt<T>::type>& sh) {
     using Q = typename LatticeInt<T>::type;
     constexpr int S = kColumnSteps<Rank>;
     const Column<Rank, Whole> c(L, box);
     const uint32_t lane = c.lane, warp = c.warp;
-    if (hist.replicas)  // counted into after the exchange's barrier below
-        for (uint32_t b = threadIdx.x; b < hist.alphabet; b += kThreads) s_hist[b] = 0;
 
     T value[S];
 #pragma unroll
@@ -925,20 +900,8 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
         ballots[j] = __ballot_sync(0xffffffffu, code == 0 && c.inside(j));
         if (lane == 0 && c.row_in(j)) sh.row_offset[c.row(j)] = __popc(ballots[j]);
         any |= ballots[j] != 0;
-        if (hist.replicas) {
-            const auto center = static_cast<uint16_t>(radius);
-            const uint32_t centered = __ballot_sync(0xffffffffu, code == center && c.inside(j));
-            if (code != center && c.inside(j)) atomicAdd(&s_hist[code], 1u);
-            if (lane == 0 && centered) atomicAdd(&s_hist[center], static_cast<uint32_t>(__popc(centered)));
-        }
     }
-    const bool any_outlier = __syncthreads_or(any);  // also: every count is in s_hist
-    if (hist.replicas) {
-        unsigned long long* copy = hist.replicas + (blockIdx.x % kHistReplicas) * size_t{hist.alphabet};
-        for (uint32_t b = threadIdx.x; b < hist.alphabet; b += kThreads)
-            if (const uint32_t v = s_hist[b]) atomicAdd(copy + b, static_cast<unsigned long long>(v));
-    }
-    if (!any_outlier) {
+    if (!__syncthreads_or(any)) {
         if (threadIdx.x == 0) chunk_counts[blockIdx.x] = 0;
         return;
     }
@@ -954,19 +917,17 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
     if (threadIdx.x == 0) chunk_counts[blockIdx.x] = sh.total;
 }
 
-// Float: 5 CTAs per SM (48 registers; at 4 the encoder ran 16% slower).
 template <class T, int Rank>
-__global__ void __launch_bounds__(kThreads, sizeof(T) == 4 ? 5 : 4)
+__global__ void __launch_bounds__(kThreads)
     lorenzo_encode_columns_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p_arg,
                                   const QuantParams* __restrict__ d_params, uint16_t* __restrict__ codes,
-                                  T* __restrict__ scratch, uint32_t* __restrict__ chunk_counts, FusedHistogram hist) {
+                                  T* __restrict__ scratch, uint32_t* __restrict__ chunk_counts) {
     __shared__ ColumnShared<Rank, typename LatticeInt<T>::type> sh;
-    extern __shared__ uint32_t s_hist[];  // hist.alphabet counters when counting
     const auto box = this_chunk_box(L);
     if (whole_chunk<Rank>(box))
-        encode_columns<T, Rank, true>(data, L, p_arg, d_params, box, codes, scratch, chunk_counts, sh, hist, s_hist);
+        encode_columns<T, Rank, true>(data, L, p_arg, d_params, box, codes, scratch, chunk_counts, sh);
     else
-        encode_columns<T, Rank, false>(data, L, p_arg, d_params, box, codes, scratch, chunk_counts, sh, hist, s_hist);
+        encode_columns<T, Rank, false>(data, L, p_arg, d_params, box, codes, scratch, chunk_counts, sh);
 }
 
 // The inverse of the encoder's differences: prefix sums along the column,
@@ -1223,9 +1184,8 @@ void scan_counts_async(cuda::DeviceBuffer<uint32_t>& counts, cuda::DeviceBuffer<
 }  // namespace
 
 template <class T>
-bool lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& L, const QuantParams& p,
-                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream,
-                               uint64_t* d_code_hist, uint32_t alphabet) {
+void lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& L, const QuantParams& p,
+                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream) {
     check_grid(L);
     const uint64_t n = L.num_elements;
     out.codes.allocate(n, stream);
@@ -1242,33 +1202,15 @@ bool lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& L, const Qu
         kernel<<<grid, kThreads, shared_bytes, stream>>>(d_data, L, p, d_params, out.codes.data(), out.scratch.data(),
                                                          out.chunk_counts.data());
     };
-    const bool columns = columns_shape(L);
-    const bool counted = columns && d_code_hist && alphabet >= 1 && alphabet <= kFusedHistMaxAlphabet;
-    if (columns) {
-        FusedHistogram hist;
-        if (counted) {
-            out.hist_replicas.allocate(size_t{kHistReplicas} * alphabet, stream);
-            out.hist_replicas.zero(stream);
-            hist.replicas = out.hist_replicas.data();
-            hist.alphabet = alphabet;
-        }
-        const size_t hist_bytes = counted ? size_t{alphabet} * sizeof(uint32_t) : 0;
-        auto kernel = L.rank == 3 ? lorenzo_encode_columns_kernel<T, 3> : lorenzo_encode_columns_kernel<T, 2>;
-        kernel<<<grid, kThreads, hist_bytes, stream>>>(d_data, L, p, d_params, out.codes.data(), out.scratch.data(),
-                                                       out.chunk_counts.data(), hist);
+    if (columns_shape(L)) {
+        L.rank == 3 ? launch(lorenzo_encode_columns_kernel<T, 3>, 0) : launch(lorenzo_encode_columns_kernel<T, 2>, 0);
     } else switch (L.rank) {
         case 1: rows ? launch(lorenzo_encode_rows_kernel<T, 1>, shared) : launch(lorenzo_encode_kernel<T, 1>, shared); break;
         case 2: rows ? launch(lorenzo_encode_rows_kernel<T, 2>, shared) : launch(lorenzo_encode_kernel<T, 2>, shared); break;
         default: rows ? launch(lorenzo_encode_rows_kernel<T, 3>, shared) : launch(lorenzo_encode_kernel<T, 3>, shared); break;
     }
     GSZ_CUDA_LAUNCHED("lorenzo_encode_kernel");
-    if (counted) {
-        sum_histogram_replicas_kernel<<<(alphabet + 255) / 256, 256, 0, stream>>>(out.hist_replicas.data(), alphabet,
-                                                                                 d_code_hist);
-        GSZ_CUDA_LAUNCHED("sum_histogram_replicas_kernel");
-    }
     scan_counts_async(out.chunk_counts, out.chunk_offsets, out.temp, L.num_chunks, stream);
-    return counted;
 }
 
 template <class T>
@@ -1336,12 +1278,10 @@ template void lorenzo_encode_cuda<float>(const float*, const LorenzoLayout&, con
                                          LorenzoDeviceCodes<float>&, cudaStream_t);
 template void lorenzo_encode_cuda<double>(const double*, const LorenzoLayout&, const QuantParams&,
                                           LorenzoDeviceCodes<double>&, cudaStream_t);
-template bool lorenzo_encode_cuda_async<float>(const float*, const LorenzoLayout&, const QuantParams&,
-                                               const QuantParams*, LorenzoDeviceCodes<float>&, cudaStream_t,
-                                               uint64_t*, uint32_t);
-template bool lorenzo_encode_cuda_async<double>(const double*, const LorenzoLayout&, const QuantParams&,
-                                                const QuantParams*, LorenzoDeviceCodes<double>&, cudaStream_t,
-                                                uint64_t*, uint32_t);
+template void lorenzo_encode_cuda_async<float>(const float*, const LorenzoLayout&, const QuantParams&,
+                                               const QuantParams*, LorenzoDeviceCodes<float>&, cudaStream_t);
+template void lorenzo_encode_cuda_async<double>(const double*, const LorenzoLayout&, const QuantParams&,
+                                                const QuantParams*, LorenzoDeviceCodes<double>&, cudaStream_t);
 template void lorenzo_compact_outliers_cuda<float>(const LorenzoLayout&, uint64_t, LorenzoDeviceCodes<float>&,
                                                    cudaStream_t);
 template void lorenzo_compact_outliers_cuda<double>(const LorenzoLayout&, uint64_t, LorenzoDeviceCodes<double>&,

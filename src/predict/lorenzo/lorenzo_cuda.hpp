@@ -21,7 +21,6 @@ struct LorenzoDeviceCodes {
     cuda::DeviceBuffer<uint32_t> chunk_counts;
     cuda::DeviceBuffer<uint64_t> chunk_offsets;
     cuda::DeviceBuffer<uint8_t> temp;
-    cuda::DeviceBuffer<unsigned long long> hist_replicas;
     // Where the encoder leaves the number of outliers (device memory).
     const uint64_t* outlier_total(const LorenzoLayout& layout) const { return chunk_offsets.data() + layout.num_chunks; }
 };
@@ -36,13 +35,9 @@ void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& layout, const Qua
 // out.outlier_total(); then, once the caller has read that total, the
 // outliers gathered into out.outliers.  d_params, when not null, is read on
 // the device instead of params (a bound the range pass derived there).
-// With d_code_hist, the encoder also counts the quant-codes' histogram into
-// d_code_hist[0..alphabet) where it can (the 2-D and 3-D chunks gsz writes,
-// alphabets up to 4096) and returns whether it did.
 template <class T>
-bool lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& layout, const QuantParams& params,
-                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream,
-                               uint64_t* d_code_hist = nullptr, uint32_t alphabet = 0);
+void lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& layout, const QuantParams& params,
+                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream);
 template <class T>
 void lorenzo_compact_outliers_cuda(const LorenzoLayout& layout, uint64_t num_outliers, LorenzoDeviceCodes<T>& out,
                                    cudaStream_t stream);
