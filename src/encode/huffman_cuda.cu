@@ -179,11 +179,11 @@ struct PackedCodes {
     __host__ __device__ uint32_t entry(uint32_t s) const { return s < alphabet ? load_ro(table + s) : 0u; }
 };
 
-// The same entries copied to shared memory by the kernel (alphabets up to
-// kSharedCodes): a gather of 32 scattered entries is then a few bank
-// conflicts instead of one L1 wavefront per cache line touched, which is what
-// bound the encoder at long codes (ncu at rel 1e-4: L1 84% busy, 78% of
-// stalls on its loads).
+// The same entries copied to shared memory by the staged packer (alphabets up
+// to kSharedCodes): a gather of 32 scattered entries is then a few bank
+// conflicts instead of one L1 wavefront per cache line it touches (wmagT rel
+// 1e-4: pack 418 -> 400 us; its scattered stores were the larger part, see
+// huffman_pack_kernel).
 constexpr uint32_t kSharedCodes = 12288;  // 48 KiB, no opt-in
 struct SharedCodes {
     const uint32_t* table = nullptr;  // shared memory
