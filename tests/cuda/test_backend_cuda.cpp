@@ -126,9 +126,10 @@ TEST(CudaBackend, EdgeCasesByteIdentical) {
 }
 
 // Codes, outliers and decoded values of the Lorenzo kernels equal the CPU
-// backend's, for the chunk shapes gsz writes (row kernels) and for other
-// shapes a valid archive may hold (generic kernels), with no, few (parallel
-// correction) and many (sequential walk) outliers per chunk.
+// backend's, for the chunk shapes gsz writes (column kernels; row kernels in
+// 1-D) and for other shapes a valid archive may hold (row and generic
+// kernels), with no, few (parallel correction) and many (sequential walk)
+// outliers per chunk.
 template <class T>
 void lorenzo_matches_cpu(const std::vector<T>& data, const gsz::predict::LorenzoLayout& L, double eb) {
     const auto p = gsz::predict::QuantParams::from_bound(eb, 512);

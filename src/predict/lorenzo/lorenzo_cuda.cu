@@ -1,8 +1,12 @@
 // CUDA backend of the Lorenzo predictor.  One block of 256 threads per chunk
-// (at most 2048 points, 8 per thread).  The chunk's lattice values live in a
-// zero-padded shared-memory array, exactly like the CPU backend's buffer, so
-// the residuals, the codes and the decoded values are the same integers and
-// the same floating-point operations (lorenzo_math.hpp) as on the host.
+// (at most 2048 points, 8 per thread), computing the same integers and the
+// same floating-point operations (lorenzo_math.hpp) as the host, so codes,
+// outliers and decoded values are identical.  Three kernel families: column
+// kernels for the 2-D and 3-D chunks gsz writes (lattice values in registers),
+// row kernels for other chunks whose x extent is 32 and for 1-D chunks, and
+// generic kernels for any other shape a valid archive may hold (the last two
+// keep the chunk's lattice values in a zero-padded shared-memory array, like
+// the CPU backend's buffer).
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 
 #include <cub/block/block_scan.cuh>
@@ -303,7 +307,7 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// ---- Row kernels for the chunk shapes gsz writes ---------------------------
+// ---- Row kernels: 1-D chunks, and chunks 32 wide that are not the column kernels' shapes
 // A warp handles one "row" of 32 raster-consecutive points at a time (an x-row
 // of a 2-D/3-D chunk whose x extent is 32, or 32 consecutive points of a 1-D
 // chunk), so loads and stores coalesce and no per-point division is needed.
