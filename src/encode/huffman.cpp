@@ -7,6 +7,7 @@
 // so in a left-aligned 24-bit window the codes of length l occupy
 // [limit(l-1), limit(l)), which is what the decoder compares against.
 #include "encode/huffman.hpp"
+#include "encode/huffman_table.hpp"
 
 #include <omp.h>
 
@@ -20,8 +21,6 @@ namespace {
 
 constexpr int kMaxLen = kHuffmanMaxCodeLength;
 constexpr uint32_t kMaxChunkSymbols = 1u << 20;
-// Codes up to this length decode with one table lookup; 2^11 x 4 bytes stays in L1.
-constexpr int kLutBits = 11;
 
 int resolve_threads(int num_threads) { return num_threads > 0 ? num_threads : omp_get_max_threads(); }
 
@@ -160,34 +159,14 @@ uint32_t load_word(const uint8_t* p) {
     return w;  // little-endian host (asserted in byte_io.hpp)
 }
 
-struct DecodeTables {
-    std::array<uint32_t, 1u << kLutBits> lut{};  // (symbol << 8) | length; 0 = code longer than kLutBits or invalid
-    // limit[l]: end of the length-l codes in a left-aligned kMaxLen-bit window.
-    std::array<uint32_t, kMaxLen + 1> limit{};
-};
-
-DecodeTables build_decode_tables(const HuffmanCodebook& book) {
-    DecodeTables t;
-    for (int len = 1; len <= kMaxLen; ++len)
-        t.limit[len] = (book.first_code[len] + book.count[len]) << (kMaxLen - len);
-    for (int len = 1; len <= kLutBits; ++len) {
-        for (uint32_t i = 0; i < book.count[len]; ++i) {
-            const uint32_t code = book.first_code[len] + i;
-            const uint32_t entry = (uint32_t{book.sorted_symbols[book.first_index[len] + i]} << 8) | len;
-            const uint32_t shift = kLutBits - len;
-            std::fill(t.lut.begin() + (code << shift), t.lut.begin() + ((code + 1) << shift), entry);
-        }
-    }
-    return t;
-}
-
 enum class ChunkResult : uint8_t { ok, bad_code, wrong_length, nonzero_padding };
 
 // Decodes one chunk.  The 64-bit buffer holds the next bits MSB-first and
-// keeps >= kMaxLen valid bits before each symbol; past the chunk's last word it
+// keeps >= 32 valid bits (a lookup window) before each symbol; past the chunk's last word it
 // is fed zeros, so overruns show up only in the final bit count.
-ChunkResult decode_chunk(const HuffmanCodebook& book, const DecodeTables& t, const uint8_t* words,
+ChunkResult decode_chunk(const HuffmanCodebook& book, const HuffmanDecodeTable& t, const uint8_t* words,
                          uint64_t num_words, uint32_t num_bits, uint16_t* out, uint32_t num_symbols) {
+    const auto num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
     uint64_t buf = 0;
     int avail = 0;
     uint64_t next_word = 0;
@@ -198,19 +177,17 @@ ChunkResult decode_chunk(const HuffmanCodebook& book, const DecodeTables& t, con
             buf |= w << (32 - avail);
             avail += 32;
         }
-        const uint32_t entry = t.lut[buf >> (64 - kLutBits)];
-        uint32_t len;
-        if (entry != 0) {
-            len = entry & 0xFF;
-            out[i] = static_cast<uint16_t>(entry >> 8);
+        const auto window = static_cast<uint32_t>(buf >> 32);
+        uint32_t entry = huffman_lookup(t.root.data(), t.sub.data(), window);
+        if (HuffmanEntry::length(entry) != 0) {
+            out[i] = static_cast<uint16_t>(HuffmanEntry::symbol(entry));
         } else {
-            const auto window = static_cast<uint32_t>(buf >> (64 - kMaxLen));
-            len = kLutBits + 1;
-            while (len <= book.max_length && window >= t.limit[len]) ++len;
-            if (len > book.max_length) return ChunkResult::bad_code;
-            const uint32_t rank = book.first_index[len] + (window >> (kMaxLen - len)) - book.first_code[len];
-            out[i] = book.sorted_symbols[rank];
+            entry = huffman_search(t.limit.data(), book.first_code.data(), book.first_index.data(), book.max_length,
+                                   num_sorted, window);
+            if (HuffmanEntry::length(entry) == 0) return ChunkResult::bad_code;
+            out[i] = book.sorted_symbols[HuffmanEntry::symbol(entry)];
         }
+        const uint32_t len = HuffmanEntry::length(entry);
         buf <<= len;
         avail -= static_cast<int>(len);
     }
@@ -304,6 +281,58 @@ HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
     }
     assign_canonical(book);
     return book;
+}
+
+HuffmanDecodeTable huffman_decode_table(const HuffmanCodebook& book) {
+    constexpr uint32_t kRoot = kHuffmanRootBits;
+    check_book_shape(book);
+    HuffmanDecodeTable t;
+    t.root.assign(kHuffmanRootSize, 0);
+    t.limit.assign(kMaxLen + 1, 0);
+    for (int len = 1; len <= kMaxLen; ++len)
+        t.limit[len] = (book.first_code[len] + book.count[len]) << (kMaxLen - len);
+    // Codes in canonical order: short ones fill their root entries; for the
+    // longer ones note the longest length under each root prefix.
+    const auto for_each_code = [&book](auto&& f) {
+        for (uint32_t len = 1; len <= book.max_length; ++len)
+            for (uint32_t i = 0; i < book.count[len]; ++i) {
+                const uint32_t rank = book.first_index[len] + i;
+                GSZ_CHECK(rank < book.sorted_symbols.size() && book.first_code[len] + i < (1u << len),
+                          GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook tables are inconsistent");
+                f(len, book.first_code[len] + i, uint32_t{book.sorted_symbols[rank]});
+            }
+    };
+    std::vector<uint8_t> longest(kHuffmanRootSize, 0);
+    for_each_code([&](uint32_t len, uint32_t code, uint32_t symbol) {
+        if (len > kRoot) {
+            longest[code >> (len - kRoot)] = static_cast<uint8_t>(len);
+            return;
+        }
+        const uint32_t shift = kRoot - len;
+        std::fill(t.root.begin() + (code << shift), t.root.begin() + ((code + 1) << shift),
+                  HuffmanEntry::make(symbol, len));
+    });
+    // Subtables in prefix order while they fit; a prefix left without one
+    // goes to the search (so does a code longer than its subtable reaches).
+    for (uint32_t p = 0; p < kHuffmanRootSize; ++p) {
+        if (longest[p] == 0) continue;
+        const uint32_t bits = std::min<uint32_t>(longest[p] - kRoot, kHuffmanSubMaxBits);
+        if (t.sub.size() + (size_t{1} << bits) > kHuffmanSubCapacity) continue;
+        GSZ_CHECK(t.root[p] == 0, GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook tables are inconsistent");
+        t.root[p] = static_cast<uint32_t>(t.sub.size()) | bits << HuffmanEntry::kSubShift;
+        t.sub.resize(t.sub.size() + (size_t{1} << bits), 0);
+    }
+    for_each_code([&](uint32_t len, uint32_t code, uint32_t symbol) {
+        if (len <= kRoot) return;
+        const uint32_t root = t.root[code >> (len - kRoot)];
+        const uint32_t bits = root >> HuffmanEntry::kSubShift;
+        if (bits == 0 || len > kRoot + bits) return;
+        const uint32_t below = code & ((1u << (len - kRoot)) - 1);  // the code's bits after the prefix
+        const uint32_t shift = kRoot + bits - len;
+        const auto first = t.sub.begin() + HuffmanEntry::symbol(root) + (below << shift);
+        std::fill(first, first + (1u << shift), HuffmanEntry::make(symbol, len));
+    });
+    return t;
 }
 
 void huffman_codebook_write(const HuffmanCodebook& book, ByteWriter& out) {
@@ -493,7 +522,7 @@ void huffman_decode_cpu(const HuffmanCodebook& book, const HuffmanStreamView& st
     GSZ_CHECK(consistent && stream.chunk_word_offset[num_chunks] <= stream.words.size() / 4,
               GSZ_STATUS_INVALID_ARGUMENT, "huffman: stream view is inconsistent");
     const int threads = resolve_threads(num_threads);
-    const DecodeTables tables = build_decode_tables(book);
+    const HuffmanDecodeTable tables = huffman_decode_table(book);
 
     // Exceptions must not leave the parallel region: record per-chunk results
     // and report the first failing chunk afterwards (deterministic message).

@@ -17,6 +17,7 @@
 // The per-lane and per-chunk logic lives in __host__ __device__ functions so
 // it can be checked on the host against the CPU coder.
 #include "encode/huffman_cuda.hpp"
+#include "encode/huffman_table.hpp"
 
 #include "runtime/cuda/cuda_check.hpp"
 
@@ -33,11 +34,8 @@ namespace {
 
 constexpr int kMaxLen = kHuffmanMaxCodeLength;
 constexpr uint32_t kMaxChunkSymbols = 1u << 20;  // same limit as huffman.cpp
-// Codes up to kLutBits decode with one shared-memory lookup (8 KiB table).
-constexpr int kLutBits = 11;
-constexpr uint32_t kLutSize = 1u << kLutBits;
-// LUT entry: symbol | length << 16; length 0 = longer code (or none): canonical fallback.
-constexpr uint32_t kLutLengthShift = 16;
+// The decode table's root (huffman_table.hpp), 8 KiB of shared memory.
+constexpr uint32_t kLutSize = kHuffmanRootSize;
 // Encode entry: code | length << 24 (codes have at most 24 bits).
 constexpr uint32_t kCodeLengthShift = 24;
 constexpr uint32_t kCodeMask = (1u << kCodeLengthShift) - 1;
@@ -260,10 +258,9 @@ __host__ __device__ inline void pack_range(const uint16_t* symbols, SymbolRange 
     if (pending > 0) emit(word, static_cast<uint32_t>(acc << (32 - pending)), true);
 }
 
-// Decoding tables as the decoder sees them (shared memory on the device,
-// except `sorted`, which stays in global memory).
-struct DecodeTables {
-    const uint32_t* lut = nullptr;          // [kLutSize]
+// The canonical search's tables (shared memory, except `sorted` when it is
+// too large to copy).
+struct SearchTables {
     const uint32_t* limit = nullptr;        // [kMaxLen + 1] end of length-l codes, left-aligned in 24 bits
     const uint32_t* first_code = nullptr;   // [kMaxLen + 1]
     const uint32_t* first_index = nullptr;  // [kMaxLen + 1]
@@ -271,97 +268,78 @@ struct DecodeTables {
     bool sorted_shared = false;
     uint32_t num_sorted = 0;
     uint32_t max_length = 0;
+
+    // The entry for a code the tables left unresolved; length 0: no code.
+    __device__ uint32_t entry(uint32_t window) const {
+        const uint32_t r = huffman_search(limit, first_code, first_index, max_length, num_sorted, window);
+        if (HuffmanEntry::length(r) == 0) return 0;
+        const uint32_t rank = HuffmanEntry::symbol(r);
+        return HuffmanEntry::make(sorted_shared ? sorted[rank] : load_ro(sorted + rank), HuffmanEntry::length(r));
+    }
 };
 
-// Decodes one chunk symbol by symbol: the same bit buffer discipline and the
-// same accept/reject rules as huffman.cpp's decode_chunk.  `words` holds the
-// chunk's num_words words; the buffer is fed zeros past them, so an overrun
-// shows up in the final bit count (finish).
-//
-// Codes longer than kLutBits take no loop and no global load: their length is
-// kLutBits + 1 plus the number of longer lengths' limits the window reaches
-// (canonical limits grow with the length), compared against limits held in
-// registers, and the symbol comes from `sorted` in shared memory where it fits.
-// A warp decodes 32 chunks in lock step, so one lane's slow path holds all 32:
-// with the length loop and a global load per long code the kernel spent most
-// of its time waiting there.
-struct ChunkReader {
-    static constexpr int kLongLengths = kMaxLen - kLutBits;
+// One lane's chunk, symbol by symbol, with huffman.cpp's decode_chunk's
+// accept/reject rules.  The 64-bit buffer holds the next bits MSB-first,
+// at least 32 before each lookup.  Past the chunk's last word it is fed that
+// word again (no bounds branch per refill): bits past the end are only ever
+// peeked, never part of an accepted code (huffman_table.hpp), so the verdict
+// -- the bits read must be exactly the chunk's -- is decode_chunk's, which
+// feeds zeros.  The next word is loaded one refill early.
+struct LaneReader {
     const uint32_t* words = nullptr;
-    uint64_t num_words = 0;
+    uint32_t last = 0;  // the chunk's last word (it has at least one)
+    uint32_t next = 0;  // words fed to the buffer
+    uint32_t ahead = 0;
     uint64_t buf = 0;
     int avail = 0;
-    uint64_t next_word = 0;
-    uint32_t ahead = 0;            // words[next_word] (or 0 past the end), loaded one refill early
-    uint32_t limit[kLongLengths];  // of lengths kLutBits + 1 ..; none reach past max_length
 
-    __device__ void start(const DecodeTables& t, const uint32_t* chunk_words, uint64_t chunk_num_words) {
+    __device__ void start(const uint32_t* chunk_words, uint32_t num_words) {
         words = chunk_words;
-        num_words = chunk_num_words;
-#pragma unroll
-        for (int k = 0; k < kLongLengths; ++k) {
-            const uint32_t len = kLutBits + 1 + k;
-            limit[k] = len <= t.max_length ? t.limit[len] : 0xFFFFFFFFu;
-        }
-        ahead = num_words > 0 ? load_ro(words) : 0u;
+        last = num_words - 1;
+        ahead = load_ro(words);
     }
 
-    // The next symbol; false on a code the book does not hold.
-    __device__ bool next(const DecodeTables& t, uint32_t& symbol) {
+    __device__ __forceinline__ uint32_t decode(const uint32_t* root, const uint32_t* sub, const SearchTables& search,
+                                               bool& bad) {
         if (avail <= 32) {
-            const uint64_t w = ahead;
-            ++next_word;
-            ahead = next_word < num_words ? load_ro(words + next_word) : 0u;
-            buf |= w << (32 - avail);
+            buf |= uint64_t{ahead} << (32 - avail);
             avail += 32;
+            ++next;
+            ahead = load_ro(words + min(next, last));
         }
-        const uint32_t entry = t.lut[buf >> (64 - kLutBits)];
-        uint32_t len = entry >> kLutLengthShift;
-        if (len != 0) {
-            symbol = entry & 0xFFFFu;
-        } else {
-            const auto window = static_cast<uint32_t>(buf >> (64 - kMaxLen));
-            len = kLutBits + 1;
-#pragma unroll
-            for (int k = 0; k < kLongLengths; ++k) len += window >= limit[k] ? 1u : 0u;
-            if (len > t.max_length) return false;
-            const uint32_t rank = t.first_index[len] + (window >> (kMaxLen - len)) - t.first_code[len];
-            if (rank >= t.num_sorted) return false;  // unreachable with a Kraft-valid book
-            symbol = t.sorted_shared ? t.sorted[rank] : load_ro(t.sorted + rank);
+        const auto window = static_cast<uint32_t>(buf >> 32);
+        uint32_t e = huffman_lookup(root, sub, window);
+        if (HuffmanEntry::length(e) == 0) {
+            e = search.entry(window);
+            bad |= HuffmanEntry::length(e) == 0;
         }
+        const uint32_t len = HuffmanEntry::length(e);
         buf <<= len;
         avail -= static_cast<int>(len);
-        return true;
+        return HuffmanEntry::symbol(e);
     }
 
     // After the chunk's last symbol: the bits read must be exactly num_bits,
     // and the last word's padding zero.
     __device__ bool finish(uint32_t num_bits) const {
-        if (next_word * 32 - static_cast<uint64_t>(avail) != num_bits) return false;
-        return num_bits % 32 == 0 || (num_words > 0 && (load_ro(words + num_words - 1) << (num_bits % 32)) == 0);
+        if (uint64_t{next} * 32 - static_cast<uint64_t>(avail) != num_bits) return false;
+        return num_bits % 32 == 0 || (load_ro(words + last) << (num_bits % 32)) == 0;
     }
 };
 
-// Host: the device book's `lut` buffer: the decode LUT (codes of up to
-// kLutBits bits), then the packed encode entries.
-std::vector<uint32_t> build_lut(const HuffmanCodebook& book) {
-    std::vector<uint32_t> lut(kLutSize + book.alphabet_size, 0);
-    for (uint32_t len = 1; len <= std::min<uint32_t>(kLutBits, book.max_length); ++len) {
-        for (uint32_t i = 0; i < book.count[len]; ++i) {
-            const uint32_t code = book.first_code[len] + i;
-            const uint32_t rank = book.first_index[len] + i;
-            const uint32_t shift = kLutBits - len;
-            GSZ_CHECK(((uint64_t{code} + 1) << shift) <= kLutSize && rank < book.sorted_symbols.size(),
-                      GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook tables are inconsistent");
-            const uint32_t entry = uint32_t{book.sorted_symbols[rank]} | (len << kLutLengthShift);
-            std::fill(lut.begin() + (code << shift), lut.begin() + ((code + 1) << shift), entry);
-        }
-    }
+// Host: the device book's `lut` buffer: the decode table's root, the packed
+// encode entries, then the decode subtables.
+std::vector<uint32_t> build_lut(const HuffmanCodebook& book, uint32_t& sub_entries) {
+    const HuffmanDecodeTable table = huffman_decode_table(book);
+    std::vector<uint32_t> lut(kLutSize + book.alphabet_size + table.sub.size(), 0);
+    std::copy(table.root.begin(), table.root.end(), lut.begin());
     for (uint32_t s = 0; s < book.alphabet_size; ++s) {
         GSZ_CHECK(book.lengths[s] <= kMaxLen && (book.codes[s] >> book.lengths[s]) == 0, GSZ_STATUS_INVALID_ARGUMENT,
                   "huffman: codebook tables are inconsistent");
         lut[kLutSize + s] = book.codes[s] | (uint32_t{book.lengths[s]} << kCodeLengthShift);
     }
+    std::copy(table.sub.begin(), table.sub.end(), lut.begin() + kLutSize + book.alphabet_size);
+    sub_entries = static_cast<uint32_t>(table.sub.size());
     return lut;
 }
 
@@ -563,25 +541,31 @@ __global__ void __launch_bounds__(kCodecThreads)
 // staged per lane in shared memory, 64 at a time (128 bytes), and the warp
 // stores the 32 staged lines together, four whole lines per instruction: a
 // lane storing its own symbols would touch 32 lines per store instruction
-// (bench/NOTES.md).  The chunk table was validated on the host; it is
-// re-checked here only as far as memory safety needs.
+// (bench/NOTES.md).  A line is 33 words apart from the next, so neither the
+// lanes' pair stores nor the warp's reads meet in a bank.  The chunk table
+// was validated on the host; it is re-checked here only as far as memory
+// safety needs.
 constexpr uint32_t kStageSymbols = 64;
-constexpr uint32_t kStageStride = kStageSymbols / 4 + 1;  // u64 per lane's line, padded: no bank conflicts
+constexpr uint32_t kStageStride = kStageSymbols / 2 + 1;  // words per lane's line
 
 __global__ void __launch_bounds__(kDecodeThreads)
-    huffman_decode_kernel(const uint32_t* __restrict__ d_lut, const uint32_t* __restrict__ d_first_code,
-                          const uint32_t* __restrict__ d_first_index, const uint32_t* __restrict__ d_count,
-                          const uint16_t* __restrict__ d_sorted, uint32_t num_sorted, uint32_t max_length,
-                          const uint32_t* __restrict__ d_words, uint64_t num_words,
-                          const uint32_t* __restrict__ d_chunk_bits, const uint64_t* __restrict__ d_chunk_word_offset,
-                          uint64_t num_symbols, uint32_t chunk_symbols, uint64_t num_chunks, uint16_t* d_out,
-                          uint32_t* d_corrupt) {
-    __shared__ uint32_t s_lut[kLutSize];
+    huffman_decode_kernel(const uint32_t* __restrict__ d_lut, uint32_t alphabet, uint32_t sub_entries,
+                          const uint32_t* __restrict__ d_first_code, const uint32_t* __restrict__ d_first_index,
+                          const uint32_t* __restrict__ d_count, const uint16_t* __restrict__ d_sorted,
+                          uint32_t num_sorted, uint32_t max_length, const uint32_t* __restrict__ d_words,
+                          uint64_t num_words, const uint32_t* __restrict__ d_chunk_bits,
+                          const uint64_t* __restrict__ d_chunk_word_offset, uint64_t num_symbols,
+                          uint32_t chunk_symbols, uint64_t num_chunks, uint16_t* d_out, uint32_t* d_corrupt) {
+    __shared__ uint32_t s_root[kLutSize];
     __shared__ uint32_t s_limit[kMaxLen + 1], s_first_code[kMaxLen + 1], s_first_index[kMaxLen + 1];
-    __shared__ uint64_t s_stage[kDecodeThreads * kStageStride];
-    extern __shared__ uint16_t s_sorted[];  // the symbols by code, when they fit (kSharedSorted)
+    __shared__ uint32_t s_stage[kDecodeThreads * kStageStride];
+    // Dynamic: the subtables, then the symbols by code when they fit (kSharedSorted).
+    extern __shared__ uint32_t s_dynamic[];
+    uint32_t* s_sub = s_dynamic;
+    uint16_t* s_sorted = reinterpret_cast<uint16_t*>(s_dynamic + sub_entries);
     const bool sorted_shared = num_sorted <= kSharedSorted;
-    for (uint32_t i = threadIdx.x; i < kLutSize; i += blockDim.x) s_lut[i] = __ldg(d_lut + i);
+    for (uint32_t i = threadIdx.x; i < kLutSize; i += blockDim.x) s_root[i] = __ldg(d_lut + i);
+    for (uint32_t i = threadIdx.x; i < sub_entries; i += blockDim.x) s_sub[i] = __ldg(d_lut + kLutSize + alphabet + i);
     if (sorted_shared)
         for (uint32_t i = threadIdx.x; i < num_sorted; i += blockDim.x) s_sorted[i] = __ldg(d_sorted + i);
     for (uint32_t len = threadIdx.x; len <= kMaxLen; len += blockDim.x) {
@@ -591,19 +575,18 @@ __global__ void __launch_bounds__(kDecodeThreads)
         s_limit[len] = len == 0 ? 0u : (fc + __ldg(d_count + len)) << (kMaxLen - len);
     }
     __syncthreads();
-    DecodeTables t;
-    t.lut = s_lut;
-    t.limit = s_limit;
-    t.first_code = s_first_code;
-    t.first_index = s_first_index;
-    t.sorted = sorted_shared ? s_sorted : d_sorted;
-    t.sorted_shared = sorted_shared;
-    t.num_sorted = num_sorted;
-    t.max_length = max_length;
+    SearchTables search;
+    search.limit = s_limit;
+    search.first_code = s_first_code;
+    search.first_index = s_first_index;
+    search.sorted = sorted_shared ? s_sorted : d_sorted;
+    search.sorted_shared = sorted_shared;
+    search.num_sorted = num_sorted;
+    search.max_length = max_length;
 
     const uint32_t lane = threadIdx.x & 31;
-    uint64_t* warp_stage = s_stage + (threadIdx.x - lane) * kStageStride;
-    uint64_t* line = warp_stage + lane * kStageStride;
+    const uint32_t* warp_stage = s_stage + (threadIdx.x - lane) * kStageStride;
+    uint32_t* line = s_stage + threadIdx.x * kStageStride;
     // 16-byte stores when every staged line starts 16-byte aligned in d_out.
     const bool vector_stores = reinterpret_cast<uintptr_t>(d_out) % 16 == 0 && chunk_symbols % 8 == 0;
     const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
@@ -611,15 +594,16 @@ __global__ void __launch_bounds__(kDecodeThreads)
          first += stride) {  // the same for the whole warp
         const uint64_t c = first + lane;
         uint32_t count = 0, bits = 0;
-        ChunkReader reader;
-        bool ok = c < num_chunks;
+        LaneReader reader;
+        bool ok = c < num_chunks, bad = false;
         if (ok) {
             const uint64_t begin = c * chunk_symbols;
             count = static_cast<uint32_t>(min(uint64_t{chunk_symbols}, num_symbols - begin));
             const uint64_t lo = d_chunk_word_offset[c], hi = d_chunk_word_offset[c + 1];
             bits = d_chunk_bits[c];
-            ok = hi >= lo && hi <= num_words && hi - lo == (uint64_t{bits} + 31) / 32;
-            if (ok) reader.start(t, d_words + lo, hi - lo);
+            // Every symbol takes a bit: a chunk without words is corrupt.
+            ok = hi > lo && hi <= num_words && hi - lo == (uint64_t{bits} + 31) / 32;
+            if (ok) reader.start(d_words + lo, static_cast<uint32_t>(hi - lo));
             else *d_corrupt = 1;
         }
         uint16_t* out = d_out + (ok ? c * chunk_symbols : 0);
@@ -629,22 +613,19 @@ __global__ void __launch_bounds__(kDecodeThreads)
             uint32_t n = 0;
             if (ok && base < count) {
                 n = min(kStageSymbols, count - base);
-                uint64_t pack = 0;
-                for (uint32_t i = 0; i < n; ++i) {
-                    uint32_t symbol;
-                    if (!reader.next(t, symbol)) {
-                        ok = false;
-                        *d_corrupt = 1;
-                        n = 0;
-                        break;
+                if (n == kStageSymbols) {
+#pragma unroll 4
+                    for (uint32_t i = 0; i < kStageSymbols / 2; ++i) {
+                        const uint32_t s0 = reader.decode(s_root, s_sub, search, bad);
+                        line[i] = s0 | reader.decode(s_root, s_sub, search, bad) << 16;
                     }
-                    pack |= uint64_t{symbol} << (16 * (i & 3));
-                    if ((i & 3) == 3) {
-                        line[i / 4] = pack;
-                        pack = 0;
+                } else {
+                    for (uint32_t i = 0; i < n / 2; ++i) {
+                        const uint32_t s0 = reader.decode(s_root, s_sub, search, bad);
+                        line[i] = s0 | reader.decode(s_root, s_sub, search, bad) << 16;
                     }
+                    if (n % 2 != 0) line[n / 2] = reader.decode(s_root, s_sub, search, bad);
                 }
-                if (n % 4 != 0) line[n / 4] = pack;
             }
             __syncwarp();
             // Lane l stores 8 symbols (segment l % 8) of the line of lane 4k + l / 8.
@@ -655,22 +636,17 @@ __global__ void __launch_bounds__(kDecodeThreads)
                 uint16_t* dst = reinterpret_cast<uint16_t*>(
                                     __shfl_sync(kFullMask, reinterpret_cast<unsigned long long>(out), owner)) +
                                 base + 8 * seg;
-                const uint64_t* src = warp_stage + owner * kStageStride + 2 * seg;
+                const uint32_t* src = warp_stage + owner * kStageStride + 4 * seg;
                 if (8 * seg + 8 <= owner_n && vector_stores) {
-                    uint4 v;
-                    v.x = static_cast<uint32_t>(src[0]);
-                    v.y = static_cast<uint32_t>(src[0] >> 32);
-                    v.z = static_cast<uint32_t>(src[1]);
-                    v.w = static_cast<uint32_t>(src[1] >> 32);
-                    *reinterpret_cast<uint4*>(dst) = v;
+                    *reinterpret_cast<uint4*>(dst) = make_uint4(src[0], src[1], src[2], src[3]);
                 } else {
                     for (uint32_t q = 8 * seg; q < owner_n && q < 8 * seg + 8; ++q)
-                        dst[q - 8 * seg] = static_cast<uint16_t>(src[(q - 8 * seg) / 4] >> (16 * (q % 4)));
+                        dst[q - 8 * seg] = static_cast<uint16_t>(src[(q - 8 * seg) / 2] >> (16 * (q % 2)));
                 }
             }
             __syncwarp();
         }
-        if (ok && !reader.finish(bits)) *d_corrupt = 1;
+        if (ok && (bad || !reader.finish(bits))) *d_corrupt = 1;
     }
 }
 
@@ -725,7 +701,9 @@ void check_device_book(const HuffmanDeviceBook& book) {
     GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet && book.max_length >= 1 &&
                   book.max_length <= kMaxLen && book.num_sorted >= 1 && book.lut && book.first_code &&
                   book.first_index && book.count && book.sorted_symbols &&
-                  book.tables.size() >= kLutSize + book.alphabet_size + 3 * (kMaxLen + 1) + (book.num_sorted + 1) / 2,
+                  book.sub_entries <= kHuffmanSubCapacity &&
+                  book.tables.size() >= kLutSize + book.alphabet_size + book.sub_entries + 3 * (kMaxLen + 1) +
+                                            (book.num_sorted + 1) / 2,
               GSZ_STATUS_INVALID_ARGUMENT, "huffman: device codebook is not initialized");
 }
 
@@ -758,7 +736,8 @@ void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, ui
 
 HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream) {
     check_host_book(book);
-    const std::vector<uint32_t> lut = build_lut(book);
+    uint32_t sub_entries = 0;
+    const std::vector<uint32_t> lut = build_lut(book, sub_entries);
     constexpr size_t kTable = kMaxLen + 1;
     const size_t sorted_words = (book.sorted_symbols.size() + 1) / 2;
     const size_t words = lut.size() + 3 * kTable + sorted_words;
@@ -790,6 +769,7 @@ HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t strea
     d.alphabet_size = book.alphabet_size;
     d.max_length = book.max_length;
     d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
+    d.sub_entries = sub_entries;
     d.tables.allocate(words, stream);
     GSZ_CUDA(cudaMemcpyAsync(d.tables.data(), h, words * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
     GSZ_CUDA(cudaEventRecord(staging.copied, stream));
@@ -916,17 +896,18 @@ void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words,
     const uint64_t num_chunks = ceil_div(num_symbols, chunk_symbols);
     if (num_chunks == 0) return;
     const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(ceil_div(num_chunks, kDecodeThreads), 1u << 20));
-    const size_t sorted_bytes =
-        book.num_sorted <= kSharedSorted ? book.num_sorted * sizeof(uint16_t) : 0;
-    // The staging lines and tables take ~26 KiB of static shared memory, so a
-    // large sorted-symbol table needs the opt-in above the default 48 KiB.
-    if (sorted_bytes > 16 * 1024)
-        GSZ_CUDA(cudaFuncSetAttribute(huffman_decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(sorted_bytes)));
-    huffman_decode_kernel<<<blocks, kDecodeThreads, sorted_bytes, stream>>>(
-        book.lut, book.first_code, book.first_index, book.count, book.sorted_symbols, book.num_sorted,
-        book.max_length, d_words,
-        num_words, d_chunk_bits, d_chunk_word_offset, num_symbols, chunk_symbols, num_chunks, d_out, d_corrupt);
+    const size_t dynamic_bytes = size_t{book.sub_entries} * sizeof(uint32_t) +
+                                 (book.num_sorted <= kSharedSorted ? book.num_sorted * sizeof(uint16_t) : 0);
+    // The staging lines and tables take ~25 KiB of static shared memory, so
+    // large subtables and symbol tables need the opt-in above the default 48 KiB.
+    const auto kernel = huffman_decode_kernel;
+    if (dynamic_bytes > 20 * 1024)
+        GSZ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(dynamic_bytes)));
+    kernel<<<blocks, kDecodeThreads, dynamic_bytes, stream>>>(
+        book.lut, book.alphabet_size, book.sub_entries, book.first_code, book.first_index, book.count,
+        book.sorted_symbols, book.num_sorted, book.max_length, d_words, num_words, d_chunk_bits, d_chunk_word_offset,
+        num_symbols, chunk_symbols, num_chunks, d_out, d_corrupt);
     GSZ_CUDA_LAUNCHED("huffman_decode_kernel");
 }
 

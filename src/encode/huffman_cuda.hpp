@@ -27,8 +27,9 @@ struct HuffmanDeviceBook {
     uint32_t alphabet_size = 0;
     uint32_t max_length = 0;
     uint32_t num_sorted = 0;
+    uint32_t sub_entries = 0;  // decode subtables after the packed codes in `lut`
     cuda::DeviceBuffer<uint32_t> tables;
-    const uint32_t* lut = nullptr;             // fast-path table, then packed codes (layout private to huffman_cuda.cu)
+    const uint32_t* lut = nullptr;             // decode root, packed codes, decode subtables (huffman_cuda.cu)
     const uint32_t* first_code = nullptr;      // [kHuffmanMaxCodeLength + 1]
     const uint32_t* first_index = nullptr;     // [kHuffmanMaxCodeLength + 1]
     const uint32_t* count = nullptr;           // [kHuffmanMaxCodeLength + 1]

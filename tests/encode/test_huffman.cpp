@@ -1,4 +1,5 @@
 #include "encode/huffman.hpp"
+#include "encode/huffman_table.hpp"
 
 #include <gtest/gtest.h>
 
@@ -422,6 +423,74 @@ gsz_status read_codebook_status(const std::vector<uint8_t>& bytes, uint32_t max_
         ByteReader in(bytes, "codebook");
         huffman_codebook_read(in, max_alphabet);
     });
+}
+
+// The code at the top of a 32-bit window by definition: the length l whose
+// canonical range holds the window's first l bits.  {symbol, length}, or
+// length 0 when the bits start no code.
+std::pair<uint32_t, uint32_t> canonical_code_at(const HuffmanCodebook& book, uint32_t window) {
+    for (uint32_t len = 1; len <= book.max_length; ++len) {
+        const uint32_t code = window >> (32 - len);
+        if (code >= book.first_code[len] && code - book.first_code[len] < book.count[len])
+            return {book.sorted_symbols[book.first_index[len] + code - book.first_code[len]], len};
+    }
+    return {0, 0};
+}
+
+TEST(HuffmanTable, TablesAndSearchFindTheCanonicalCode) {
+    std::vector<HuffmanCodebook> books;
+    std::vector<uint64_t> fib(40);
+    fib[0] = fib[1] = 1;
+    for (size_t i = 2; i < fib.size(); ++i) fib[i] = fib[i - 1] + fib[i - 2];
+    books.push_back(huffman_build(fib));  // codes up to 24 bits: subtables and the search past 19 bits
+    for (double spread : {0.3, 3.0, 40.0}) {
+        const auto symbols = skewed_symbols(200000, 1024, spread, 7);
+        books.push_back(huffman_build(histogram_cpu(symbols, 1024, 1)));
+    }
+    books.push_back(huffman_build(std::vector<uint64_t>(65536, 1)));  // 2048 prefixes of 16-bit codes: too many subtables
+    for (const auto& entries : std::vector<std::vector<uint8_t>>{{1, 2}, {1}, {1, 2, 3, 5, 12, 13, 20, 24}}) {
+        ByteWriter w;  // incomplete books: windows that start no code
+        w.put<uint32_t>(16);
+        w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
+        for (size_t s = 0; s < entries.size(); ++s) {
+            w.put<uint16_t>(static_cast<uint16_t>(s));
+            w.put<uint8_t>(entries[s]);
+        }
+        ByteReader in(w.bytes(), "codebook");
+        books.push_back(huffman_codebook_read(in, 16));
+    }
+    std::mt19937_64 rng(11);
+    for (size_t b = 0; b < books.size(); ++b) {
+        const HuffmanCodebook& book = books[b];
+        const HuffmanDecodeTable t = huffman_decode_table(book);
+        ASSERT_EQ(t.root.size(), kHuffmanRootSize);
+        ASSERT_LE(t.sub.size(), kHuffmanSubCapacity);
+        uint64_t searched = 0;
+        // Every code's own bits followed by random ones, and random windows.
+        std::vector<uint32_t> windows;
+        for (uint32_t s = 0; s < book.alphabet_size; ++s)
+            if (book.lengths[s] != 0)
+                windows.push_back(book.codes[s] << (32 - book.lengths[s]) |
+                                  static_cast<uint32_t>(rng()) >> book.lengths[s]);
+        for (int i = 0; i < 200000; ++i) windows.push_back(static_cast<uint32_t>(rng()));
+        for (uint32_t window : windows) {
+            const auto [symbol, length] = canonical_code_at(book, window);
+            uint32_t e = huffman_lookup(t.root.data(), t.sub.data(), window);
+            if (HuffmanEntry::length(e) == 0) {
+                ++searched;
+                if (length != 0) ASSERT_GT(length, static_cast<uint32_t>(kHuffmanRootBits)) << "book " << b;
+                e = huffman_search(t.limit.data(), book.first_code.data(), book.first_index.data(), book.max_length,
+                                   static_cast<uint32_t>(book.sorted_symbols.size()), window);
+                if (HuffmanEntry::length(e) != 0)
+                    e = HuffmanEntry::make(book.sorted_symbols[HuffmanEntry::symbol(e)], HuffmanEntry::length(e));
+            }
+            ASSERT_EQ(HuffmanEntry::length(e), length) << "book " << b << " window " << window;
+            if (length != 0) ASSERT_EQ(HuffmanEntry::symbol(e), symbol) << "book " << b << " window " << window;
+        }
+        // Codes of up to kHuffmanRootBits + kHuffmanSubMaxBits bits take no search while the subtables fit.
+        if (b >= 1 && b <= 3) EXPECT_LT(double(searched), 1e-3 * double(windows.size())) << "book " << b;
+        RecordProperty("book" + std::to_string(b) + "_searched", static_cast<int>(searched));
+    }
 }
 
 TEST(HuffmanHostile, CodebookValidation) {

@@ -1,0 +1,79 @@
+// The Huffman decode table both decoders use (huffman.cpp, huffman_cuda.cu):
+// two table levels, then the canonical search.
+//
+// A lookup peeks 32 bits, MSB first.  The root table, indexed by the first
+// kHuffmanRootBits of them, resolves every code of at most that length.  A
+// root prefix under which longer codes lie points to a subtable indexed by
+// the following bits (at most kHuffmanSubMaxBits: codes of up to 19 bits).
+// What the tables leave unresolved (longer codes, prefixes whose subtable did
+// not fit kHuffmanSubCapacity, bit patterns that are no code of an incomplete
+// book) goes to huffman_search, which compares against the canonical limits
+// and rejects what is no code.  Bits past a code's end never matter: the code
+// is prefix-free, so a decoder may peek past a chunk's last bit.
+//
+// On the GPU one lane decodes a chunk, and a warp runs 32 of them in lock
+// step, so whatever one lane does all wait for: with only the root table and
+// the search, 85% of warps searched at wmagT rel 1e-4 (5.7% of its codes are
+// longer than 11 bits); a subtable lookup is a few instructions.  The limits
+// here send under 0.01% of those codes to the search.
+#pragma once
+
+#include "encode/huffman.hpp"
+#include "runtime/host_device.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace gsz::encode {
+
+inline constexpr int kHuffmanRootBits = 11;
+inline constexpr uint32_t kHuffmanRootSize = 1u << kHuffmanRootBits;
+inline constexpr int kHuffmanSubMaxBits = 8;
+inline constexpr uint32_t kHuffmanSubCapacity = 2048;  // entries: 8 KiB of shared memory on the GPU
+
+// A table entry: the symbol in bits 0..15 (a root entry with a subtable: the
+// subtable's offset), the code length in bits 16..20 (0: not resolved here),
+// and in a root entry the subtable's index bits in 24..27 (0: none).
+struct HuffmanEntry {
+    static constexpr uint32_t kLengthShift = 16;
+    static constexpr uint32_t kSubShift = 24;
+    GSZ_HD static constexpr uint32_t make(uint32_t symbol, uint32_t length) { return symbol | length << kLengthShift; }
+    GSZ_HD static constexpr uint32_t symbol(uint32_t e) { return e & 0xFFFFu; }
+    GSZ_HD static constexpr uint32_t length(uint32_t e) { return (e >> kLengthShift) & 31u; }
+};
+
+struct HuffmanDecodeTable {
+    std::vector<uint32_t> root;  // [kHuffmanRootSize]
+    std::vector<uint32_t> sub;   // the subtables, at most kHuffmanSubCapacity entries
+    // limit[l]: end of the length-l codes in a left-aligned kHuffmanMaxCodeLength-bit window.
+    std::vector<uint32_t> limit;  // [kHuffmanMaxCodeLength + 1]
+};
+
+// Builds the tables of a codebook that passed huffman_codebook_read's or
+// huffman_build's checks (canonical, Kraft sum <= 1).
+HuffmanDecodeTable huffman_decode_table(const HuffmanCodebook& book);
+
+// The entry of the code at the top of `window`; length 0 when the tables do
+// not resolve it (then huffman_search decides).
+GSZ_HD uint32_t huffman_lookup(const uint32_t* root, const uint32_t* sub, uint32_t window) {
+    uint32_t e = root[window >> (32 - kHuffmanRootBits)];
+    const uint32_t sub_bits = e >> HuffmanEntry::kSubShift;
+    if (sub_bits != 0) e = sub[HuffmanEntry::symbol(e) + ((window << kHuffmanRootBits) >> (32 - sub_bits))];
+    return e;
+}
+
+// The canonical search for a code longer than kHuffmanRootBits: its length is
+// the first whose limit the window is below (limits grow with the length).
+// Returns the code's rank among the symbols by code in bits 0..15 and its
+// length as an entry does; length 0 when the bits are no code of the book.
+GSZ_HD uint32_t huffman_search(const uint32_t* limit, const uint32_t* first_code, const uint32_t* first_index,
+                               uint32_t max_length, uint32_t num_sorted, uint32_t window) {
+    const uint32_t w = window >> (32 - kHuffmanMaxCodeLength);
+    uint32_t len = kHuffmanRootBits + 1;
+    while (len <= max_length && w >= limit[len]) ++len;
+    if (len > max_length) return 0;
+    const uint32_t rank = first_index[len] + (w >> (kHuffmanMaxCodeLength - len)) - first_code[len];
+    return rank < num_sorted ? HuffmanEntry::make(rank, len) : 0u;  // always below with a Kraft-valid book
+}
+
+}  // namespace gsz::encode
