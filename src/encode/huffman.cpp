@@ -335,6 +335,28 @@ HuffmanDecodeTable huffman_decode_table(const HuffmanCodebook& book) {
     return t;
 }
 
+std::vector<uint32_t> huffman_pair_root(const HuffmanDecodeTable& table) {
+    constexpr uint32_t kRoot = kHuffmanRootBits;
+    GSZ_CHECK(table.root.size() == kHuffmanRootSize, GSZ_STATUS_INVALID_ARGUMENT, "huffman: decode table is empty");
+    const auto direct = [](uint32_t e) {  // a code resolved by its root entry alone
+        return (e >> HuffmanEntry::kSubShift) == 0 && HuffmanEntry::length(e) != 0;
+    };
+    std::vector<uint32_t> root = table.root;
+    for (uint32_t i = 0; i < kHuffmanRootSize; ++i) {
+        const uint32_t e1 = table.root[i];
+        const uint32_t len1 = HuffmanEntry::length(e1);
+        if (!direct(e1) || len1 >= kRoot || HuffmanEntry::symbol(e1) > HuffmanPair::kMaxSymbol) continue;
+        // The second code starts after the first; its bits inside the index
+        // are known, those shifted in (zeros) must not be part of it.
+        const uint32_t e2 = table.root[(i << len1) & (kHuffmanRootSize - 1)];
+        const uint32_t len2 = HuffmanEntry::length(e2);
+        if (!direct(e2) || len1 + len2 > kRoot || HuffmanEntry::symbol(e2) > HuffmanPair::kMaxSymbol) continue;
+        root[i] = HuffmanPair::kFlag | HuffmanEntry::symbol(e1) | HuffmanEntry::symbol(e2) << 10 | len1 << 20 |
+                  len2 << 24;
+    }
+    return root;
+}
+
 void huffman_codebook_write(const HuffmanCodebook& book, ByteWriter& out) {
     GSZ_CHECK(book.lengths.size() == book.alphabet_size && book.alphabet_size >= 1 &&
                   book.alphabet_size <= kHuffmanMaxAlphabet,

@@ -299,6 +299,7 @@ struct LaneReader {
         ahead = load_ro(words);
     }
 
+    // Decodes the next code (a root without pair entries).
     __device__ __forceinline__ uint32_t decode(const uint32_t* root, const uint32_t* sub, const SearchTables& search,
                                                bool& bad) {
         if (avail <= 32) {
@@ -319,6 +320,41 @@ struct LaneReader {
         return HuffmanEntry::symbol(e);
     }
 
+    // Decodes the next code, or the next two where the root holds them as a
+    // pair and `pair_ok`: returns how many, the symbols in s0 (and s1).
+    __device__ __forceinline__ uint32_t step(const uint32_t* root, const uint32_t* sub, const SearchTables& search,
+                                             bool pair_ok, bool& bad, uint32_t& s0, uint32_t& s1) {
+        if (avail <= 32) {
+            buf |= uint64_t{ahead} << (32 - avail);
+            avail += 32;
+            ++next;
+            ahead = load_ro(words + min(next, last));
+        }
+        const auto window = static_cast<uint32_t>(buf >> 32);
+        uint32_t e = root[window >> (32 - kHuffmanRootBits)];
+        uint32_t len, taken = 1;
+        if (e & HuffmanPair::kFlag) {
+            s0 = HuffmanPair::first(e);
+            s1 = HuffmanPair::second(e);
+            len = HuffmanPair::first_length(e);
+            if (pair_ok) {
+                len += HuffmanPair::second_length(e);
+                taken = 2;
+            }
+        } else {
+            e = huffman_lookup_below(e, sub, window);
+            if (HuffmanEntry::length(e) == 0) {
+                e = search.entry(window);
+                bad |= HuffmanEntry::length(e) == 0;
+            }
+            len = HuffmanEntry::length(e);
+            s0 = HuffmanEntry::symbol(e);
+        }
+        buf <<= len;
+        avail -= static_cast<int>(len);
+        return taken;
+    }
+
     // After the chunk's last symbol: the bits read must be exactly num_bits,
     // and the last word's padding zero.
     __device__ bool finish(uint32_t num_bits) const {
@@ -327,12 +363,22 @@ struct LaneReader {
     }
 };
 
-// Host: the device book's `lut` buffer: the decode table's root, the packed
-// encode entries, then the decode subtables.
-std::vector<uint32_t> build_lut(const HuffmanCodebook& book, uint32_t& sub_entries) {
+// Host: the device book's `lut` buffer: the decode table's root with pair
+// entries, the packed encode entries, then the decode subtables.
+constexpr double kPairRootShare = 0.9;
+
+std::vector<uint32_t> build_lut(const HuffmanCodebook& book, uint32_t& sub_entries, bool& pairs) {
     const HuffmanDecodeTable table = huffman_decode_table(book);
+    // Pair entries where nearly every index holds two codes (ncu, H100: the
+    // pair loop's extra work costs more than the steps it saves when a
+    // quarter of the steps decode one code, wmagT rel 1e-3).
+    std::vector<uint32_t> root = huffman_pair_root(table);
+    const auto num_pairs = static_cast<uint32_t>(
+        std::count_if(root.begin(), root.end(), [](uint32_t e) { return (e & HuffmanPair::kFlag) != 0; }));
+    pairs = num_pairs >= kPairRootShare * kLutSize;
+    if (!pairs) root = table.root;
     std::vector<uint32_t> lut(kLutSize + book.alphabet_size + table.sub.size(), 0);
-    std::copy(table.root.begin(), table.root.end(), lut.begin());
+    std::copy(root.begin(), root.end(), lut.begin());
     for (uint32_t s = 0; s < book.alphabet_size; ++s) {
         GSZ_CHECK(book.lengths[s] <= kMaxLen && (book.codes[s] >> book.lengths[s]) == 0, GSZ_STATUS_INVALID_ARGUMENT,
                   "huffman: codebook tables are inconsistent");
@@ -548,6 +594,13 @@ __global__ void __launch_bounds__(kCodecThreads)
 constexpr uint32_t kStageSymbols = 64;
 constexpr uint32_t kStageStride = kStageSymbols / 2 + 1;  // words per lane's line
 
+// A 2-byte store into the staging lines (words, read back as words after a
+// __syncwarp): PTX, so no C++ object is accessed through another type.
+__device__ __forceinline__ void stage_symbol(uint32_t shared_addr, uint32_t symbol) {
+    asm volatile("st.shared.u16 [%0], %1;" ::"r"(shared_addr), "h"(static_cast<uint16_t>(symbol)) : "memory");
+}
+
+template <bool kPairs>
 __global__ void __launch_bounds__(kDecodeThreads)
     huffman_decode_kernel(const uint32_t* __restrict__ d_lut, uint32_t alphabet, uint32_t sub_entries,
                           const uint32_t* __restrict__ d_first_code, const uint32_t* __restrict__ d_first_index,
@@ -587,6 +640,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t* warp_stage = s_stage + (threadIdx.x - lane) * kStageStride;
     uint32_t* line = s_stage + threadIdx.x * kStageStride;
+    const auto line_addr = static_cast<uint32_t>(__cvta_generic_to_shared(line));
     // 16-byte stores when every staged line starts 16-byte aligned in d_out.
     const bool vector_stores = reinterpret_cast<uintptr_t>(d_out) % 16 == 0 && chunk_symbols % 8 == 0;
     const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
@@ -613,7 +667,20 @@ __global__ void __launch_bounds__(kDecodeThreads)
             uint32_t n = 0;
             if (ok && base < count) {
                 n = min(kStageSymbols, count - base);
-                if (n == kStageSymbols) {
+                if constexpr (kPairs) {
+                    // Pair steps while two symbols are left, then a single one.
+                    uint32_t k = 0, s0, s1;
+                    while (k + 1 < n) {
+                        const uint32_t taken = reader.step(s_root, s_sub, search, true, bad, s0, s1);
+                        stage_symbol(line_addr + 2 * k, s0);
+                        if (taken == 2) stage_symbol(line_addr + 2 * k + 2, s1);
+                        k += taken;
+                    }
+                    if (k < n) {
+                        reader.step(s_root, s_sub, search, false, bad, s0, s1);
+                        stage_symbol(line_addr + 2 * k, s0);
+                    }
+                } else if (n == kStageSymbols) {
 #pragma unroll 4
                     for (uint32_t i = 0; i < kStageSymbols / 2; ++i) {
                         const uint32_t s0 = reader.decode(s_root, s_sub, search, bad);
@@ -737,7 +804,8 @@ void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, ui
 HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream) {
     check_host_book(book);
     uint32_t sub_entries = 0;
-    const std::vector<uint32_t> lut = build_lut(book, sub_entries);
+    bool pairs = false;
+    const std::vector<uint32_t> lut = build_lut(book, sub_entries, pairs);
     constexpr size_t kTable = kMaxLen + 1;
     const size_t sorted_words = (book.sorted_symbols.size() + 1) / 2;
     const size_t words = lut.size() + 3 * kTable + sorted_words;
@@ -770,6 +838,7 @@ HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t strea
     d.max_length = book.max_length;
     d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
     d.sub_entries = sub_entries;
+    d.pairs = pairs;
     d.tables.allocate(words, stream);
     GSZ_CUDA(cudaMemcpyAsync(d.tables.data(), h, words * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
     GSZ_CUDA(cudaEventRecord(staging.copied, stream));
@@ -900,7 +969,7 @@ void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words,
                                  (book.num_sorted <= kSharedSorted ? book.num_sorted * sizeof(uint16_t) : 0);
     // The staging lines and tables take ~25 KiB of static shared memory, so
     // large subtables and symbol tables need the opt-in above the default 48 KiB.
-    const auto kernel = huffman_decode_kernel;
+    const auto kernel = book.pairs ? huffman_decode_kernel<true> : huffman_decode_kernel<false>;
     if (dynamic_bytes > 20 * 1024)
         GSZ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(dynamic_bytes)));

@@ -28,6 +28,7 @@ struct HuffmanDeviceBook {
     uint32_t max_length = 0;
     uint32_t num_sorted = 0;
     uint32_t sub_entries = 0;  // decode subtables after the packed codes in `lut`
+    bool pairs = false;        // the decode root holds pair entries (huffman_table.hpp)
     cuda::DeviceBuffer<uint32_t> tables;
     const uint32_t* lut = nullptr;             // decode root, packed codes, decode subtables (huffman_cuda.cu)
     const uint32_t* first_code = nullptr;      // [kHuffmanMaxCodeLength + 1]

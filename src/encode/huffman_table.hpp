@@ -53,14 +53,32 @@ struct HuffmanDecodeTable {
 // huffman_build's checks (canonical, Kraft sum <= 1).
 HuffmanDecodeTable huffman_decode_table(const HuffmanCodebook& book);
 
-// The entry of the code at the top of `window`; length 0 when the tables do
-// not resolve it (then huffman_search decides).
-GSZ_HD uint32_t huffman_lookup(const uint32_t* root, const uint32_t* sub, uint32_t window) {
-    uint32_t e = root[window >> (32 - kHuffmanRootBits)];
-    const uint32_t sub_bits = e >> HuffmanEntry::kSubShift;
-    if (sub_bits != 0) e = sub[HuffmanEntry::symbol(e) + ((window << kHuffmanRootBits) >> (32 - sub_bits))];
-    return e;
+// The entry of the code at the top of `window`, given its root entry;
+// length 0 when the tables do not resolve it (then huffman_search decides).
+GSZ_HD uint32_t huffman_lookup_below(uint32_t root_entry, const uint32_t* sub, uint32_t window) {
+    const uint32_t sub_bits = root_entry >> HuffmanEntry::kSubShift;
+    if (sub_bits == 0) return root_entry;
+    return sub[HuffmanEntry::symbol(root_entry) + ((window << kHuffmanRootBits) >> (32 - sub_bits))];
 }
+
+GSZ_HD uint32_t huffman_lookup(const uint32_t* root, const uint32_t* sub, uint32_t window) {
+    return huffman_lookup_below(root[window >> (32 - kHuffmanRootBits)], sub, window);
+}
+
+// A root in which an index whose bits hold two whole codes, both symbols
+// below 1024, yields both at once (the GPU decoder's root: a lookup there is
+// a step of a latency-bound loop, and at 1-3 bits per code most indices hold
+// two).  Pair entries set bit 31 (other entries never do); the symbols are in
+// bits 0..9 and 10..19, the two lengths in 20..23 and 24..27.
+struct HuffmanPair {
+    static constexpr uint32_t kFlag = 1u << 31;
+    static constexpr uint32_t kMaxSymbol = 1023;
+    GSZ_HD static constexpr uint32_t first(uint32_t e) { return e & 0x3FFu; }
+    GSZ_HD static constexpr uint32_t second(uint32_t e) { return (e >> 10) & 0x3FFu; }
+    GSZ_HD static constexpr uint32_t first_length(uint32_t e) { return (e >> 20) & 15u; }
+    GSZ_HD static constexpr uint32_t second_length(uint32_t e) { return (e >> 24) & 15u; }
+};
+std::vector<uint32_t> huffman_pair_root(const HuffmanDecodeTable& table);
 
 // The canonical search for a code longer than kHuffmanRootBits: its length is
 // the first whose limit the window is below (limits grow with the length).

@@ -244,6 +244,24 @@ TEST_F(HuffmanCuda, QuantCodesAlphabet1024) {
     expect_gpu_matches_cpu(symbols, 1024, {4096, 1000}, stream_, 3);  // unaligned input and output
 }
 
+TEST_F(HuffmanCuda, PairAndSingleDecodeLoops) {
+    // ~1.4 bits per code: nearly every root index holds two codes, so the
+    // decoder runs its pair loop (odd chunk sizes end rounds on a single step).
+    std::vector<uint16_t> sharp(400009);
+    XorShift rng{77};
+    for (auto& s : sharp) {
+        const uint64_t r = rng();
+        s = static_cast<uint16_t>((r & 7) != 0 ? 512 : 510 + (r >> 3) % 5);
+    }
+    EXPECT_TRUE(huffman_upload(huffman_build(histogram_cpu(sharp, 1024, 0)), stream_).pairs);
+    expect_gpu_matches_cpu(sharp, 1024, {4096, 1000, 65, 7, 1}, stream_);
+    // The same codes on symbols above 1023: no pair entries, the single loop.
+    std::vector<uint16_t> high(sharp);
+    for (auto& s : high) s = static_cast<uint16_t>(s + 2048);
+    EXPECT_FALSE(huffman_upload(huffman_build(histogram_cpu(high, 4096, 0)), stream_).pairs);
+    expect_gpu_matches_cpu(high, 4096, {4096, 1000, 65}, stream_);
+}
+
 TEST_F(HuffmanCuda, SingleSymbol) {
     const std::vector<uint16_t> symbols(100001, 5);
     expect_gpu_matches_cpu(symbols, 16, {4096, 1000, 1, 300}, stream_);

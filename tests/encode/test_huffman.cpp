@@ -493,6 +493,39 @@ TEST(HuffmanTable, TablesAndSearchFindTheCanonicalCode) {
     }
 }
 
+TEST(HuffmanTable, PairEntriesHoldTheTwoCodesAtTheWindowsTop) {
+    std::mt19937_64 rng(12);
+    for (double spread : {0.3, 3.0, 40.0}) {
+        const auto symbols = skewed_symbols(200000, 1024, spread, 9);
+        const HuffmanCodebook book = huffman_build(histogram_cpu(symbols, 1024, 1));
+        const HuffmanDecodeTable t = huffman_decode_table(book);
+        const std::vector<uint32_t> root = huffman_pair_root(t);
+        ASSERT_EQ(root.size(), t.root.size());
+        uint32_t pairs = 0;
+        for (uint32_t i = 0; i < kHuffmanRootSize; ++i) {
+            const uint32_t e = root[i];
+            if ((e & HuffmanPair::kFlag) == 0) {
+                ASSERT_EQ(e, t.root[i]);
+                continue;
+            }
+            ++pairs;
+            for (int trial = 0; trial < 8; ++trial) {  // whatever bits follow the index
+                const uint32_t window = i << (32 - kHuffmanRootBits) | static_cast<uint32_t>(rng()) >> kHuffmanRootBits;
+                const auto [s1, l1] = canonical_code_at(book, window);
+                const auto [s2, l2] = canonical_code_at(book, window << l1);
+                ASSERT_EQ(HuffmanPair::first(e), s1);
+                ASSERT_EQ(HuffmanPair::first_length(e), l1);
+                ASSERT_EQ(HuffmanPair::second(e), s2);
+                ASSERT_EQ(HuffmanPair::second_length(e), l2);
+                ASSERT_LE(l1 + l2, static_cast<uint32_t>(kHuffmanRootBits));
+            }
+        }
+        // Short codes (spread 0.3: ~1.5 bits each) make most indices pairs; long ones (40: ~7 bits) few.
+        if (spread < 1) EXPECT_GT(pairs, kHuffmanRootSize / 2);
+        RecordProperty("pairs_spread_" + std::to_string(static_cast<int>(spread * 10)), static_cast<int>(pairs));
+    }
+}
+
 TEST(HuffmanHostile, CodebookValidation) {
     EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {1, 2}, {3, 2}})), GSZ_STATUS_OK);
     EXPECT_EQ(read_codebook_status(codebook_bytes(4, {{0, 1}, {3, 2}})), GSZ_STATUS_OK);  // incomplete is allowed
