@@ -299,24 +299,31 @@ struct LaneReader {
         ahead = load_ro(words);
     }
 
-    // Decodes the next code (a root without pair entries).
-    __device__ __forceinline__ uint32_t decode(const uint32_t* root, const uint32_t* sub, const SearchTables& search,
-                                               bool& bad) {
+    // The next 32 bits, MSB first (the buffer refilled when it holds 32 or fewer).
+    __device__ __forceinline__ uint32_t peek() {
         if (avail <= 32) {
             buf |= uint64_t{ahead} << (32 - avail);
             avail += 32;
             ++next;
             ahead = load_ro(words + min(next, last));
         }
-        const auto window = static_cast<uint32_t>(buf >> 32);
+        return static_cast<uint32_t>(buf >> 32);
+    }
+    __device__ __forceinline__ void consume(uint32_t len) {
+        buf <<= len;
+        avail -= static_cast<int>(len);
+    }
+
+    // Decodes the next code (a root without pair entries).
+    __device__ __forceinline__ uint32_t decode(const uint32_t* root, const uint32_t* sub, const SearchTables& search,
+                                               bool& bad) {
+        const uint32_t window = peek();
         uint32_t e = huffman_lookup(root, sub, window);
         if (HuffmanEntry::length(e) == 0) {
             e = search.entry(window);
             bad |= HuffmanEntry::length(e) == 0;
         }
-        const uint32_t len = HuffmanEntry::length(e);
-        buf <<= len;
-        avail -= static_cast<int>(len);
+        consume(HuffmanEntry::length(e));
         return HuffmanEntry::symbol(e);
     }
 
@@ -324,13 +331,7 @@ struct LaneReader {
     // pair and `pair_ok`: returns how many, the symbols in s0 (and s1).
     __device__ __forceinline__ uint32_t step(const uint32_t* root, const uint32_t* sub, const SearchTables& search,
                                              bool pair_ok, bool& bad, uint32_t& s0, uint32_t& s1) {
-        if (avail <= 32) {
-            buf |= uint64_t{ahead} << (32 - avail);
-            avail += 32;
-            ++next;
-            ahead = load_ro(words + min(next, last));
-        }
-        const auto window = static_cast<uint32_t>(buf >> 32);
+        const uint32_t window = peek();
         uint32_t e = root[window >> (32 - kHuffmanRootBits)];
         uint32_t len, taken = 1;
         if (e & HuffmanPair::kFlag) {
@@ -350,8 +351,7 @@ struct LaneReader {
             len = HuffmanEntry::length(e);
             s0 = HuffmanEntry::symbol(e);
         }
-        buf <<= len;
-        avail -= static_cast<int>(len);
+        consume(len);
         return taken;
     }
 
