@@ -21,12 +21,14 @@
 
 #include "runtime/cuda/cuda_check.hpp"
 
+#include <cub/agent/single_pass_scan_operators.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <cstring>
 #include <cstddef>
 #include <limits>
+#include <span>
 #include <vector>
 
 namespace gsz::encode {
@@ -367,6 +369,15 @@ struct LaneReader {
 // entries, the packed encode entries, then the decode subtables.
 constexpr double kPairRootShare = 0.9;
 
+// The encoder's entry per symbol: code | length << 24.
+void encoder_entries(const HuffmanCodebook& book, std::span<uint32_t> out) {
+    for (uint32_t s = 0; s < book.alphabet_size; ++s) {
+        GSZ_CHECK(book.lengths[s] <= kMaxLen && (book.codes[s] >> book.lengths[s]) == 0, GSZ_STATUS_INVALID_ARGUMENT,
+                  "huffman: codebook tables are inconsistent");
+        out[s] = book.codes[s] | (uint32_t{book.lengths[s]} << kCodeLengthShift);
+    }
+}
+
 std::vector<uint32_t> build_lut(const HuffmanCodebook& book, uint32_t& sub_entries, bool& pairs) {
     const HuffmanDecodeTable table = huffman_decode_table(book);
     // Pair entries where nearly every index holds two codes (ncu, H100: the
@@ -379,11 +390,7 @@ std::vector<uint32_t> build_lut(const HuffmanCodebook& book, uint32_t& sub_entri
     if (!pairs) root = table.root;
     std::vector<uint32_t> lut(kLutSize + book.alphabet_size + table.sub.size(), 0);
     std::copy(root.begin(), root.end(), lut.begin());
-    for (uint32_t s = 0; s < book.alphabet_size; ++s) {
-        GSZ_CHECK(book.lengths[s] <= kMaxLen && (book.codes[s] >> book.lengths[s]) == 0, GSZ_STATUS_INVALID_ARGUMENT,
-                  "huffman: codebook tables are inconsistent");
-        lut[kLutSize + s] = book.codes[s] | (uint32_t{book.lengths[s]} << kCodeLengthShift);
-    }
+    encoder_entries(book, std::span<uint32_t>(lut.data() + kLutSize, book.alphabet_size));
     std::copy(table.sub.begin(), table.sub.end(), lut.begin() + kLutSize + book.alphabet_size);
     sub_entries = static_cast<uint32_t>(table.sub.size());
     return lut;
@@ -583,6 +590,106 @@ __global__ void __launch_bounds__(kCodecThreads)
     }
 }
 
+// One pass for whole chunks of 257..4096 symbols (the pipelines' 1024):
+// a CTA codes a tile of kCodecThreads / group consecutive chunks, a group
+// per chunk.  The lanes count their bits, the tile's chunk word counts are
+// scanned inside the CTA, and the tile's total is published for a decoupled
+// look-back (CUB's single-pass scan protocol); meanwhile each group packs its
+// chunk into the CTA's stage at its tile-local offset.  Once warp 0 knows
+// where the tile starts, the CTA copies the stage out with consecutive words
+// per thread.  A tile longer than the stage is packed in place after the
+// look-back instead (chunks start on words, so a group owns its chunk's
+// words).  Replaces the measure pass, the scan of word counts and the pack
+// pass, which read the symbols twice (bench/NOTES.md).
+constexpr uint32_t kTileMaxChunks = 32;
+constexpr uint32_t kTileMinChunkSymbols = 257;  // group >= 8: at most 32 chunks per tile
+constexpr uint32_t kTileMaxAlphabet = 4096;     // 16 KiB of code table
+constexpr size_t kTileSmemBudget = 36 * 1024;   // table + stage: 6 CTAs per SM
+
+struct AddWords {
+    __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a + b; }
+};
+using WordsTileState = cub::ScanTileState<uint64_t>;
+using WordsPrefixOp = cub::TilePrefixCallbackOp<uint64_t, AddWords, WordsTileState>;
+
+__global__ void words_tile_init_kernel(WordsTileState state, int tiles) { state.InitializeStatus(tiles); }
+
+__global__ void __launch_bounds__(kCodecThreads)
+    huffman_encode_tiles_kernel(const uint16_t* __restrict__ d_symbols, SliceLayout l, PackedCodes codes,
+                                WordsTileState tile_state, uint32_t* __restrict__ d_chunk_bits,
+                                uint64_t* __restrict__ d_chunk_word_offset, uint32_t* __restrict__ d_words,
+                                uint32_t stage_words) {
+    __shared__ uint32_t s_chunk_words[kTileMaxChunks];
+    __shared__ uint64_t s_prefix;
+    __shared__ typename WordsPrefixOp::TempStorage s_lookback;
+    extern __shared__ uint32_t s_mem[];  // the code table, then the tile's stage
+    const SharedCodes book = stage_codes(codes, s_mem);
+    uint32_t* stage = s_mem + (codes.alphabet + 3) / 4 * 4;
+
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+    const uint32_t j = lane % l.group;            // lane in its group
+    const uint32_t g = threadIdx.x / l.group;     // the group's chunk in the tile
+    const uint32_t tile_chunks = blockDim.x / l.group;
+    const auto tile = static_cast<int>(blockIdx.x);
+    const uint64_t chunk = uint64_t{blockIdx.x} * tile_chunks + g;
+    const SymbolRange r = lane_range(l, chunk, j);  // empty past the last chunk
+
+    // Bits: the lane's, where they start in the chunk, the chunk's.
+    const uint32_t bits = range_bits(d_symbols, r, book);
+    const uint32_t before = group_exclusive_sum(bits, j, l.group);
+    const uint32_t chunk_bits = group_sum(bits, l.group);
+    const uint32_t words = (chunk_bits + 31) / 32;
+    if (j == 0) s_chunk_words[g] = words;
+    __syncthreads();
+    // Every warp scans the tile's word counts (no second barrier): lane k holds chunk k's.
+    const uint32_t mine = lane < tile_chunks ? s_chunk_words[lane] : 0u;
+    const uint32_t inclusive = mine + group_exclusive_sum(mine, lane, 32);
+    const uint32_t chunk_at = __shfl_sync(kFullMask, inclusive - mine, g % 32);
+    const uint32_t tile_words = __shfl_sync(kFullMask, inclusive, 31);
+    const bool staged = tile_words <= stage_words;
+
+    if (warp == 0 && lane == 0) {  // publish at once; the look-back comes after warp 0's packing
+        if (tile == 0)
+            tile_state.SetInclusive(0, tile_words);
+        else
+            tile_state.SetPartial(tile, tile_words);
+    }
+    // Packs the group's chunk at `out` (the chunk's first word), zeroed first.
+    const auto pack_chunk = [&](uint32_t* out) {
+        for (uint32_t w = j; w < words; w += l.group) out[w] = 0;
+        __syncwarp();
+        if (r.begin < r.end)
+            pack_range(d_symbols, r, book, before, [&](uint32_t w, uint32_t v, bool shared) {
+                if (v == 0) return;
+                if (shared)
+                    atomicOr(out + w, v);
+                else
+                    out[w] = v;
+            });
+    };
+    if (staged) pack_chunk(stage + chunk_at);
+    if (warp == 0) {
+        uint64_t prefix = 0;
+        if (tile != 0) {
+            WordsPrefixOp op(tile_state, s_lookback, AddWords{}, tile);
+            prefix = op(tile_words);  // lane 0's is the tile's exclusive prefix; marks the tile inclusive
+        }
+        if (lane == 0) s_prefix = prefix;
+    }
+    __syncthreads();
+    const uint64_t prefix = s_prefix;
+    if (staged) {
+        for (uint32_t w = threadIdx.x; w < tile_words; w += blockDim.x) d_words[prefix + w] = stage[w];
+    } else {
+        pack_chunk(d_words + prefix + chunk_at);
+    }
+    if (j == 0 && chunk < l.num_chunks) {
+        d_chunk_bits[chunk] = chunk_bits;
+        d_chunk_word_offset[chunk] = prefix + chunk_at;
+    }
+    if (threadIdx.x == 0 && blockIdx.x == gridDim.x - 1) d_chunk_word_offset[l.num_chunks] = prefix + tile_words;
+}
+
 // One thread per chunk, a warp's 32 chunks in lock step.  Symbols are
 // staged per lane in shared memory, 64 at a time (128 bytes), and the warp
 // stores the 32 staged lines together, four whole lines per instruction: a
@@ -764,6 +871,12 @@ void check_host_book(const HuffmanCodebook& book) {
               GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook tables are inconsistent");
 }
 
+void check_encoder_book(const HuffmanDeviceBook& book) {
+    GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet && book.max_length >= 1 &&
+                  book.max_length <= kMaxLen && book.codes && book.tables.size() >= book.alphabet_size,
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: device codebook is not initialized");
+}
+
 void check_device_book(const HuffmanDeviceBook& book) {
     GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet && book.max_length >= 1 &&
                   book.max_length <= kMaxLen && book.num_sorted >= 1 && book.lut && book.first_code &&
@@ -801,16 +914,13 @@ void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, ui
     GSZ_CUDA_LAUNCHED("histogram_count_kernel");
 }
 
-HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream) {
-    check_host_book(book);
-    uint32_t sub_entries = 0;
-    bool pairs = false;
-    const std::vector<uint32_t> lut = build_lut(book, sub_entries, pairs);
-    constexpr size_t kTable = kMaxLen + 1;
-    const size_t sorted_words = (book.sorted_symbols.size() + 1) / 2;
-    const size_t words = lut.size() + 3 * kTable + sorted_words;
-    // One staging area per thread; the previous upload's copy must have read
-    // it before it is written again (usually long done).
+namespace {
+
+// Copies `words` words to d.tables through this thread's page-locked staging
+// area (one copy, no waiting); fill(h) writes them.  The previous upload's
+// copy must have read the area before it is written again (usually long done).
+template <class Fill>
+void upload_tables(HuffmanDeviceBook& d, size_t words, cudaStream_t stream, Fill&& fill) {
     struct Staging {
         cuda::PinnedBuffer<uint32_t> host;
         cudaEvent_t copied = nullptr;
@@ -824,30 +934,57 @@ HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t strea
     else
         GSZ_CUDA(cudaEventSynchronize(staging.copied));
     staging.host.allocate(words);
-    uint32_t* h = staging.host.data();
-    std::memcpy(h, lut.data(), lut.size() * sizeof(uint32_t));
-    uint32_t* tables = h + lut.size();
-    std::memcpy(tables, book.first_code.data(), kTable * sizeof(uint32_t));
-    std::memcpy(tables + kTable, book.first_index.data(), kTable * sizeof(uint32_t));
-    std::memcpy(tables + 2 * kTable, book.count.data(), kTable * sizeof(uint32_t));
-    h[words - 1] = 0;  // the odd symbol count's padding
-    std::memcpy(tables + 3 * kTable, book.sorted_symbols.data(), book.sorted_symbols.size() * sizeof(uint16_t));
+    fill(staging.host.data());
+    d.tables.allocate(words, stream);
+    GSZ_CUDA(cudaMemcpyAsync(d.tables.data(), staging.host.data(), words * sizeof(uint32_t), cudaMemcpyHostToDevice,
+                             stream));
+    GSZ_CUDA(cudaEventRecord(staging.copied, stream));
+}
 
+}  // namespace
+
+HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream) {
+    check_host_book(book);
+    uint32_t sub_entries = 0;
+    bool pairs = false;
+    const std::vector<uint32_t> lut = build_lut(book, sub_entries, pairs);
+    constexpr size_t kTable = kMaxLen + 1;
+    const size_t sorted_words = (book.sorted_symbols.size() + 1) / 2;
+    const size_t words = lut.size() + 3 * kTable + sorted_words;
     HuffmanDeviceBook d;
     d.alphabet_size = book.alphabet_size;
     d.max_length = book.max_length;
     d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
     d.sub_entries = sub_entries;
     d.pairs = pairs;
-    d.tables.allocate(words, stream);
-    GSZ_CUDA(cudaMemcpyAsync(d.tables.data(), h, words * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
-    GSZ_CUDA(cudaEventRecord(staging.copied, stream));
+    upload_tables(d, words, stream, [&](uint32_t* h) {
+        std::memcpy(h, lut.data(), lut.size() * sizeof(uint32_t));
+        uint32_t* tables = h + lut.size();
+        std::memcpy(tables, book.first_code.data(), kTable * sizeof(uint32_t));
+        std::memcpy(tables + kTable, book.first_index.data(), kTable * sizeof(uint32_t));
+        std::memcpy(tables + 2 * kTable, book.count.data(), kTable * sizeof(uint32_t));
+        h[words - 1] = 0;  // the odd symbol count's padding
+        std::memcpy(tables + 3 * kTable, book.sorted_symbols.data(), book.sorted_symbols.size() * sizeof(uint16_t));
+    });
     const uint32_t* base = d.tables.data();
     d.lut = base;
+    d.codes = base + kLutSize;
     d.first_code = base + lut.size();
     d.first_index = d.first_code + kTable;
     d.count = d.first_index + kTable;
     d.sorted_symbols = reinterpret_cast<const uint16_t*>(d.count + kTable);
+    return d;
+}
+
+HuffmanDeviceBook huffman_upload_encoder(const HuffmanCodebook& book, cudaStream_t stream) {
+    check_host_book(book);
+    HuffmanDeviceBook d;
+    d.alphabet_size = book.alphabet_size;
+    d.max_length = book.max_length;
+    d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
+    upload_tables(d, book.alphabet_size, stream,
+                  [&](uint32_t* h) { encoder_entries(book, std::span<uint32_t>(h, book.alphabet_size)); });
+    d.codes = d.tables.data();
     return d;
 }
 
@@ -869,9 +1006,56 @@ void huffman_stream_read_words(HuffmanDeviceStream& out, cudaStream_t stream) {
     out.num_words = total;
 }
 
+namespace {
+
+// The one-pass encoder's launch (huffman_encode_tiles_kernel).
+void encode_tiles(const PackedCodes& codes, uint32_t max_length, const uint16_t* d_symbols, const SliceLayout& l,
+                  HuffmanDeviceStream& out, cudaStream_t stream, uint64_t max_words) {
+    const uint32_t tile_chunks = kCodecThreads / l.group;
+    const uint64_t tiles = ceil_div(l.num_chunks, tile_chunks);
+    GSZ_CHECK(tiles <= static_cast<uint64_t>(std::numeric_limits<int>::max()), GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: %llu chunks are too many for one launch", static_cast<unsigned long long>(l.num_chunks));
+    // Words: the histogram's bound, or the longest code's.
+    const uint64_t longest_chunk_words = ceil_div(uint64_t{l.chunk_symbols} * max_length, 32);
+    const uint64_t bound = max_words ? max_words : l.num_chunks * longest_chunk_words;
+    out.words.allocate(bound, stream);
+    // The stage: twice the average tile (a denser tile is packed in place),
+    // within the shared-memory budget and no more than a tile can take.
+    const size_t table_bytes = (size_t{codes.alphabet} + 3) / 4 * 4 * sizeof(uint32_t);
+    const uint64_t average = ceil_div(bound, tiles);
+    const uint64_t stage_words = std::min<uint64_t>({std::max<uint64_t>(2 * average, 1024),
+                                                     uint64_t{tile_chunks} * longest_chunk_words,
+                                                     (kTileSmemBudget - table_bytes) / sizeof(uint32_t)});
+    const size_t smem = table_bytes + stage_words * sizeof(uint32_t);
+
+    size_t state_bytes = 0;
+    GSZ_CUDA(WordsTileState::AllocationSize(static_cast<int>(tiles), state_bytes));
+    out.tile_state.allocate(state_bytes, stream);
+    WordsTileState state;
+    GSZ_CUDA(state.Init(static_cast<int>(tiles), out.tile_state.data(), state_bytes));
+    const auto init_blocks = static_cast<unsigned>(ceil_div(tiles, 256));
+    words_tile_init_kernel<<<init_blocks, 256, 0, stream>>>(state, static_cast<int>(tiles));
+    GSZ_CUDA_LAUNCHED("words_tile_init_kernel");
+    huffman_encode_tiles_kernel<<<static_cast<unsigned>(tiles), kCodecThreads, smem, stream>>>(
+        d_symbols, l, codes, state, out.chunk_bits.data(), out.chunk_word_offset.data(), out.words.data(),
+        static_cast<uint32_t>(stage_words));
+    GSZ_CUDA_LAUNCHED("huffman_encode_tiles_kernel");
+    if (max_words) {
+        out.num_words = 0;  // huffman_stream_read_words reads it back
+    } else {
+        uint64_t total = 0;
+        GSZ_CUDA(cudaMemcpyAsync(&total, out.chunk_word_offset.data() + l.num_chunks, sizeof total,
+                                 cudaMemcpyDeviceToHost, stream));
+        GSZ_CUDA(cudaStreamSynchronize(stream));
+        out.num_words = total;
+    }
+}
+
+}  // namespace
+
 void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbols, uint64_t n,
                          uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream, uint64_t max_words) {
-    check_device_book(book);
+    check_encoder_book(book);
     GSZ_CHECK(chunk_symbols >= 1 && chunk_symbols <= kMaxChunkSymbols, GSZ_STATUS_INVALID_ARGUMENT,
               "huffman: chunk size %u out of [1, %u]", chunk_symbols, kMaxChunkSymbols);
     const SliceLayout l = make_slice_layout(n, chunk_symbols);
@@ -891,7 +1075,11 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     }
     const DeviceProps props = device_props();
 
-    const PackedCodes codes{book.lut + kLutSize, book.alphabet_size};
+    const PackedCodes codes{book.codes, book.alphabet_size};
+    if (l.slices_per_chunk == 1 && chunk_symbols >= kTileMinChunkSymbols && book.alphabet_size <= kTileMaxAlphabet) {
+        encode_tiles(codes, book.max_length, d_symbols, l, out, stream, max_words);
+        return;
+    }
 
     // (a) bits per lane, slice and chunk; words per chunk into d_offset.
     cuda::DeviceBuffer<uint32_t> slices, lanes;

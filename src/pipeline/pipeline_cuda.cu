@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 namespace gsz::pipeline {
@@ -250,13 +251,14 @@ std::vector<uint64_t> ans_histogram_on_device(const uint16_t* d_codes, uint64_t 
 
 void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius,
                             const encode::AnsContextShape& shape, gsz_lossless mode, DeviceCodeStage& out,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, const std::function<void()>& after_histogram = {}) {
     const uint32_t alphabet = 2 * radius;
     out.ans.reset();  // `out` may hold an earlier call's choice
     out.runs.reset();
     cuda::StageTrace trace(stream, "code stage");
     const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
     trace.mark("histogram");
+    if (after_histogram) after_histogram();  // GPU work that overlaps the host's codebook build
     cuda::DeviceBuffer<uint16_t> d_tokens;
     std::vector<uint64_t> token_hist;
     uint32_t dominant = 0;
@@ -285,7 +287,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     out.runs = choice.runs;
     out.book = std::move(choice.book);
     out.num_symbols = out.runs ? num_tokens : n;
-    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(out.book, stream);
+    const encode::HuffmanDeviceBook d_book = encode::huffman_upload_encoder(out.book, stream);
     // The word count's bound from the histogram: the encoder need not wait for the exact count.
     const uint64_t max_words = encode::huffman_max_words(out.runs ? token_hist : code_hist, out.book,
                                                          out.num_symbols, kHuffmanChunkSymbols);
@@ -413,8 +415,12 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     GSZ_CUDA(cudaMemcpyAsync(&rb->range, d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
     GSZ_CUDA(cudaMemcpyAsync(&rb->outliers, dc.lorenzo.outlier_total(dc.layout), sizeof(uint64_t),
                              cudaMemcpyDeviceToHost, stream));
+    // The code stage synchronizes after its histogram (*rb is filled then);
+    // the outliers are gathered while the host builds the codebook.
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
-                           stream);  // synchronizes after its histogram: *rb is filled
+                           stream, [&] {
+                               predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, stream);
+                           });
     FiniteRange r;
     r.any = rb->range.any != 0;
     r.min = r.any ? rb->range.lo : std::numeric_limits<double>::quiet_NaN();
@@ -423,8 +429,7 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     GSZ_CHECK(dc.header.error_bound_abs == rb->range.eb_abs, GSZ_STATUS_INTERNAL,
               "lorenzo: the device derived bound %.17g, the host %.17g", rb->range.eb_abs, dc.header.error_bound_abs);
-    predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, stream);
-    trace.mark("outliers");
+    trace.mark("code stage");
 }
 
 // Copies the sections to the host and writes the archive (the same code as

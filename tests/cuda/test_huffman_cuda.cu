@@ -199,14 +199,16 @@ void expect_gpu_matches_cpu(const std::vector<uint16_t>& symbols, uint32_t alpha
 
     const HuffmanCodebook book = huffman_build(hist);
     const HuffmanDeviceBook d_book = huffman_upload(book, stream);
-    for (uint32_t chunk : chunks) {
+    const HuffmanDeviceBook d_encoder = huffman_upload_encoder(book, stream);  // what compression uploads
+    for (size_t c = 0; c < chunks.size(); ++c) {
+        const uint32_t chunk = chunks[c];
         SCOPED_TRACE("alphabet " + std::to_string(alphabet) + " n " + std::to_string(n) + " chunk " +
                      std::to_string(chunk) + " offset " + std::to_string(offset));
         const HuffmanStream cpu = huffman_encode_cpu(book, symbols, chunk, 0);
         const std::vector<uint64_t> offsets = word_offsets(cpu.chunk_bits);
 
         HuffmanDeviceStream gpu;
-        huffman_encode_cuda(d_book, d_sym, n, chunk, gpu, stream);
+        huffman_encode_cuda(c % 2 ? d_encoder : d_book, d_sym, n, chunk, gpu, stream);
         EXPECT_EQ(gpu.num_symbols, n);
         EXPECT_EQ(gpu.chunk_symbols, chunk);
         ASSERT_EQ(gpu.num_chunks, cpu.chunk_bits.size());
@@ -219,6 +221,15 @@ void expect_gpu_matches_cpu(const std::vector<uint16_t>& symbols, uint32_t alpha
             while (first < words.size() && words[first] == cpu.words[first]) ++first;
             ADD_FAILURE() << "words differ first at " << first << " of " << words.size();
         }
+
+        // As the pipeline encodes: words sized by the histogram's bound, the count read back after.
+        HuffmanDeviceStream bounded;
+        huffman_encode_cuda(d_encoder, d_sym, n, chunk, bounded, stream, huffman_max_words(hist, book, n, chunk));
+        huffman_stream_read_words(bounded, stream);
+        ASSERT_EQ(bounded.num_words, cpu.words.size());
+        EXPECT_EQ(to_host(bounded.chunk_bits.data(), bounded.num_chunks, stream), cpu.chunk_bits);
+        EXPECT_EQ(to_host(bounded.chunk_word_offset.data(), bounded.num_chunks + 1, stream), offsets);
+        EXPECT_TRUE(to_host(bounded.words.data(), bounded.num_words, stream) == cpu.words) << "bounded words differ";
 
         // The CPU stream decoded on the GPU (output deliberately misaligned once).
         const GpuDecoded dec = gpu_decode(d_book, cpu.words, cpu.chunk_bits, offsets, n, chunk, stream, offset);
@@ -234,6 +245,18 @@ void expect_gpu_matches_cpu(const std::vector<uint16_t>& symbols, uint32_t alpha
         EXPECT_EQ(to_host(d_corrupt.data(), 1, stream)[0], 0u);
         EXPECT_TRUE(to_host(d_out.data(), n, stream) == symbols);
     }
+    // An encoder-only book has no decode tables: decoding with it is refused.
+    HuffmanDeviceStream gpu;
+    huffman_encode_cuda(d_encoder, d_sym, n, chunks[0], gpu, stream);
+    cuda::DeviceBuffer<uint16_t> d_out(n, stream);
+    cuda::DeviceBuffer<uint32_t> d_corrupt(1, stream);
+    try {
+        huffman_decode_cuda(d_encoder, gpu.words.data(), gpu.num_words, gpu.chunk_bits.data(),
+                            gpu.chunk_word_offset.data(), n, chunks[0], d_out.data(), d_corrupt.data(), stream);
+        ADD_FAILURE() << "decoding with an encoder-only book was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.status(), GSZ_STATUS_INVALID_ARGUMENT) << e.what();
+    }
 }
 
 // ---- tests ----
@@ -242,6 +265,20 @@ TEST_F(HuffmanCuda, QuantCodesAlphabet1024) {
     const auto symbols = skewed_symbols(1000003, 1024, 1);
     expect_gpu_matches_cpu(symbols, 1024, {4096, 1000, 1, 7, 65, 4097, 70000, 1u << 20}, stream_);
     expect_gpu_matches_cpu(symbols, 1024, {4096, 1000}, stream_, 3);  // unaligned input and output
+}
+
+TEST_F(HuffmanCuda, TilesDenserThanTheStage) {
+    // The one-pass encoder stages a tile in twice the average tile's words;
+    // one tile in 16 here is ~10 bits per symbol against ~1.6 on average, so
+    // those are packed in place after the look-back (and the rest staged).
+    std::vector<uint16_t> symbols(16 * 1024 * 40 + 777);
+    XorShift rng{5};
+    for (size_t i = 0; i < symbols.size(); ++i) {
+        const bool dense = (i / (16 * 1024)) % 16 == 3;
+        const uint64_t r = rng();
+        symbols[i] = static_cast<uint16_t>(dense ? r % 1024 : ((r & 15) != 0 ? 512 : 511 + (r >> 4) % 3));
+    }
+    expect_gpu_matches_cpu(symbols, 1024, {1024, 4096, 300, 2000}, stream_);
 }
 
 TEST_F(HuffmanCuda, PairAndSingleDecodeLoops) {
