@@ -602,6 +602,36 @@ __global__ void __launch_bounds__(kCodecThreads)
 // words).  Replaces the measure pass, the scan of word counts and the pack
 // pass, which read the symbols twice (bench/NOTES.md).
 constexpr uint32_t kTileMaxChunks = 32;
+
+// pack_range into the CTA's stage, for the one-pass encoder, without
+// atomics in the loop: a word is stored whole by the lane whose bits complete
+// it (bits of earlier lanes in it are zeros there), and a lane's last,
+// incomplete word is returned for the caller to OR in after a __syncwarp, by
+// when every whole-word store of the group is done.  Every word of a chunk
+// but its last is completed by some lane.  Addresses are 32-bit shared-memory
+// addresses in PTX: through generic pointers the compiler rebuilt the shared
+// window's base for every store (ncu: ~34 instructions per symbol in
+// pack_range's loop here).
+// `entries(f)` calls f with the lane's entries in order.
+template <class Entries>
+__device__ inline void pack_range_staged(Entries&& entries, uint32_t start_bit, uint32_t* chunk_stage,
+                                         uint32_t& tail_addr, uint32_t& tail) {
+    uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(chunk_stage)) + (start_bit >> 5) * 4;
+    uint64_t acc = 0;  // `pending` (< 32) bits not yet stored, right-aligned
+    uint32_t pending = start_bit & 31;
+    entries([&](uint32_t e) {
+        const uint32_t len = e >> kCodeLengthShift;
+        acc = (acc << len) | (e & kCodeMask);
+        pending += len;
+        if (pending >= 32) {
+            pending -= 32;
+            asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(static_cast<uint32_t>(acc >> pending)) : "memory");
+            addr += 4;
+        }
+    });
+    tail_addr = addr;
+    tail = pending > 0 ? static_cast<uint32_t>(acc << (32 - pending)) : 0u;
+}
 constexpr uint32_t kTileMinChunkSymbols = 257;  // group >= 8: at most 32 chunks per tile
 constexpr uint32_t kTileMaxAlphabet = 4096;     // 16 KiB of code table
 constexpr size_t kTileSmemBudget = 36 * 1024;   // table + stage: 6 CTAs per SM
@@ -634,8 +664,11 @@ __global__ void __launch_bounds__(kCodecThreads)
     const uint64_t chunk = uint64_t{blockIdx.x} * tile_chunks + g;
     const SymbolRange r = lane_range(l, chunk, j);  // empty past the last chunk
 
+    const auto entries = [&](auto&& f) { for_each_entry(d_symbols, r.begin, r.end, book, f); };
+
     // Bits: the lane's, where they start in the chunk, the chunk's.
-    const uint32_t bits = range_bits(d_symbols, r, book);
+    uint32_t bits = 0;
+    entries([&](uint32_t e) { bits += e >> kCodeLengthShift; });
     const uint32_t before = group_exclusive_sum(bits, j, l.group);
     const uint32_t chunk_bits = group_sum(bits, l.group);
     const uint32_t words = (chunk_bits + 31) / 32;
@@ -654,20 +687,15 @@ __global__ void __launch_bounds__(kCodecThreads)
         else
             tile_state.SetPartial(tile, tile_words);
     }
-    // Packs the group's chunk at `out` (the chunk's first word), zeroed first.
-    const auto pack_chunk = [&](uint32_t* out) {
-        for (uint32_t w = j; w < words; w += l.group) out[w] = 0;
+    if (staged) {  // the group's chunk into the stage; its last word is only ORed into, so it starts at zero
+        uint32_t* out = stage + chunk_at;
+        if (j == 0 && words > 0) out[words - 1] = 0;
         __syncwarp();
-        if (r.begin < r.end)
-            pack_range(d_symbols, r, book, before, [&](uint32_t w, uint32_t v, bool shared) {
-                if (v == 0) return;
-                if (shared)
-                    atomicOr(out + w, v);
-                else
-                    out[w] = v;
-            });
-    };
-    if (staged) pack_chunk(stage + chunk_at);
+        uint32_t tail_addr = 0, tail = 0;
+        if (r.begin < r.end) pack_range_staged(entries, before, out, tail_addr, tail);
+        __syncwarp();
+        if (tail != 0) asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(tail_addr), "r"(tail) : "memory");
+    }
     if (warp == 0) {
         uint64_t prefix = 0;
         if (tile != 0) {
@@ -679,9 +707,20 @@ __global__ void __launch_bounds__(kCodecThreads)
     __syncthreads();
     const uint64_t prefix = s_prefix;
     if (staged) {
+#pragma unroll 4
         for (uint32_t w = threadIdx.x; w < tile_words; w += blockDim.x) d_words[prefix + w] = stage[w];
-    } else {
-        pack_chunk(d_words + prefix + chunk_at);
+    } else {  // in place: the group owns its chunk's words
+        uint32_t* out = d_words + prefix + chunk_at;
+        for (uint32_t w = j; w < words; w += l.group) out[w] = 0;
+        __syncwarp();
+        if (r.begin < r.end)
+            pack_range(d_symbols, r, book, before, [&](uint32_t w, uint32_t v, bool shared) {
+                if (v == 0) return;
+                if (shared)
+                    atomicOr(out + w, v);
+                else
+                    out[w] = v;
+            });
     }
     if (j == 0 && chunk < l.num_chunks) {
         d_chunk_bits[chunk] = chunk_bits;
