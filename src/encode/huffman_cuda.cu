@@ -602,6 +602,7 @@ __global__ void __launch_bounds__(kCodecThreads)
 // words).  Replaces the measure pass, the scan of word counts and the pack
 // pass, which read the symbols twice (bench/NOTES.md).
 constexpr uint32_t kTileMaxChunks = 32;
+constexpr uint32_t kLaneVectors = 8;  // 64 symbols per lane (1024-symbol chunks) are held in registers
 
 // pack_range into the CTA's stage, for the one-pass encoder, without
 // atomics in the loop: a word is stored whole by the lane whose bits complete
@@ -664,7 +665,31 @@ __global__ void __launch_bounds__(kCodecThreads)
     const uint64_t chunk = uint64_t{blockIdx.x} * tile_chunks + g;
     const SymbolRange r = lane_range(l, chunk, j);  // empty past the last chunk
 
-    const auto entries = [&](auto&& f) { for_each_entry(d_symbols, r.begin, r.end, book, f); };
+    // The lane's symbols: in registers when they are 64 whole 16-byte-aligned
+    // vectors (the pipelines' 1024-symbol chunks; one read, all loads in
+    // flight at once), else read where they lie, twice.
+    const bool in_registers = kLaneVectors * 8 == l.lane_symbols && r.end - r.begin == l.lane_symbols &&
+                              (reinterpret_cast<uintptr_t>(d_symbols + r.begin) & 15) == 0;
+    uint4 q[kLaneVectors];
+    if (in_registers) {
+        const auto* v = reinterpret_cast<const uint4*>(d_symbols + r.begin);
+#pragma unroll
+        for (uint32_t k = 0; k < kLaneVectors; ++k) q[k] = __ldg(v + k);
+    }
+    const auto entries = [&](auto&& f) {
+        if (in_registers) {
+#pragma unroll
+            for (uint32_t k = 0; k < kLaneVectors; ++k) {
+                const uint32_t e0 = book.entry(q[k].x & 0xFFFFu), e1 = book.entry(q[k].x >> 16);
+                const uint32_t e2 = book.entry(q[k].y & 0xFFFFu), e3 = book.entry(q[k].y >> 16);
+                const uint32_t e4 = book.entry(q[k].z & 0xFFFFu), e5 = book.entry(q[k].z >> 16);
+                const uint32_t e6 = book.entry(q[k].w & 0xFFFFu), e7 = book.entry(q[k].w >> 16);
+                f(e0), f(e1), f(e2), f(e3), f(e4), f(e5), f(e6), f(e7);
+            }
+        } else {
+            for_each_entry(d_symbols, r.begin, r.end, book, f);
+        }
+    };
 
     // Bits: the lane's, where they start in the chunk, the chunk's.
     uint32_t bits = 0;
