@@ -1131,8 +1131,8 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     out.chunk_bits.allocate(l.num_chunks, stream);
     out.chunk_word_offset.allocate(l.num_chunks + 1, stream);
     uint64_t* d_offset = out.chunk_word_offset.data();
-    GSZ_CUDA(cudaMemsetAsync(d_offset + l.num_chunks, 0, sizeof(uint64_t), stream));  // becomes the total
     if (n == 0) {
+        GSZ_CUDA(cudaMemsetAsync(d_offset, 0, sizeof(uint64_t), stream));
         out.words.allocate(0, stream);
         out.num_words = 0;
         return;
@@ -1144,6 +1144,8 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
         encode_tiles(codes, book.max_length, d_symbols, l, out, stream, max_words);
         return;
     }
+
+    GSZ_CUDA(cudaMemsetAsync(d_offset + l.num_chunks, 0, sizeof(uint64_t), stream));  // becomes the total
 
     // (a) bits per lane, slice and chunk; words per chunk into d_offset.
     cuda::DeviceBuffer<uint32_t> slices, lanes;
