@@ -1041,15 +1041,23 @@ HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t strea
 }
 
 HuffmanDeviceBook huffman_upload_encoder(const HuffmanCodebook& book, cudaStream_t stream) {
-    check_host_book(book);
     HuffmanDeviceBook d;
+    huffman_upload_encoder(book, d, stream);
+    return d;
+}
+
+void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, cudaStream_t stream) {
+    check_host_book(book);
+    d.lut = d.first_code = d.first_index = d.count = nullptr;
+    d.sorted_symbols = nullptr;
+    d.sub_entries = 0;
+    d.pairs = false;
     d.alphabet_size = book.alphabet_size;
     d.max_length = book.max_length;
     d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
     upload_tables(d, book.alphabet_size, stream,
                   [&](uint32_t* h) { encoder_entries(book, std::span<uint32_t>(h, book.alphabet_size)); });
     d.codes = d.tables.data();
-    return d;
 }
 
 uint64_t huffman_max_words(const std::vector<uint64_t>& histogram, const HuffmanCodebook& book, uint64_t n,
@@ -1072,13 +1080,38 @@ void huffman_stream_read_words(HuffmanDeviceStream& out, cudaStream_t stream) {
 
 namespace {
 
+bool one_pass(const SliceLayout& l, uint32_t alphabet) {
+    return l.slices_per_chunk == 1 && l.chunk_symbols >= kTileMinChunkSymbols && alphabet <= kTileMaxAlphabet;
+}
+
+uint64_t one_pass_tiles(const SliceLayout& l) { return ceil_div(l.num_chunks, kCodecThreads / l.group); }
+
+// The look-back's tile states for `tiles` tiles, initialized on the stream
+// unless huffman_encode_prepare already did (that initialization is used once).
+WordsTileState tile_state_for(HuffmanDeviceStream& out, uint64_t tiles, cudaStream_t stream) {
+    GSZ_CHECK(tiles <= static_cast<uint64_t>(std::numeric_limits<int>::max()), GSZ_STATUS_INVALID_ARGUMENT,
+              "huffman: %llu tiles are too many for one launch", static_cast<unsigned long long>(tiles));
+    size_t state_bytes = 0;
+    GSZ_CUDA(WordsTileState::AllocationSize(static_cast<int>(tiles), state_bytes));
+    WordsTileState state;
+    if (out.ready_tiles != tiles) {
+        out.tile_state.allocate(state_bytes, stream);
+        GSZ_CUDA(state.Init(static_cast<int>(tiles), out.tile_state.data(), state_bytes));
+        const auto init_blocks = static_cast<unsigned>(ceil_div(tiles, 256));
+        words_tile_init_kernel<<<init_blocks, 256, 0, stream>>>(state, static_cast<int>(tiles));
+        GSZ_CUDA_LAUNCHED("words_tile_init_kernel");
+    } else {
+        GSZ_CUDA(state.Init(static_cast<int>(tiles), out.tile_state.data(), state_bytes));
+    }
+    out.ready_tiles = 0;
+    return state;
+}
+
 // The one-pass encoder's launch (huffman_encode_tiles_kernel).
 void encode_tiles(const PackedCodes& codes, uint32_t max_length, const uint16_t* d_symbols, const SliceLayout& l,
                   HuffmanDeviceStream& out, cudaStream_t stream, uint64_t max_words) {
     const uint32_t tile_chunks = kCodecThreads / l.group;
-    const uint64_t tiles = ceil_div(l.num_chunks, tile_chunks);
-    GSZ_CHECK(tiles <= static_cast<uint64_t>(std::numeric_limits<int>::max()), GSZ_STATUS_INVALID_ARGUMENT,
-              "huffman: %llu chunks are too many for one launch", static_cast<unsigned long long>(l.num_chunks));
+    const uint64_t tiles = one_pass_tiles(l);
     // Words: the histogram's bound, or the longest code's.
     const uint64_t longest_chunk_words = ceil_div(uint64_t{l.chunk_symbols} * max_length, 32);
     const uint64_t bound = max_words ? max_words : l.num_chunks * longest_chunk_words;
@@ -1092,14 +1125,7 @@ void encode_tiles(const PackedCodes& codes, uint32_t max_length, const uint16_t*
                                                      (kTileSmemBudget - table_bytes) / sizeof(uint32_t)});
     const size_t smem = table_bytes + stage_words * sizeof(uint32_t);
 
-    size_t state_bytes = 0;
-    GSZ_CUDA(WordsTileState::AllocationSize(static_cast<int>(tiles), state_bytes));
-    out.tile_state.allocate(state_bytes, stream);
-    WordsTileState state;
-    GSZ_CUDA(state.Init(static_cast<int>(tiles), out.tile_state.data(), state_bytes));
-    const auto init_blocks = static_cast<unsigned>(ceil_div(tiles, 256));
-    words_tile_init_kernel<<<init_blocks, 256, 0, stream>>>(state, static_cast<int>(tiles));
-    GSZ_CUDA_LAUNCHED("words_tile_init_kernel");
+    const WordsTileState state = tile_state_for(out, tiles, stream);
     huffman_encode_tiles_kernel<<<static_cast<unsigned>(tiles), kCodecThreads, smem, stream>>>(
         d_symbols, l, codes, state, out.chunk_bits.data(), out.chunk_word_offset.data(), out.words.data(),
         static_cast<uint32_t>(stage_words));
@@ -1140,7 +1166,7 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     const DeviceProps props = device_props();
 
     const PackedCodes codes{book.codes, book.alphabet_size};
-    if (l.slices_per_chunk == 1 && chunk_symbols >= kTileMinChunkSymbols && book.alphabet_size <= kTileMaxAlphabet) {
+    if (one_pass(l, book.alphabet_size)) {
         encode_tiles(codes, book.max_length, d_symbols, l, out, stream, max_words);
         return;
     }
@@ -1208,6 +1234,17 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
         d_symbols, l, codes, d_lane_bits, l.slices_per_chunk > 1 ? d_slice : nullptr, d_offset, out.words.data(),
         stretch_words);
     GSZ_CUDA_LAUNCHED("huffman_pack_kernel");
+}
+
+void huffman_encode_prepare(uint64_t n, uint32_t chunk_symbols, uint32_t alphabet, HuffmanDeviceStream& out,
+                            cudaStream_t stream) {
+    if (n == 0 || chunk_symbols < 1 || chunk_symbols > kMaxChunkSymbols) return;
+    const SliceLayout l = make_slice_layout(n, chunk_symbols);
+    if (!one_pass(l, alphabet)) return;
+    const uint64_t tiles = one_pass_tiles(l);
+    out.ready_tiles = 0;
+    tile_state_for(out, tiles, stream);
+    out.ready_tiles = tiles;
 }
 
 void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words, uint64_t num_words,

@@ -46,6 +46,8 @@ HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t strea
 // null): building the decode tables is host time on compression's critical
 // path, between the histogram and the encoder (10-20 us at 1024 symbols).
 HuffmanDeviceBook huffman_upload_encoder(const HuffmanCodebook& book, cudaStream_t stream);
+// The same into `d`, reusing its device buffer (no allocation once it is large enough).
+void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, cudaStream_t stream);
 
 struct HuffmanDeviceStream {
     uint64_t num_symbols = 0;
@@ -56,6 +58,7 @@ struct HuffmanDeviceStream {
     cuda::DeviceBuffer<uint32_t> words;              // [num_words]
     uint64_t num_words = 0;
     cuda::DeviceBuffer<uint8_t> tile_state;          // the one-pass encoder's look-back, kept across calls
+    uint64_t ready_tiles = 0;                        // tile states huffman_encode_prepare initialized
 };
 
 // Encode d_symbols[0..n) in chunks of chunk_symbols; fills `out` so that
@@ -68,6 +71,14 @@ struct HuffmanDeviceStream {
 void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbols, uint64_t n,
                          uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream,
                          uint64_t max_words = 0);
+
+// Optional, before huffman_encode_cuda on the same stream: initializes what
+// the encode of n symbols in chunks of chunk_symbols over an alphabet of that
+// size will need before any symbol is read (the one-pass encoder's look-back
+// states), so that the work runs while the host builds the codebook.  An
+// encode of another shape initializes its own.
+void huffman_encode_prepare(uint64_t n, uint32_t chunk_symbols, uint32_t alphabet, HuffmanDeviceStream& out,
+                            cudaStream_t stream);
 
 // Sets out.num_words from the device (synchronizes) after an encode with max_words.
 void huffman_stream_read_words(HuffmanDeviceStream& out, cudaStream_t stream);

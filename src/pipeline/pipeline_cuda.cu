@@ -216,6 +216,7 @@ struct DeviceCodeStage {
     encode::AnsDeviceStream ans_stream;
     cuda::DeviceBuffer<uint64_t> hist;           // kept across calls
     cuda::PinnedBuffer<uint64_t> hist_host;
+    encode::HuffmanDeviceBook device_book;       // the encoder's table, its buffer kept across calls
 };
 
 // The histogram of d_symbols, read back through page-locked memory (one
@@ -256,6 +257,8 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     out.ans.reset();  // `out` may hold an earlier call's choice
     out.runs.reset();
     cuda::StageTrace trace(stream, "code stage");
+    // Huffman's look-back states, initialized before the histogram's synchronization.
+    if (mode == GSZ_LOSSLESS_NONE) encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, alphabet, out.stream, stream);
     const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
     trace.mark("histogram");
     if (after_histogram) after_histogram();  // GPU work that overlaps the host's codebook build
@@ -287,7 +290,8 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     out.runs = choice.runs;
     out.book = std::move(choice.book);
     out.num_symbols = out.runs ? num_tokens : n;
-    const encode::HuffmanDeviceBook d_book = encode::huffman_upload_encoder(out.book, stream);
+    encode::huffman_upload_encoder(out.book, out.device_book, stream);
+    const encode::HuffmanDeviceBook& d_book = out.device_book;
     // The word count's bound from the histogram: the encoder need not wait for the exact count.
     const uint64_t max_words = encode::huffman_max_words(out.runs ? token_hist : code_hist, out.book,
                                                          out.num_symbols, kHuffmanChunkSymbols);

@@ -224,6 +224,7 @@ void expect_gpu_matches_cpu(const std::vector<uint16_t>& symbols, uint32_t alpha
 
         // As the pipeline encodes: words sized by the histogram's bound, the count read back after.
         HuffmanDeviceStream bounded;
+        huffman_encode_prepare(n, chunk, alphabet, bounded, stream);  // look-back states before the codebook
         huffman_encode_cuda(d_encoder, d_sym, n, chunk, bounded, stream, huffman_max_words(hist, book, n, chunk));
         huffman_stream_read_words(bounded, stream);
         ASSERT_EQ(bounded.num_words, cpu.words.size());
