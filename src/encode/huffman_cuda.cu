@@ -509,6 +509,25 @@ __global__ void __launch_bounds__(kCodecThreads)
     }
 }
 
+// A group packs its chunk at `out` (the chunk's first word; the group owns
+// its `words` words): zeroed first, then each lane stores the words its bits
+// complete and ORs the ones it shares.  Every lane of the warp calls it.
+template <class Book>
+__device__ inline void pack_chunk_zeroed(const uint16_t* symbols, SymbolRange r, const Book& book, uint32_t start_bit,
+                                         uint32_t* out, uint32_t words, uint32_t j, uint32_t group) {
+    for (uint32_t w = j; w < words; w += group) out[w] = 0;
+    __syncwarp();
+    if (r.begin < r.end) {
+        pack_range(symbols, r, book, start_bit, [&](uint32_t w, uint32_t v, bool shared) {
+            if (v == 0) return;
+            if (shared)
+                atomicOr(out + w, v);
+            else
+                out[w] = v;
+        });
+    }
+}
+
 // Packs every slice into d_words.  d_lane_bits: bits of lane j of slice k at
 // [k * group + j] (the chunk bit counts when group == 1).  d_slice_offset:
 // in-chunk bit offset per slice (nullptr with one slice per chunk).
@@ -571,18 +590,7 @@ __global__ void __launch_bounds__(kCodecThreads)
         // The same for the group.  Short chunks (under ~4 bits per symbol)
         // are packed in place: their few stores cost less than the detour.
         const bool staged = kStaged && words >= kPackStageMinWords && words <= stretch_words;
-        uint32_t* out = staged ? stretch : dst;
-        for (uint32_t w = j; w < words; w += l.group) out[w] = 0;
-        __syncwarp();
-        if (r.begin < r.end) {
-            pack_range(d_symbols, r, book, before, [&](uint32_t w, uint32_t v, bool shared) {
-                if (v == 0) return;
-                if (shared)
-                    atomicOr(out + w, v);
-                else
-                    out[w] = v;
-            });
-        }
+        pack_chunk_zeroed(d_symbols, r, book, before, staged ? stretch : dst, words, j, l.group);
         __syncwarp();
         if (staged)
             for (uint32_t w = j; w < words; w += l.group) dst[w] = stretch[w];
@@ -735,17 +743,7 @@ __global__ void __launch_bounds__(kCodecThreads)
 #pragma unroll 4
         for (uint32_t w = threadIdx.x; w < tile_words; w += blockDim.x) d_words[prefix + w] = stage[w];
     } else {  // in place: the group owns its chunk's words
-        uint32_t* out = d_words + prefix + chunk_at;
-        for (uint32_t w = j; w < words; w += l.group) out[w] = 0;
-        __syncwarp();
-        if (r.begin < r.end)
-            pack_range(d_symbols, r, book, before, [&](uint32_t w, uint32_t v, bool shared) {
-                if (v == 0) return;
-                if (shared)
-                    atomicOr(out + w, v);
-                else
-                    out[w] = v;
-            });
+        pack_chunk_zeroed(d_symbols, r, book, before, d_words + prefix + chunk_at, words, j, l.group);
     }
     if (j == 0 && chunk < l.num_chunks) {
         d_chunk_bits[chunk] = chunk_bits;
