@@ -366,7 +366,9 @@ void code_stage_decode_cuda(const CodeStagePlan& plan, const DeviceCodeSections&
                                 plan.ans->lane_symbols, radius, shape, d_codes, d_corrupt, stream);
         return;
     }
+    cuda::StageTrace trace(stream, "code stage decode");
     const encode::HuffmanDeviceBook d_book = encode::huffman_upload(plan.book, stream);
+    trace.mark("tables (host)");
     if (!plan.runs) {
         encode::huffman_decode_cuda(d_book, ds.words.data(), ds.words.size(), ds.chunk_bits.data(),
                                     ds.chunk_offset.data(), n, plan.stream.chunk_symbols, d_codes, d_corrupt, stream);
@@ -704,17 +706,21 @@ void upload_archive(const format::Archive& archive, DeviceArchive<T>& da, cudaSt
 template <class T>
 void decode_on_device(DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStream_t stream) {
     const auto& plan = da.plan;
+    cuda::StageTrace trace(stream, "lorenzo decompress");
     da.codes.allocate(n, stream);
     da.corrupt.allocate(1, stream);
     da.corrupt.zero(stream);
     code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, lorenzo_ans_shape(), da.codes.data(), n,
                            da.corrupt.data(), stream);
+    trace.mark("code stage");
     predict::lorenzo_decode_cuda<T>(da.codes.data(), da.outliers.data(), plan.outliers.size(), plan.layout,
                                     plan.quant, d_out, da.scratch, stream, da.corrupt.data());
+    trace.mark("lorenzo");
     da.corrupt_host.allocate(1);
     GSZ_CUDA(cudaMemcpyAsync(da.corrupt_host.data(), da.corrupt.data(), sizeof(uint32_t), cudaMemcpyDeviceToHost,
                              stream));
     GSZ_CUDA(cudaStreamSynchronize(stream));
+    trace.mark("flags back");
     const uint32_t corrupt = *da.corrupt_host.data();
     GSZ_CHECK((corrupt & predict::kLorenzoCorruptOutliers) == 0, GSZ_STATUS_CORRUPT,
               "outlier_values: the archive's codes mark a different number of outliers than it holds");
