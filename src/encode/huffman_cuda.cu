@@ -643,7 +643,7 @@ __device__ inline void pack_range_staged(Entries&& entries, uint32_t start_bit, 
 }
 constexpr uint32_t kTileMinChunkSymbols = 257;  // group >= 8: at most 32 chunks per tile
 constexpr uint32_t kTileMaxAlphabet = 4096;     // 16 KiB of code table
-constexpr size_t kTileSmemBudget = 36 * 1024;   // table + stage: 6 CTAs per SM
+constexpr size_t kTileSmemBudget = 36 * 1024;   // table + stage; registers allow 4 CTAs per SM (64 each)
 
 struct AddWords {
     __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a + b; }
