@@ -29,18 +29,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (chunk_section.size() >= 8) std::memcpy(&expected, chunk_section.data(), 8);
     if (expected > kMaxSymbols) expected = kMaxSymbols;
 
-    try {
-        gsz::ByteReader in(book_section, "codebook");
-        const HuffmanCodebook book = huffman_codebook_read(in, kHuffmanMaxAlphabet);
-        const HuffmanStreamView view = huffman_stream_read(chunk_section, bitstream, expected);
-        std::vector<uint16_t> out(view.num_symbols);
-        huffman_decode_cpu(book, view, out, 1);
+    // The chunk table as format version 3 lays it out (u32 bit counts) and as 4 does (u16 for chunks of at
+    // most 2730 symbols).
+    for (const uint32_t version : {3u, kHuffmanNarrowCountsVersion}) {
+        try {
+            gsz::ByteReader in(book_section, "codebook");
+            const HuffmanCodebook book = huffman_codebook_read(in, kHuffmanMaxAlphabet);
+            const HuffmanStreamView view = huffman_stream_read(chunk_section, bitstream, expected, version);
+            std::vector<uint16_t> out(view.num_symbols);
+            huffman_decode_cpu(book, view, out, 1);
 
-        const HuffmanStream again = huffman_encode_cpu(book, out, view.chunk_symbols, 1);
-        if (again.chunk_bits != view.chunk_bits || again.words.size() * 4 != view.words.size() ||
-            (!again.words.empty() && std::memcmp(again.words.data(), view.words.data(), view.words.size()) != 0))
-            __builtin_trap();
-    } catch (const gsz::Error&) {
+            const HuffmanStream again = huffman_encode_cpu(book, out, view.chunk_symbols, 1);
+            if (again.chunk_bits != view.chunk_bits || again.words.size() * 4 != view.words.size() ||
+                (!again.words.empty() &&
+                 std::memcmp(again.words.data(), view.words.data(), view.words.size()) != 0))
+                __builtin_trap();
+        } catch (const gsz::Error&) {
+        }
     }
     return 0;
 }

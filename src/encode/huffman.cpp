@@ -473,11 +473,19 @@ HuffmanStream huffman_encode_cpu(const HuffmanCodebook& book, std::span<const ui
     return stream;
 }
 
-void huffman_chunks_write(const HuffmanStream& stream, ByteWriter& out) {
+void huffman_chunks_write(const HuffmanStream& stream, ByteWriter& out, uint32_t format_version) {
     out.put<uint64_t>(stream.num_symbols);
     out.put<uint32_t>(stream.chunk_symbols);
     out.put<uint32_t>(static_cast<uint32_t>(stream.chunk_bits.size()));
-    out.put_array<uint32_t>(stream.chunk_bits);
+    if (huffman_chunk_count_bytes(stream.chunk_symbols, format_version) == 4) {
+        out.put_array<uint32_t>(stream.chunk_bits);
+        return;
+    }
+    for (const uint32_t bits : stream.chunk_bits) {
+        GSZ_CHECK(bits <= 0xFFFFu, GSZ_STATUS_INTERNAL, "huffman chunks: %u bits in a chunk of %u symbols", bits,
+                  stream.chunk_symbols);
+        out.put<uint16_t>(static_cast<uint16_t>(bits));
+    }
 }
 
 void huffman_bitstream_write(const HuffmanStream& stream, ByteWriter& out) {
@@ -485,7 +493,8 @@ void huffman_bitstream_write(const HuffmanStream& stream, ByteWriter& out) {
 }
 
 HuffmanStreamView huffman_stream_read(std::span<const uint8_t> chunks_section,
-                                      std::span<const uint8_t> bitstream_section, uint64_t expected_symbols) {
+                                      std::span<const uint8_t> bitstream_section, uint64_t expected_symbols,
+                                      uint32_t format_version) {
     ByteReader in(chunks_section, "huffman chunks");
     HuffmanStreamView view;
     view.num_symbols = in.get<uint64_t>("symbol count");
@@ -500,9 +509,15 @@ HuffmanStreamView huffman_stream_read(std::span<const uint8_t> chunks_section,
         view.num_symbols / view.chunk_symbols + (view.num_symbols % view.chunk_symbols != 0);
     GSZ_CHECK(num_chunks == want_chunks, GSZ_STATUS_CORRUPT, "huffman chunks: %u chunks, expected %llu",
               num_chunks, static_cast<unsigned long long>(want_chunks));
-    GSZ_CHECK(in.remaining() == uint64_t{num_chunks} * 4, GSZ_STATUS_CORRUPT,
+    const uint32_t count_bytes = huffman_chunk_count_bytes(view.chunk_symbols, format_version);
+    GSZ_CHECK(in.remaining() == uint64_t{num_chunks} * count_bytes, GSZ_STATUS_CORRUPT,
               "huffman chunks: %zu bytes of bit counts for %u chunks", in.remaining(), num_chunks);
-    view.chunk_bits = in.get_array<uint32_t>(num_chunks, "chunk bit counts");
+    if (count_bytes == 4) {
+        view.chunk_bits = in.get_array<uint32_t>(num_chunks, "chunk bit counts");
+    } else {
+        const std::vector<uint16_t> narrow = in.get_array<uint16_t>(num_chunks, "chunk bit counts");
+        view.chunk_bits.assign(narrow.begin(), narrow.end());
+    }
     in.expect_end();
 
     GSZ_CHECK(bitstream_section.size() % 4 == 0, GSZ_STATUS_CORRUPT,

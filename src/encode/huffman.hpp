@@ -54,8 +54,19 @@ struct HuffmanStream {
 HuffmanStream huffman_encode_cpu(const HuffmanCodebook& book, std::span<const uint16_t> symbols,
                                  uint32_t chunk_symbols, int num_threads);
 
-// Chunk table (huffman_chunks section) and bitstream (huffman_bitstream section).
-void huffman_chunks_write(const HuffmanStream& stream, ByteWriter& out);
+// Bytes per chunk bit count in the huffman_chunks section (docs/FORMAT.md):
+// from archive format version 4 on, 2 where every count fits 16 bits (chunks
+// of at most 2730 symbols of at most 24 bits), else 4.  At ~2 bits per
+// symbol the 4-byte counts of 1024-symbol chunks were 1.5% of the stream.
+inline constexpr uint32_t kHuffmanNarrowCountsVersion = 4;
+inline constexpr uint32_t kHuffmanNarrowChunkSymbols = 65535 / kHuffmanMaxCodeLength;
+constexpr uint32_t huffman_chunk_count_bytes(uint32_t chunk_symbols, uint32_t format_version) {
+    return format_version >= kHuffmanNarrowCountsVersion && chunk_symbols <= kHuffmanNarrowChunkSymbols ? 2 : 4;
+}
+
+// Chunk table (huffman_chunks section, laid out as archive format version
+// `format_version` has it) and bitstream (huffman_bitstream section).
+void huffman_chunks_write(const HuffmanStream& stream, ByteWriter& out, uint32_t format_version);
 void huffman_bitstream_write(const HuffmanStream& stream, ByteWriter& out);
 
 struct HuffmanStreamView {
@@ -68,10 +79,11 @@ struct HuffmanStreamView {
 
 // Reads and validates the chunk table against the expected symbol count and
 // the bitstream length (each chunk's bits <= chunk_symbols * max length, word
-// counts add up exactly).  Throws GSZ_STATUS_CORRUPT.
+// counts add up exactly).  Throws GSZ_STATUS_CORRUPT.  `format_version`: the
+// archive's, which decides the width of the bit counts.
 HuffmanStreamView huffman_stream_read(std::span<const uint8_t> chunks_section,
                                       std::span<const uint8_t> bitstream_section,
-                                      uint64_t expected_symbols);
+                                      uint64_t expected_symbols, uint32_t format_version);
 
 // Decodes every chunk (OpenMP over chunks).  A chunk that holds an invalid
 // codeword, ends early or does not consume exactly its bits is corrupt.

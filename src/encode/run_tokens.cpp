@@ -28,8 +28,9 @@ uint64_t huffman_estimated_bytes(const HuffmanCodebook& book, std::span<const ui
         ++used;
     }
     const uint64_t chunks = (symbols + chunk_symbols - 1) / chunk_symbols;
-    // codebook: 3 bytes per used symbol; chunk table: 4 bytes and ~2 bytes of padding per chunk
-    return bits / 8 + 3 * used + 6 * chunks;
+    // codebook: 3 bytes per used symbol; chunk table: its bit count (as this gsz writes it) and ~2 bytes of
+    // padding per chunk
+    return bits / 8 + 3 * used + (huffman_chunk_count_bytes(chunk_symbols, kHuffmanNarrowCountsVersion) + 2) * chunks;
 }
 
 std::vector<uint16_t> run_tokens_encode_cpu(std::span<const uint16_t> codes, uint32_t dominant, uint32_t alphabet,

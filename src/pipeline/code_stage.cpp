@@ -158,7 +158,7 @@ void code_stage_write(const EncodedCodes& codes, CodeStageSections& out) {
         return;
     }
     encode::huffman_codebook_write(codes.book, out.book);
-    encode::huffman_chunks_write(codes.stream, out.chunks);
+    encode::huffman_chunks_write(codes.stream, out.chunks, format::kFormatVersion);
     encode::huffman_bitstream_write(codes.stream, out.bitstream);
     if (codes.runs) codes.runs->write(out.runs);
 }
@@ -195,7 +195,8 @@ CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, u
     book_in.expect_end();
     // The stream view checks the symbol count against the bitstream length
     // (>= 1 bit per symbol) before any buffer of that many symbols is allocated.
-    plan.stream = encode::huffman_stream_read(chunks, archive.section(SectionKind::huffman_bitstream), symbols);
+    plan.stream = encode::huffman_stream_read(chunks, archive.section(SectionKind::huffman_bitstream), symbols,
+                                              archive.header.format_version);
     GSZ_CHECK(plan.stream.chunk_symbols == huffman_chunk_symbols, GSZ_STATUS_CORRUPT,
               "huffman_chunks: chunk of %u symbols, pipeline_params says %u", plan.stream.chunk_symbols,
               huffman_chunk_symbols);

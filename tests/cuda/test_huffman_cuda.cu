@@ -159,13 +159,13 @@ CpuDecoded cpu_decode(const HuffmanCodebook& book, const std::vector<uint32_t>& 
     s.chunk_bits = chunk_bits;
     s.words = words;
     ByteWriter wc, wb;
-    huffman_chunks_write(s, wc);
+    huffman_chunks_write(s, wc, kHuffmanNarrowCountsVersion);
     huffman_bitstream_write(s, wb);
     const std::vector<uint8_t> chunks = wc.take(), bits = wb.take();
     CpuDecoded r;
     HuffmanStreamView view;
     try {
-        view = huffman_stream_read(chunks, bits, n);
+        view = huffman_stream_read(chunks, bits, n, kHuffmanNarrowCountsVersion);
     } catch (const Error&) {
         return r;
     }

@@ -38,7 +38,7 @@ Archive serialize(const HuffmanCodebook& book, const HuffmanStream& stream) {
     Archive a;
     ByteWriter w1, w2, w3;
     huffman_codebook_write(book, w1);
-    huffman_chunks_write(stream, w2);
+    huffman_chunks_write(stream, w2, kHuffmanNarrowCountsVersion);
     huffman_bitstream_write(stream, w3);
     a.codebook = w1.take();
     a.chunks = w2.take();
@@ -50,7 +50,8 @@ std::vector<uint16_t> deserialize_decode(const Archive& a, uint64_t num_symbols,
     ByteReader in(a.codebook, "codebook");
     const HuffmanCodebook book = huffman_codebook_read(in, kHuffmanMaxAlphabet);
     in.expect_end();
-    const HuffmanStreamView view = huffman_stream_read(a.chunks, a.bitstream, num_symbols);
+    const HuffmanStreamView view =
+        huffman_stream_read(a.chunks, a.bitstream, num_symbols, kHuffmanNarrowCountsVersion);
     std::vector<uint16_t> out(num_symbols);
     huffman_decode_cpu(book, view, out, threads);
     return out;
@@ -188,7 +189,7 @@ TEST(Huffman, ExactBitLayout) {
     const auto a = serialize(book, stream);
     EXPECT_EQ(a.bitstream, (std::vector<uint8_t>{0x00, 0x00, 0x00, 0x58}));  // little-endian word
     EXPECT_EQ(a.codebook, (std::vector<uint8_t>{3, 0, 0, 0, 3, 0, 0, 0, 0, 0, 1, 1, 0, 2, 2, 0, 2}));
-    EXPECT_EQ(a.chunks, (std::vector<uint8_t>{4, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 6, 0, 0, 0}));
+    EXPECT_EQ(a.chunks, (std::vector<uint8_t>{4, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 6, 0}));  // u16 counts
     // A codeword straddling two words, in the second chunk (which starts a new word).
     std::vector<uint16_t> many(80, 0);
     many[40 + 31] = 2;
@@ -556,15 +557,36 @@ TEST(HuffmanHostile, EveryTruncationThrows) {
         const std::vector<uint8_t> cut(a.codebook.begin(), a.codebook.begin() + len);
         EXPECT_EQ(read_codebook_status(cut), GSZ_STATUS_CORRUPT) << len;
     }
-    for (size_t len = 0; len < a.chunks.size(); ++len) {
-        const std::span<const uint8_t> cut(a.chunks.data(), len);
-        EXPECT_EQ(status_of([&] { huffman_stream_read(cut, a.bitstream, symbols.size()); }), GSZ_STATUS_CORRUPT)
-            << len;
-    }
-    for (size_t len = 0; len < a.bitstream.size(); ++len) {
-        const std::span<const uint8_t> cut(a.bitstream.data(), len);
-        EXPECT_EQ(status_of([&] { huffman_stream_read(a.chunks, cut, symbols.size()); }), GSZ_STATUS_CORRUPT)
-            << len;
+    const auto read_status = [&](std::span<const uint8_t> chunks, std::span<const uint8_t> bits) {
+        return status_of([&] { huffman_stream_read(chunks, bits, symbols.size(), kHuffmanNarrowCountsVersion); });
+    };
+    for (size_t len = 0; len < a.chunks.size(); ++len)
+        EXPECT_EQ(read_status(std::span<const uint8_t>(a.chunks.data(), len), a.bitstream), GSZ_STATUS_CORRUPT) << len;
+    for (size_t len = 0; len < a.bitstream.size(); ++len)
+        EXPECT_EQ(read_status(a.chunks, std::span<const uint8_t>(a.bitstream.data(), len)), GSZ_STATUS_CORRUPT) << len;
+}
+
+TEST(Huffman, ChunkBitCountsAreNarrowFromVersion4) {
+    const auto symbols = skewed_symbols(10000, 64, 3.0, 8);
+    const auto book = huffman_build(histogram_cpu(symbols, 64, 1));
+    for (const uint32_t chunk : {1024u, kHuffmanNarrowChunkSymbols, kHuffmanNarrowChunkSymbols + 1}) {
+        const auto stream = huffman_encode_cpu(book, symbols, chunk, 1);
+        ByteWriter bits;
+        huffman_bitstream_write(stream, bits);
+        for (const uint32_t version : {3u, kHuffmanNarrowCountsVersion}) {
+            SCOPED_TRACE("chunk " + std::to_string(chunk) + " version " + std::to_string(version));
+            ByteWriter table;
+            huffman_chunks_write(stream, table, version);
+            const size_t width = version >= 4 && chunk <= kHuffmanNarrowChunkSymbols ? 2 : 4;
+            EXPECT_EQ(table.bytes().size(), 16 + width * stream.chunk_bits.size());
+            const auto view = huffman_stream_read(table.bytes(), bits.bytes(), symbols.size(), version);
+            EXPECT_EQ(view.chunk_bits, stream.chunk_bits);
+            // Read with the other width, the table's length does not add up.
+            const uint32_t other = version == 3 ? kHuffmanNarrowCountsVersion : 3u;
+            if (width == 2 || chunk <= kHuffmanNarrowChunkSymbols)
+                EXPECT_EQ(status_of([&] { huffman_stream_read(table.bytes(), bits.bytes(), symbols.size(), other); }),
+                          GSZ_STATUS_CORRUPT);
+        }
     }
 }
 
@@ -574,7 +596,7 @@ TEST(HuffmanHostile, ChunkTableValidation) {
     const auto stream = huffman_encode_cpu(book, symbols, 3000, 1);  // 4 chunks
     const auto a = serialize(book, stream);
     auto read_status = [&](const std::vector<uint8_t>& chunks, const std::vector<uint8_t>& bits, uint64_t n) {
-        return status_of([&] { huffman_stream_read(chunks, bits, n); });
+        return status_of([&] { huffman_stream_read(chunks, bits, n, kHuffmanNarrowCountsVersion); });
     };
     EXPECT_EQ(read_status(a.chunks, a.bitstream, 10000), GSZ_STATUS_OK);
     EXPECT_EQ(read_status(a.chunks, a.bitstream, 9999), GSZ_STATUS_CORRUPT);
@@ -588,10 +610,11 @@ TEST(HuffmanHostile, ChunkTableValidation) {
     EXPECT_EQ(read_status(patched(8, uint32_t{0}), a.bitstream, 10000), GSZ_STATUS_CORRUPT);
     EXPECT_EQ(read_status(patched(8, uint32_t{(1u << 20) + 1}), a.bitstream, 10000), GSZ_STATUS_CORRUPT);
     {
-        // Still 4 chunks and plausible bit counts: only decoding can tell.
-        const auto c = patched(8, uint32_t{2500});
+        // Still 4 chunks and plausible bit counts: only decoding can tell.  (Chunks of more than 2730
+        // symbols, so the counts stay 4 bytes wide.)
+        const auto c = patched(8, uint32_t{2800});
         ASSERT_EQ(read_status(c, a.bitstream, 10000), GSZ_STATUS_OK);
-        const auto view = huffman_stream_read(c, a.bitstream, 10000);
+        const auto view = huffman_stream_read(c, a.bitstream, 10000, kHuffmanNarrowCountsVersion);
         std::vector<uint16_t> out(10000);
         EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, out, 2); }), GSZ_STATUS_CORRUPT);
     }
@@ -606,7 +629,7 @@ TEST(HuffmanHostile, ChunkTableValidation) {
         const uint32_t b1 = stream.chunk_bits[1] - 32;
         std::memcpy(c.data() + 20, &b1, 4);
         EXPECT_EQ(read_status(c, a.bitstream, 10000), GSZ_STATUS_OK);  // table is consistent ...
-        const auto view = huffman_stream_read(c, a.bitstream, 10000);
+        const auto view = huffman_stream_read(c, a.bitstream, 10000, kHuffmanNarrowCountsVersion);
         std::vector<uint16_t> out(10000);
         EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, out, 1); }), GSZ_STATUS_CORRUPT);  // ... data not
     }
@@ -680,7 +703,7 @@ TEST(HuffmanHostile, DecodeRejectsBadCodewordsAndPadding) {
         b.put<uint32_t>(word);
         std::vector<uint16_t> out(n);
         return status_of([&] {
-            const auto view = huffman_stream_read(c.bytes(), b.bytes(), n);
+            const auto view = huffman_stream_read(c.bytes(), b.bytes(), n, 3);  // u32 counts: version 3's layout
             huffman_decode_cpu(book, view, out, 1);
         });
     };
@@ -699,7 +722,7 @@ TEST(HuffmanHostile, DecodeRejectsBadCodewordsAndPadding) {
     c.put<uint32_t>(1);
     b.put<uint32_t>(1u << 31);  // "1" then the next chunk's "0": would be "10" if read across
     b.put<uint32_t>(0);
-    const auto view = huffman_stream_read(c.bytes(), b.bytes(), 2);
+    const auto view = huffman_stream_read(c.bytes(), b.bytes(), 2, 3);
     std::vector<uint16_t> out(2);
     EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, out, 1); }), GSZ_STATUS_CORRUPT);
 }
@@ -721,7 +744,7 @@ TEST(HuffmanHostile, InvalidArguments) {
     EXPECT_EQ(status_of([&] { huffman_encode_cpu(HuffmanCodebook{}, good, 16, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
 
     const auto a = serialize(book, huffman_encode_cpu(book, good, 2, 1));
-    const auto view = huffman_stream_read(a.chunks, a.bitstream, 3);
+    const auto view = huffman_stream_read(a.chunks, a.bitstream, 3, kHuffmanNarrowCountsVersion);
     std::vector<uint16_t> small(2), right(3);
     EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, small, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, view, right, 1); }), GSZ_STATUS_OK);

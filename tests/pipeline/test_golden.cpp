@@ -7,6 +7,8 @@
 #include "test_util.hpp"
 
 #include <fstream>
+#include <span>
+#include <utility>
 
 #include "format/archive.hpp"
 
@@ -60,6 +62,7 @@ const Golden kGoldens[] = {
      GSZ_LOSSLESS_ANS},
     {"none_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_LORENZO,
      128, 0, GSZ_LOSSLESS_NONE},
+    // version 4: 16-bit chunk bit counts in huffman_chunks (every golden above with Huffman sections pins it)
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -95,6 +98,16 @@ const OldGolden kVersion2[] = {
     {kGoldens[10], 0xabddb3f838f8d463},
     {kGoldens[11], 0x1c8c8498aad76257},
 };
+
+// Version 3's archives decode to version 2's outputs (same sources), and it added goldens 12-15.
+const std::vector<OldGolden> kVersion3 = [] {
+    std::vector<OldGolden> v(std::begin(kVersion2), std::end(kVersion2));
+    v.push_back({kGoldens[12], 0x9d55517fd7ae2bc7});
+    v.push_back({kGoldens[13], 0xbde0e6c5ced3c8ce});
+    v.push_back({kGoldens[14], 0x411058a30ef32f2f});
+    v.push_back({kGoldens[15], 0xc475dca136af3563});
+    return v;
+}();
 
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
@@ -165,23 +178,17 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
     EXPECT_EQ(r.nonfinite_changed, 0u);
 }
 
-TEST(Golden, Version1ArchivesStillDecodeToTheSameBits) {
-    for (const OldGolden& g : kVersion1) {
-        SCOPED_TRACE(g.source.file);
-        if (g.source.dtype == GSZ_DTYPE_F32)
-            check_old_golden<float>(g, 1);
-        else
-            check_old_golden<double>(g, 1);
-    }
-}
-
-TEST(Golden, Version2ArchivesStillDecodeToTheSameBits) {
-    for (const OldGolden& g : kVersion2) {
-        SCOPED_TRACE(g.source.file);
-        if (g.source.dtype == GSZ_DTYPE_F32)
-            check_old_golden<float>(g, 2);
-        else
-            check_old_golden<double>(g, 2);
+TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
+    const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
+        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}};
+    for (const auto& [version, goldens] : versions) {
+        for (const OldGolden& g : goldens) {
+            SCOPED_TRACE("v" + std::to_string(version) + "/" + g.source.file);
+            if (g.source.dtype == GSZ_DTYPE_F32)
+                check_old_golden<float>(g, version);
+            else
+                check_old_golden<double>(g, version);
+        }
     }
 }
 

@@ -551,7 +551,7 @@ TEST(Hostile, LyingRunTokensAreRejected) {
         auto with_tokens = [&](const std::vector<uint16_t>& t) {
             const auto stream = gsz::encode::huffman_encode_cpu(plan.book, t, 1024, 1);
             gsz::ByteWriter chunks, bits;
-            gsz::encode::huffman_chunks_write(stream, chunks);
+            gsz::encode::huffman_chunks_write(stream, chunks, parsed.header.format_version);
             gsz::encode::huffman_bitstream_write(stream, bits);
             return with_section(with_section(archive, SectionKind::huffman_chunks, chunks.bytes()),
                                 SectionKind::huffman_bitstream, bits.bytes());
