@@ -258,7 +258,8 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     out.runs.reset();
     cuda::StageTrace trace(stream, "code stage");
     // Huffman's look-back states, initialized before the histogram's synchronization.
-    if (mode == GSZ_LOSSLESS_NONE) encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, alphabet, out.stream, stream);
+    if (mode == GSZ_LOSSLESS_NONE)
+        encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, alphabet, out.stream, stream);
     const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
     trace.mark("histogram");
     if (after_histogram) after_histogram();  // GPU work that overlaps the host's codebook build
