@@ -357,6 +357,49 @@ std::vector<uint32_t> huffman_pair_root(const HuffmanDecodeTable& table) {
     return root;
 }
 
+HuffmanDecoderShape huffman_decoder_shape(const HuffmanCodebook& book) {
+    constexpr uint32_t kRoot = kHuffmanRootBits;
+    check_book_shape(book);
+    HuffmanDecoderShape shape;
+    // Subtables: the long codes in canonical order have nondecreasing root
+    // prefixes (left-aligned codes grow), so the last code under a prefix is
+    // its longest, and prefixes come in huffman_decode_table's allocation order.
+    uint32_t prefix = 0, longest = 0;
+    const auto allocate = [&] {
+        if (longest == 0) return;
+        const uint32_t size = 1u << std::min<uint32_t>(longest - kRoot, kHuffmanSubMaxBits);
+        shape.sub_demand += size;
+        if (shape.sub_entries + size <= kHuffmanSubCapacity) shape.sub_entries += size;
+    };
+    for (uint32_t len = kRoot + 1; len <= book.max_length; ++len)
+        for (uint32_t i = 0; i < book.count[len]; ++i) {
+            GSZ_CHECK(book.first_code[len] + i < (1u << len), GSZ_STATUS_INVALID_ARGUMENT,
+                      "huffman: codebook tables are inconsistent");
+            const uint32_t p = (book.first_code[len] + i) >> (len - kRoot);
+            if (p != prefix) allocate();
+            prefix = p;
+            longest = len;
+        }
+    allocate();
+    // Pairs: a code of length l1 < kRoot (symbol <= kMaxSymbol) heads
+    // 2^(kRoot - l1) root indices; the index holds a pair when its other
+    // b = kRoot - l1 bits begin with a whole such code, which a code of length
+    // l2 <= b does for 2^(b - l2) of them: reach[b] sums that over the codes.
+    uint64_t count[kRoot] = {};
+    const uint32_t symbols = std::min<uint32_t>(book.alphabet_size, HuffmanPair::kMaxSymbol + 1);
+    for (uint32_t sym = 0; sym < symbols; ++sym)
+        if (book.lengths[sym] != 0 && book.lengths[sym] < kRoot) ++count[book.lengths[sym]];
+    uint64_t pairs = 0;
+    for (uint32_t l1 = 1; l1 < kRoot; ++l1) {
+        const uint32_t b = kRoot - l1;
+        uint64_t reach = 0;
+        for (uint32_t l2 = 1; l2 <= b; ++l2) reach += count[l2] << (b - l2);
+        pairs += count[l1] * reach;
+    }
+    shape.pair_entries = static_cast<uint32_t>(std::min<uint64_t>(pairs, kHuffmanRootSize));
+    return shape;
+}
+
 void huffman_codebook_write(const HuffmanCodebook& book, ByteWriter& out) {
     GSZ_CHECK(book.lengths.size() == book.alphabet_size && book.alphabet_size >= 1 &&
                   book.alphabet_size <= kHuffmanMaxAlphabet,

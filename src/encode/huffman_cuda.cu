@@ -22,6 +22,7 @@
 #include "runtime/cuda/cuda_check.hpp"
 
 #include <cub/agent/single_pass_scan_operators.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include <cstddef>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace gsz::encode {
@@ -886,6 +888,116 @@ __global__ void __launch_bounds__(kDecodeThreads)
     }
 }
 
+// The decode tables built on the device from the canonical tables, entry for
+// entry what huffman_decode_table (and huffman_pair_root when `pairs`) build
+// on the host: on the lent hosts that build and its upload kept the GPU idle
+// for 60-80 us before every decompression (bench/NOTES.md).  One block; the
+// host checked that every wanted subtable fits (huffman_decoder_shape), so
+// the subtables are allocated by one scan in prefix order.
+constexpr int kTableThreads = 1024;
+constexpr uint32_t kRootPerThread = kLutSize / kTableThreads;
+constexpr uint32_t kSubPerThread = kHuffmanSubCapacity / kTableThreads;
+static_assert(kRootPerThread * kTableThreads == kLutSize && kSubPerThread * kTableThreads == kHuffmanSubCapacity);
+
+struct MaxOf {
+    __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a > b ? a : b; }
+};
+
+__global__ void __launch_bounds__(kTableThreads)
+    huffman_decode_tables_kernel(uint32_t* __restrict__ d_root, uint32_t* __restrict__ d_sub,
+                                 const uint32_t* __restrict__ d_first_code, const uint32_t* __restrict__ d_first_index,
+                                 const uint32_t* __restrict__ d_count, const uint16_t* __restrict__ d_sorted,
+                                 uint32_t num_sorted, uint32_t max_length, bool pairs) {
+    constexpr uint32_t kRoot = kHuffmanRootBits;
+    using Scan = cub::BlockScan<uint32_t, kTableThreads>;
+    __shared__ typename Scan::TempStorage s_scan;
+    __shared__ uint32_t s_limit[kMaxLen + 1], s_first_code[kMaxLen + 1], s_first_index[kMaxLen + 1];
+    __shared__ uint32_t s_root[kLutSize];
+    __shared__ uint32_t s_owner[kHuffmanSubCapacity];  // 1 + the root prefix a subtable entry belongs to
+    if (threadIdx.x <= kMaxLen) {
+        const uint32_t len = threadIdx.x, fc = d_first_code[len];
+        s_first_code[len] = fc;
+        s_first_index[len] = d_first_index[len];
+        s_limit[len] = len == 0 ? 0u : (fc + d_count[len]) << (kMaxLen - len);
+    }
+    for (uint32_t i = threadIdx.x; i < kHuffmanSubCapacity; i += kTableThreads) s_owner[i] = 0;
+    __syncthreads();
+    // The code at the top of `window` among lengths from `from` on, as an entry (0: none).
+    const auto code_at = [&](uint32_t from, uint32_t window) {
+        const uint32_t r =
+            huffman_search_from(from, s_limit, s_first_code, s_first_index, max_length, num_sorted, window);
+        const uint32_t len = HuffmanEntry::length(r);
+        return len == 0 ? 0u : HuffmanEntry::make(d_sorted[HuffmanEntry::symbol(r)], len);
+    };
+
+    // Root entries, two consecutive prefixes per thread (the scan's blocked
+    // order): a code of at most kRoot bits, or a prefix of longer codes,
+    // whose longest is the code at the prefix's last window (canonical codes
+    // under a prefix grow in length), or the book's longest when that window
+    // is past the last code of an incomplete book.
+    uint32_t entry[kRootPerThread], size[kRootPerThread], offset[kRootPerThread];
+#pragma unroll
+    for (uint32_t k = 0; k < kRootPerThread; ++k) {
+        const uint32_t p = threadIdx.x * kRootPerThread + k;
+        const uint32_t e = code_at(1, p << (32 - kRoot));
+        size[k] = 0;
+        entry[k] = e;
+        if (HuffmanEntry::length(e) > kRoot) {
+            const uint32_t end = code_at(kRoot + 1, (p << (32 - kRoot)) | ((1u << (32 - kRoot)) - 1));
+            const uint32_t longest = HuffmanEntry::length(end) != 0 ? HuffmanEntry::length(end) : max_length;
+            size[k] = 1u << min(longest - kRoot, uint32_t{kHuffmanSubMaxBits});
+            entry[k] = 0;
+        }
+    }
+    Scan(s_scan).ExclusiveSum(size, offset);
+#pragma unroll
+    for (uint32_t k = 0; k < kRootPerThread; ++k) {
+        const uint32_t p = threadIdx.x * kRootPerThread + k;
+        if (size[k] != 0) {
+            entry[k] = offset[k] | static_cast<uint32_t>(__ffs(size[k]) - 1) << HuffmanEntry::kSubShift;
+            s_owner[offset[k]] = p + 1;
+        }
+        s_root[p] = entry[k];
+    }
+    __syncthreads();
+
+    // Root out, with pair entries where asked (huffman_pair_root's rule).
+    const auto direct = [](uint32_t e) { return (e >> HuffmanEntry::kSubShift) == 0 && HuffmanEntry::length(e) != 0; };
+#pragma unroll
+    for (uint32_t k = 0; k < kRootPerThread; ++k) {
+        const uint32_t i = threadIdx.x * kRootPerThread + k;
+        uint32_t out = entry[k];
+        const uint32_t len1 = HuffmanEntry::length(out);
+        if (pairs && direct(out) && len1 < kRoot && HuffmanEntry::symbol(out) <= HuffmanPair::kMaxSymbol) {
+            const uint32_t e2 = s_root[(i << len1) & (kLutSize - 1)];
+            const uint32_t len2 = HuffmanEntry::length(e2);
+            if (direct(e2) && len1 + len2 <= kRoot && HuffmanEntry::symbol(e2) <= HuffmanPair::kMaxSymbol)
+                out = HuffmanPair::kFlag | HuffmanEntry::symbol(out) | HuffmanEntry::symbol(e2) << 10 | len1 << 20 |
+                      len2 << 24;
+        }
+        d_root[i] = out;
+    }
+
+    // Subtable entries: the prefix an entry belongs to is the last one
+    // starting at or before it (a max-scan of the starts).
+    uint32_t owner[kSubPerThread];
+#pragma unroll
+    for (uint32_t k = 0; k < kSubPerThread; ++k) owner[k] = s_owner[threadIdx.x * kSubPerThread + k];
+    __syncthreads();  // s_scan is reused
+    Scan(s_scan).InclusiveScan(owner, owner, MaxOf{});
+#pragma unroll
+    for (uint32_t k = 0; k < kSubPerThread; ++k) {
+        const uint32_t j = threadIdx.x * kSubPerThread + k;
+        if (owner[k] == 0) continue;
+        const uint32_t p = owner[k] - 1, r = s_root[p];
+        const uint32_t bits = r >> HuffmanEntry::kSubShift, first = HuffmanEntry::symbol(r);
+        if (j >= first + (1u << bits)) continue;  // past the last subtable
+        const uint32_t window = p << (32 - kRoot) | (j - first) << (32 - kRoot - bits);
+        const uint32_t e = code_at(kRoot + 1, window);
+        d_sub[j] = HuffmanEntry::length(e) <= kRoot + bits ? e : 0u;
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Host helpers.
 
@@ -943,8 +1055,8 @@ void check_device_book(const HuffmanDeviceBook& book) {
     GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet && book.max_length >= 1 &&
                   book.max_length <= kMaxLen && book.num_sorted >= 1 && book.lut && book.first_code &&
                   book.first_index && book.count && book.sorted_symbols &&
-                  book.sub_entries <= kHuffmanSubCapacity &&
-                  book.tables.size() >= kLutSize + book.alphabet_size + book.sub_entries + 3 * (kMaxLen + 1) +
+                  book.sub_entries <= kHuffmanSubCapacity && book.decode_ready &&
+                  book.tables.size() >= kLutSize + book.alphabet_size + kHuffmanSubCapacity + 3 * (kMaxLen + 1) +
                                             (book.num_sorted + 1) / 2,
               GSZ_STATUS_INVALID_ARGUMENT, "huffman: device codebook is not initialized");
 }
@@ -978,11 +1090,11 @@ void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, ui
 
 namespace {
 
-// Copies `words` words to d.tables through this thread's page-locked staging
+// Copies `words` words to dst through this thread's page-locked staging
 // area (one copy, no waiting); fill(h) writes them.  The previous upload's
 // copy must have read the area before it is written again (usually long done).
 template <class Fill>
-void upload_tables(HuffmanDeviceBook& d, size_t words, cudaStream_t stream, Fill&& fill) {
+void stage_copy(uint32_t* dst, size_t words, cudaStream_t stream, Fill&& fill) {
     struct Staging {
         cuda::PinnedBuffer<uint32_t> host;
         cudaEvent_t copied = nullptr;
@@ -997,31 +1109,37 @@ void upload_tables(HuffmanDeviceBook& d, size_t words, cudaStream_t stream, Fill
         GSZ_CUDA(cudaEventSynchronize(staging.copied));
     staging.host.allocate(words);
     fill(staging.host.data());
-    d.tables.allocate(words, stream);
-    GSZ_CUDA(cudaMemcpyAsync(d.tables.data(), staging.host.data(), words * sizeof(uint32_t), cudaMemcpyHostToDevice,
-                             stream));
+    GSZ_CUDA(cudaMemcpyAsync(dst, staging.host.data(), words * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
     GSZ_CUDA(cudaEventRecord(staging.copied, stream));
+}
+
+template <class Fill>
+void upload_tables(HuffmanDeviceBook& d, size_t words, cudaStream_t stream, Fill&& fill) {
+    d.tables.allocate(words, stream);
+    stage_copy(d.tables.data(), words, stream, std::forward<Fill>(fill));
 }
 
 }  // namespace
 
-HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream) {
+// The decoder's buffer: the root (kLutSize), the encoder's entries
+// (alphabet), room for the largest subtables (kHuffmanSubCapacity), then the
+// canonical tables and the symbols by code.
+void huffman_upload_book(const HuffmanCodebook& book, HuffmanDeviceBook& d, cudaStream_t stream) {
     check_host_book(book);
-    uint32_t sub_entries = 0;
-    bool pairs = false;
-    const std::vector<uint32_t> lut = build_lut(book, sub_entries, pairs);
     constexpr size_t kTable = kMaxLen + 1;
     const size_t sorted_words = (book.sorted_symbols.size() + 1) / 2;
-    const size_t words = lut.size() + 3 * kTable + sorted_words;
-    HuffmanDeviceBook d;
+    const size_t lut_words = kLutSize + book.alphabet_size + kHuffmanSubCapacity;
+    const size_t words = lut_words + 3 * kTable + sorted_words;
     d.alphabet_size = book.alphabet_size;
     d.max_length = book.max_length;
     d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
-    d.sub_entries = sub_entries;
-    d.pairs = pairs;
+    d.sub_entries = 0;
+    d.pairs = false;
+    d.decode_ready = false;
     upload_tables(d, words, stream, [&](uint32_t* h) {
-        std::memcpy(h, lut.data(), lut.size() * sizeof(uint32_t));
-        uint32_t* tables = h + lut.size();
+        std::memset(h, 0, lut_words * sizeof(uint32_t));  // root and subtables: huffman_build_decode_tables
+        encoder_entries(book, std::span<uint32_t>(h + kLutSize, book.alphabet_size));
+        uint32_t* tables = h + lut_words;
         std::memcpy(tables, book.first_code.data(), kTable * sizeof(uint32_t));
         std::memcpy(tables + kTable, book.first_index.data(), kTable * sizeof(uint32_t));
         std::memcpy(tables + 2 * kTable, book.count.data(), kTable * sizeof(uint32_t));
@@ -1031,10 +1149,41 @@ HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t strea
     const uint32_t* base = d.tables.data();
     d.lut = base;
     d.codes = base + kLutSize;
-    d.first_code = base + lut.size();
+    d.first_code = base + lut_words;
     d.first_index = d.first_code + kTable;
     d.count = d.first_index + kTable;
     d.sorted_symbols = reinterpret_cast<const uint16_t*>(d.count + kTable);
+}
+
+void huffman_build_decode_tables(const HuffmanCodebook& book, HuffmanDeviceBook& d, cudaStream_t stream) {
+    GSZ_CHECK(d.alphabet_size == book.alphabet_size && d.num_sorted == book.sorted_symbols.size() && d.first_code &&
+                  d.tables.size() >= kLutSize + d.alphabet_size + kHuffmanSubCapacity,
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: the book was not uploaded by huffman_upload_book");
+    const HuffmanDecoderShape shape = huffman_decoder_shape(book);
+    d.sub_entries = shape.sub_entries;
+    d.pairs = shape.pair_entries >= kPairRootShare * kLutSize;
+    uint32_t* root = d.tables.data();
+    uint32_t* sub = root + kLutSize + d.alphabet_size;
+    if (shape.sub_demand <= kHuffmanSubCapacity) {
+        huffman_decode_tables_kernel<<<1, kTableThreads, 0, stream>>>(root, sub, d.first_code, d.first_index, d.count,
+                                                                     d.sorted_symbols, d.num_sorted, d.max_length,
+                                                                     d.pairs);
+        GSZ_CUDA_LAUNCHED("huffman_decode_tables_kernel");
+    } else {  // some subtables do not fit (large alphabets): their greedy allocation on the host
+        uint32_t sub_entries = 0;
+        bool pairs = false;
+        const std::vector<uint32_t> lut = build_lut(book, sub_entries, pairs);
+        GSZ_CHECK(sub_entries == d.sub_entries && pairs == d.pairs, GSZ_STATUS_INTERNAL,
+                  "huffman: decoder shape disagrees with the tables");
+        stage_copy(root, lut.size(), stream, [&](uint32_t* h) { std::memcpy(h, lut.data(), lut.size() * sizeof(uint32_t)); });
+    }
+    d.decode_ready = true;
+}
+
+HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream) {
+    HuffmanDeviceBook d;
+    huffman_upload_book(book, d, stream);
+    huffman_build_decode_tables(book, d, stream);
     return d;
 }
 
@@ -1050,6 +1199,7 @@ void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, c
     d.sorted_symbols = nullptr;
     d.sub_entries = 0;
     d.pairs = false;
+    d.decode_ready = false;
     d.alphabet_size = book.alphabet_size;
     d.max_length = book.max_length;
     d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());

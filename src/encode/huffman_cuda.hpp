@@ -29,6 +29,7 @@ struct HuffmanDeviceBook {
     uint32_t num_sorted = 0;
     uint32_t sub_entries = 0;  // decode subtables after the packed codes in `lut`
     bool pairs = false;        // the decode root holds pair entries (huffman_table.hpp)
+    bool decode_ready = false; // the decode root and subtables are built
     cuda::DeviceBuffer<uint32_t> tables;
     const uint32_t* codes = nullptr;           // [alphabet_size] the encoder's entries (code | length << 24)
     const uint32_t* lut = nullptr;             // decode root, packed codes, decode subtables (huffman_cuda.cu)
@@ -39,8 +40,17 @@ struct HuffmanDeviceBook {
 };
 
 // Uploads the codebook without waiting (one copy from page-locked staging
-// memory, which the next upload on this thread reuses once the copy is done).
+// memory, which the next upload on this thread reuses once the copy is done)
+// and builds the decode tables: huffman_upload_book, then
+// huffman_build_decode_tables.
 HuffmanDeviceBook huffman_upload(const HuffmanCodebook& book, cudaStream_t stream);
+// The two steps apart: the copy of the book's canonical tables and encoder
+// entries into `d` (reusing its buffer), and the decode tables (root, pair
+// entries, subtables) built from them by a kernel, on the stream.  The host
+// only counts what the tables will hold (huffman_decoder_shape); a book whose
+// subtables do not all fit has its tables built on the host and copied.
+void huffman_upload_book(const HuffmanCodebook& book, HuffmanDeviceBook& d, cudaStream_t stream);
+void huffman_build_decode_tables(const HuffmanCodebook& book, HuffmanDeviceBook& d, cudaStream_t stream);
 
 // The same with the encoder's entries only (`codes`; the decode pointers stay
 // null): building the decode tables is host time on compression's critical

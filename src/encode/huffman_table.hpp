@@ -80,18 +80,39 @@ struct HuffmanPair {
 };
 std::vector<uint32_t> huffman_pair_root(const HuffmanDecodeTable& table);
 
-// The canonical search for a code longer than kHuffmanRootBits: its length is
-// the first whose limit the window is below (limits grow with the length).
-// Returns the code's rank among the symbols by code in bits 0..15 and its
-// length as an entry does; length 0 when the bits are no code of the book.
-GSZ_HD uint32_t huffman_search(const uint32_t* limit, const uint32_t* first_code, const uint32_t* first_index,
-                               uint32_t max_length, uint32_t num_sorted, uint32_t window) {
+// The canonical search for the code at the top of `window` among the lengths
+// from `from_length` on: its length is the first whose limit the window is
+// below (limits grow with the length).  Returns the code's rank among the
+// symbols by code in bits 0..15 and its length as an entry does; length 0
+// when the bits are no code of the book (or one shorter than from_length
+// whose limit the window passed: callers start past the lengths they resolved).
+GSZ_HD uint32_t huffman_search_from(uint32_t from_length, const uint32_t* limit, const uint32_t* first_code,
+                                    const uint32_t* first_index, uint32_t max_length, uint32_t num_sorted,
+                                    uint32_t window) {
     const uint32_t w = window >> (32 - kHuffmanMaxCodeLength);
-    uint32_t len = kHuffmanRootBits + 1;
+    uint32_t len = from_length;
     while (len <= max_length && w >= limit[len]) ++len;
     if (len > max_length) return 0;
     const uint32_t rank = first_index[len] + (w >> (kHuffmanMaxCodeLength - len)) - first_code[len];
     return rank < num_sorted ? HuffmanEntry::make(rank, len) : 0u;  // always below with a Kraft-valid book
 }
+
+// The search for a code longer than kHuffmanRootBits (the tables resolve the shorter ones).
+GSZ_HD uint32_t huffman_search(const uint32_t* limit, const uint32_t* first_code, const uint32_t* first_index,
+                               uint32_t max_length, uint32_t num_sorted, uint32_t window) {
+    return huffman_search_from(kHuffmanRootBits + 1, limit, first_code, first_index, max_length, num_sorted, window);
+}
+
+// What a book's decode tables hold, counted without building them: the
+// subtables' entries (huffman_decode_table's) and the root indices that hold
+// a pair (huffman_pair_root's).  The CUDA backend builds the tables on the
+// device and needs these two on the host to launch the decoder.  A prefix's
+// subtable is wanted even when it does not fit; `sub_demand` sums them all.
+struct HuffmanDecoderShape {
+    uint32_t sub_entries = 0;
+    uint64_t sub_demand = 0;
+    uint32_t pair_entries = 0;
+};
+HuffmanDecoderShape huffman_decoder_shape(const HuffmanCodebook& book);
 
 }  // namespace gsz::encode

@@ -329,8 +329,10 @@ EncodedCodes fetch_codes(DeviceCodeStage& cs, cudaStream_t stream) {
     return h;
 }
 
-// The code stage's sections in device memory.
+// The code stage's sections in device memory, the Huffman codebook's
+// canonical tables among them (its decode tables are built at decoding).
 struct DeviceCodeSections {
+    encode::HuffmanDeviceBook book;
     cuda::DeviceBuffer<uint32_t> words, chunk_bits;
     cuda::DeviceBuffer<uint64_t> chunk_offset;
     cuda::DeviceBuffer<uint16_t> ans_words;
@@ -353,13 +355,14 @@ void upload_code_sections(const CodeStagePlan& plan, DeviceCodeSections& ds, cud
         return;
     }
     const auto& sv = plan.stream;
+    encode::huffman_upload_book(plan.book, ds.book, stream);
     upload(ds.words, reinterpret_cast<const uint32_t*>(sv.words.data()), sv.words.size() / 4, stream);
     upload(ds.chunk_bits, sv.chunk_bits.data(), sv.chunk_bits.size(), stream);
     upload(ds.chunk_offset, sv.chunk_word_offset.data(), sv.chunk_word_offset.size(), stream);
 }
 
 // Decodes the codes into d_codes[0..n); a bad chunk or bad run tokens set *d_corrupt.
-void code_stage_decode_cuda(const CodeStagePlan& plan, const DeviceCodeSections& ds, uint32_t radius,
+void code_stage_decode_cuda(const CodeStagePlan& plan, DeviceCodeSections& ds, uint32_t radius,
                             const encode::AnsContextShape& shape, uint16_t* d_codes, uint64_t n, uint32_t* d_corrupt,
                             cudaStream_t stream) {
     if (plan.ans) {
@@ -368,8 +371,9 @@ void code_stage_decode_cuda(const CodeStagePlan& plan, const DeviceCodeSections&
         return;
     }
     cuda::StageTrace trace(stream, "code stage decode");
-    const encode::HuffmanDeviceBook d_book = encode::huffman_upload(plan.book, stream);
-    trace.mark("tables (host)");
+    encode::huffman_build_decode_tables(plan.book, ds.book, stream);
+    const encode::HuffmanDeviceBook& d_book = ds.book;
+    trace.mark("decode tables");
     if (!plan.runs) {
         encode::huffman_decode_cuda(d_book, ds.words.data(), ds.words.size(), ds.chunk_bits.data(),
                                     ds.chunk_offset.data(), n, plan.stream.chunk_symbols, d_codes, d_corrupt, stream);
@@ -635,7 +639,7 @@ void interp_upload_archive(const format::Archive& archive, InterpDeviceArchive<T
 }
 
 template <class T>
-void interp_decode_on_device(const InterpDeviceArchive<T>& da, uint64_t n, T* d_out, cudaStream_t stream) {
+void interp_decode_on_device(InterpDeviceArchive<T>& da, uint64_t n, T* d_out, cudaStream_t stream) {
     const auto& plan = da.plan;
     cuda::DeviceBuffer<uint16_t> d_codes(n, stream);
     cuda::DeviceBuffer<uint32_t> d_corrupt(2, stream);

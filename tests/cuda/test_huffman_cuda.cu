@@ -2,6 +2,8 @@
 // encoded stream, and a decoder with the same accept/reject rules.
 #include "encode/huffman.hpp"
 #include "encode/huffman_cuda.hpp"
+#include "encode/huffman_table.hpp"
+#include "encode/huffman_test_books.hpp"
 #include "runtime/cuda/device_buffer.hpp"
 
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -298,6 +301,49 @@ TEST_F(HuffmanCuda, PairAndSingleDecodeLoops) {
     for (auto& s : high) s = static_cast<uint16_t>(s + 2048);
     EXPECT_FALSE(huffman_upload(huffman_build(histogram_cpu(high, 4096, 0)), stream_).pairs);
     expect_gpu_matches_cpu(high, 4096, {4096, 1000, 65}, stream_);
+}
+
+// The decode tables the device builds (huffman_build_decode_tables) are
+// word for word the host's (huffman_decode_table, huffman_pair_root), into
+// one buffer reused book after book; a book whose subtables do not all fit
+// takes the host path.
+TEST_F(HuffmanCuda, DecodeTablesBuiltOnTheDeviceMatchTheHost) {
+    std::vector<HuffmanCodebook> books = huffman_edge_books();
+    for (double spread : {0.05, 0.3, 3.0, 40.0})
+        for (uint32_t alphabet : {2u, 1024u, 1500u, 4096u}) {
+            std::vector<uint64_t> hist(alphabet, 0);
+            XorShift rng{alphabet + static_cast<uint64_t>(spread * 100)};
+            for (int i = 0; i < 200000; ++i) {  // a two-sided geometric around the middle
+                const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+                const auto d = static_cast<int64_t>(-spread * std::log1p(-u)) * ((rng() & 1) ? 1 : -1);
+                ++hist[static_cast<size_t>(std::clamp<int64_t>(alphabet / 2 + d, 0, alphabet - 1))];
+            }
+            books.push_back(huffman_build(hist));
+        }
+    HuffmanDeviceBook d;
+    int paired = 0, with_sub = 0;
+    for (size_t b = 0; b < books.size(); ++b) {
+        const HuffmanCodebook& book = books[b];
+        huffman_upload_book(book, d, stream_);
+        huffman_build_decode_tables(book, d, stream_);
+        const HuffmanDecodeTable t = huffman_decode_table(book);
+        const std::vector<uint32_t> root = d.pairs ? huffman_pair_root(t) : t.root;
+        ASSERT_EQ(d.sub_entries, t.sub.size()) << "book " << b;
+        std::vector<uint32_t> got(kHuffmanRootSize + book.alphabet_size + t.sub.size());
+        ASSERT_EQ(cudaMemcpyAsync(got.data(), d.tables.data(), got.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                  stream_),
+                  cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        for (uint32_t i = 0; i < kHuffmanRootSize; ++i) ASSERT_EQ(got[i], root[i]) << "book " << b << " root " << i;
+        for (uint32_t s = 0; s < book.alphabet_size; ++s)
+            ASSERT_EQ(got[kHuffmanRootSize + s], book.codes[s] | uint32_t{book.lengths[s]} << 24) << "book " << b;
+        for (size_t i = 0; i < t.sub.size(); ++i)
+            ASSERT_EQ(got[kHuffmanRootSize + book.alphabet_size + i], t.sub[i]) << "book " << b << " sub " << i;
+        paired += d.pairs;
+        with_sub += !t.sub.empty();
+    }
+    EXPECT_GE(paired, 3);
+    EXPECT_GE(with_sub, 5);
 }
 
 TEST_F(HuffmanCuda, SingleSymbol) {

@@ -1,5 +1,6 @@
 #include "encode/huffman.hpp"
 #include "encode/huffman_table.hpp"
+#include "encode/huffman_test_books.hpp"
 
 #include <gtest/gtest.h>
 
@@ -438,28 +439,20 @@ std::pair<uint32_t, uint32_t> canonical_code_at(const HuffmanCodebook& book, uin
     return {0, 0};
 }
 
-TEST(HuffmanTable, TablesAndSearchFindTheCanonicalCode) {
+// Books whose tables take every path: skewed ones (the common case, first),
+// then huffman_edge_books.
+std::vector<HuffmanCodebook> table_test_books() {
     std::vector<HuffmanCodebook> books;
-    std::vector<uint64_t> fib(40);
-    fib[0] = fib[1] = 1;
-    for (size_t i = 2; i < fib.size(); ++i) fib[i] = fib[i - 1] + fib[i - 2];
-    books.push_back(huffman_build(fib));  // codes up to 24 bits: subtables and the search past 19 bits
     for (double spread : {0.3, 3.0, 40.0}) {
         const auto symbols = skewed_symbols(200000, 1024, spread, 7);
         books.push_back(huffman_build(histogram_cpu(symbols, 1024, 1)));
     }
-    books.push_back(huffman_build(std::vector<uint64_t>(65536, 1)));  // 2048 prefixes of 16-bit codes: too many subtables
-    for (const auto& entries : std::vector<std::vector<uint8_t>>{{1, 2}, {1}, {1, 2, 3, 5, 12, 13, 20, 24}}) {
-        ByteWriter w;  // incomplete books: windows that start no code
-        w.put<uint32_t>(16);
-        w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
-        for (size_t s = 0; s < entries.size(); ++s) {
-            w.put<uint16_t>(static_cast<uint16_t>(s));
-            w.put<uint8_t>(entries[s]);
-        }
-        ByteReader in(w.bytes(), "codebook");
-        books.push_back(huffman_codebook_read(in, 16));
-    }
+    for (auto& book : huffman_edge_books()) books.push_back(std::move(book));
+    return books;
+}
+
+TEST(HuffmanTable, TablesAndSearchFindTheCanonicalCode) {
+    const std::vector<HuffmanCodebook> books = table_test_books();
     std::mt19937_64 rng(11);
     for (size_t b = 0; b < books.size(); ++b) {
         const HuffmanCodebook& book = books[b];
@@ -489,7 +482,7 @@ TEST(HuffmanTable, TablesAndSearchFindTheCanonicalCode) {
             if (length != 0) ASSERT_EQ(HuffmanEntry::symbol(e), symbol) << "book " << b << " window " << window;
         }
         // Codes of up to kHuffmanRootBits + kHuffmanSubMaxBits bits take no search while the subtables fit.
-        if (b >= 1 && b <= 3) EXPECT_LT(double(searched), 1e-3 * double(windows.size())) << "book " << b;
+        if (b < 3) EXPECT_LT(double(searched), 1e-3 * double(windows.size())) << "book " << b;
         RecordProperty("book" + std::to_string(b) + "_searched", static_cast<int>(searched));
     }
 }
@@ -525,6 +518,32 @@ TEST(HuffmanTable, PairEntriesHoldTheTwoCodesAtTheWindowsTop) {
         if (spread < 1) EXPECT_GT(pairs, kHuffmanRootSize / 2);
         RecordProperty("pairs_spread_" + std::to_string(static_cast<int>(spread * 10)), static_cast<int>(pairs));
     }
+}
+
+// huffman_decoder_shape counts, without the tables, what they hold (the CUDA
+// backend launches its decoder from it and builds the tables on the device).
+TEST(HuffmanTable, ShapeCountsWhatTheTablesHold) {
+    std::vector<HuffmanCodebook> books = table_test_books();
+    for (double spread : {0.05, 0.3, 1.0, 3.0, 40.0})
+        for (uint32_t alphabet : {2u, 64u, 1024u, 1500u, 4096u}) {
+            const auto symbols = skewed_symbols(100000, alphabet, spread, 5);
+            books.push_back(huffman_build(histogram_cpu(symbols, alphabet, 1)));
+        }
+    size_t overflowing = 0, paired = 0;
+    for (size_t b = 0; b < books.size(); ++b) {
+        const HuffmanDecodeTable t = huffman_decode_table(books[b]);
+        const std::vector<uint32_t> root = huffman_pair_root(t);
+        const auto pairs = static_cast<uint32_t>(
+            std::count_if(root.begin(), root.end(), [](uint32_t e) { return (e & HuffmanPair::kFlag) != 0; }));
+        const HuffmanDecoderShape shape = huffman_decoder_shape(books[b]);
+        EXPECT_EQ(shape.sub_entries, t.sub.size()) << "book " << b;
+        EXPECT_EQ(shape.pair_entries, pairs) << "book " << b;
+        EXPECT_GE(shape.sub_demand, shape.sub_entries) << "book " << b;
+        overflowing += shape.sub_demand > kHuffmanSubCapacity;
+        paired += pairs > 0;
+    }
+    EXPECT_GE(overflowing, 1u);  // the 65536-symbol book
+    EXPECT_GE(paired, 10u);
 }
 
 TEST(HuffmanHostile, CodebookValidation) {
