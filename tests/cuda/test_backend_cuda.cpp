@@ -193,7 +193,8 @@ void lorenzo_matches_cpu(const std::vector<T>& data, const gsz::predict::Lorenzo
     EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T)));
 
     // One outlier fewer than the codes mark: flagged on the device (nothing
-    // decoded, nothing read past the outliers), or thrown without a flag.
+    // decoded, nothing read past the outliers), or thrown without a flag.  One
+    // more than they mark: flagged too.
     if (gpu.num_outliers > 0) {
         gsz::predict::lorenzo_decode_cuda<T>(gpu.codes.data(), gpu.outliers.data(), gpu.num_outliers - 1, L, p, d_out,
                                              scratch, nullptr, d_corrupt);
@@ -203,6 +204,11 @@ void lorenzo_matches_cpu(const std::vector<T>& data, const gsz::predict::Lorenzo
                                                           L, p, d_out, scratch, nullptr),
                      gsz::Error);
     }
+    ASSERT_EQ(cudaMemset(d_corrupt, 0, sizeof(uint32_t)), cudaSuccess);
+    gsz::predict::lorenzo_decode_cuda<T>(gpu.codes.data(), gpu.outliers.data(), gpu.num_outliers + 1, L, p, d_out,
+                                         scratch, nullptr, d_corrupt);
+    ASSERT_EQ(cudaMemcpy(&corrupt, d_corrupt, sizeof corrupt, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(corrupt, gsz::predict::kLorenzoCorruptOutliers);
     cudaFree(d_corrupt);
     cudaFree(d_data);
     cudaFree(d_out);
@@ -229,6 +235,14 @@ TEST(CudaBackend, LorenzoKernelsMatchCpu) {
         lorenzo_matches_cpu(smooth, L, 0.01);
         lorenzo_matches_cpu(walk<double>(L.num_elements, 6, 1.0), L, 1e-3);
         lorenzo_matches_cpu(walk<double>(L.num_elements, 7, 1000.0), L, 1e-3);  // every point an outlier
+    }
+    // Hundreds of chunks, most without outliers and some with.
+    const uint64_t big3[] = {230, 70, 60}, big2[] = {1100, 700, 1};
+    for (const auto& L : {gsz::predict::lorenzo_layout(3, big3), gsz::predict::lorenzo_layout(2, big2)}) {
+        SCOPED_TRACE("rank " + std::to_string(L.rank) + ", " + std::to_string(L.num_chunks) + " chunks");
+        auto smooth = walk<float>(L.num_elements, 9, 3.0);
+        for (size_t i = 0; i < smooth.size(); i += 4099) smooth[i] += 1e4f;
+        lorenzo_matches_cpu(smooth, L, 0.01);
     }
 }
 
