@@ -779,7 +779,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
                           uint32_t num_sorted, uint32_t max_length, const uint32_t* __restrict__ d_words,
                           uint64_t num_words, const uint32_t* __restrict__ d_chunk_bits,
                           const uint64_t* __restrict__ d_chunk_word_offset, uint64_t num_symbols,
-                          uint32_t chunk_symbols, uint64_t num_chunks, uint16_t* d_out, uint32_t* d_corrupt) {
+                          uint32_t chunk_symbols, uint64_t num_chunks, uint16_t* d_out, uint32_t* d_corrupt,
+                          uint32_t* __restrict__ d_zero_counts) {
     __shared__ uint32_t s_root[kLutSize];
     __shared__ uint32_t s_limit[kMaxLen + 1], s_first_code[kMaxLen + 1], s_first_index[kMaxLen + 1];
     __shared__ uint32_t s_stage[kDecodeThreads * kStageStride];
@@ -833,6 +834,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
         }
         uint16_t* out = d_out + (ok ? c * chunk_symbols : 0);
         const uint32_t rounds = __reduce_max_sync(kFullMask, ok ? (count + kStageSymbols - 1) / kStageSymbols : 0u);
+        uint32_t zeros = 0;  // symbols 0 decoded (off the decoding chain: nearly free)
         for (uint32_t r = 0; r < rounds; ++r) {
             const uint32_t base = r * kStageSymbols;
             uint32_t n = 0;
@@ -844,25 +846,38 @@ __global__ void __launch_bounds__(kDecodeThreads)
                     while (k + 1 < n) {
                         const uint32_t taken = reader.step(s_root, s_sub, search, true, bad, s0, s1);
                         stage_symbol(line_addr + 2 * k, s0);
-                        if (taken == 2) stage_symbol(line_addr + 2 * k + 2, s1);
+                        zeros += s0 == 0;
+                        if (taken == 2) {
+                            stage_symbol(line_addr + 2 * k + 2, s1);
+                            zeros += s1 == 0;
+                        }
                         k += taken;
                     }
                     if (k < n) {
                         reader.step(s_root, s_sub, search, false, bad, s0, s1);
                         stage_symbol(line_addr + 2 * k, s0);
+                        zeros += s0 == 0;
                     }
                 } else if (n == kStageSymbols) {
 #pragma unroll 4
                     for (uint32_t i = 0; i < kStageSymbols / 2; ++i) {
                         const uint32_t s0 = reader.decode(s_root, s_sub, search, bad);
-                        line[i] = s0 | reader.decode(s_root, s_sub, search, bad) << 16;
+                        const uint32_t s1 = reader.decode(s_root, s_sub, search, bad);
+                        line[i] = s0 | s1 << 16;
+                        zeros += (s0 == 0) + (s1 == 0);
                     }
                 } else {
                     for (uint32_t i = 0; i < n / 2; ++i) {
                         const uint32_t s0 = reader.decode(s_root, s_sub, search, bad);
-                        line[i] = s0 | reader.decode(s_root, s_sub, search, bad) << 16;
+                        const uint32_t s1 = reader.decode(s_root, s_sub, search, bad);
+                        line[i] = s0 | s1 << 16;
+                        zeros += (s0 == 0) + (s1 == 0);
                     }
-                    if (n % 2 != 0) line[n / 2] = reader.decode(s_root, s_sub, search, bad);
+                    if (n % 2 != 0) {
+                        const uint32_t s0 = reader.decode(s_root, s_sub, search, bad);
+                        line[n / 2] = s0;
+                        zeros += s0 == 0;
+                    }
                 }
             }
             __syncwarp();
@@ -885,6 +900,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
             __syncwarp();
         }
         if (ok && (bad || !reader.finish(bits))) *d_corrupt = 1;
+        // The count of a chunk that did not decode says nothing about what
+        // its codes hold; a reader of the counts checks them (lorenzo_cuda.cu).
+        if (d_zero_counts && c < num_chunks) d_zero_counts[c] = zeros;
     }
 }
 
@@ -897,6 +915,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
 constexpr int kTableThreads = 1024;
 constexpr uint32_t kRootPerThread = kLutSize / kTableThreads;
 constexpr uint32_t kSubPerThread = kHuffmanSubCapacity / kTableThreads;
+constexpr uint32_t kTableSharedSorted = 4096;
 static_assert(kRootPerThread * kTableThreads == kLutSize && kSubPerThread * kTableThreads == kHuffmanSubCapacity);
 
 struct MaxOf {
@@ -914,6 +933,10 @@ __global__ void __launch_bounds__(kTableThreads)
     __shared__ uint32_t s_limit[kMaxLen + 1], s_first_code[kMaxLen + 1], s_first_index[kMaxLen + 1];
     __shared__ uint32_t s_root[kLutSize];
     __shared__ uint32_t s_owner[kHuffmanSubCapacity];  // 1 + the root prefix a subtable entry belongs to
+    __shared__ uint16_t s_sorted[kTableSharedSorted];   // the symbols by code, when they fit (a global load less per entry)
+    const bool sorted_shared = num_sorted <= kTableSharedSorted;
+    if (sorted_shared)
+        for (uint32_t i = threadIdx.x; i < num_sorted; i += kTableThreads) s_sorted[i] = d_sorted[i];
     if (threadIdx.x <= kMaxLen) {
         const uint32_t len = threadIdx.x, fc = d_first_code[len];
         s_first_code[len] = fc;
@@ -927,7 +950,9 @@ __global__ void __launch_bounds__(kTableThreads)
         const uint32_t r =
             huffman_search_from(from, s_limit, s_first_code, s_first_index, max_length, num_sorted, window);
         const uint32_t len = HuffmanEntry::length(r);
-        return len == 0 ? 0u : HuffmanEntry::make(d_sorted[HuffmanEntry::symbol(r)], len);
+        if (len == 0) return 0u;
+        const uint32_t rank = HuffmanEntry::symbol(r);
+        return HuffmanEntry::make(sorted_shared ? s_sorted[rank] : d_sorted[rank], len);
     };
 
     // Root entries, two consecutive prefixes per thread (the scan's blocked
@@ -1397,7 +1422,8 @@ void huffman_encode_prepare(uint64_t n, uint32_t chunk_symbols, uint32_t alphabe
 
 void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words, uint64_t num_words,
                          const uint32_t* d_chunk_bits, const uint64_t* d_chunk_word_offset, uint64_t num_symbols,
-                         uint32_t chunk_symbols, uint16_t* d_out, uint32_t* d_corrupt, cudaStream_t stream) {
+                         uint32_t chunk_symbols, uint16_t* d_out, uint32_t* d_corrupt, cudaStream_t stream,
+                         uint32_t* d_zero_counts) {
     check_device_book(book);
     GSZ_CHECK(chunk_symbols >= 1 && chunk_symbols <= kMaxChunkSymbols, GSZ_STATUS_INVALID_ARGUMENT,
               "huffman: chunk size %u out of [1, %u]", chunk_symbols, kMaxChunkSymbols);
@@ -1415,7 +1441,7 @@ void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words,
     kernel<<<blocks, kDecodeThreads, dynamic_bytes, stream>>>(
         book.lut, book.alphabet_size, book.sub_entries, book.first_code, book.first_index, book.count,
         book.sorted_symbols, book.num_sorted, book.max_length, d_words, num_words, d_chunk_bits, d_chunk_word_offset,
-        num_symbols, chunk_symbols, num_chunks, d_out, d_corrupt);
+        num_symbols, chunk_symbols, num_chunks, d_out, d_corrupt, d_zero_counts);
     GSZ_CUDA_LAUNCHED("huffman_decode_kernel");
 }
 

@@ -102,9 +102,13 @@ uint64_t huffman_max_words(const std::vector<uint64_t>& histogram, const Huffman
 // d_chunk_word_offset the validated table.  A chunk with an invalid codeword,
 // too few bits or nonzero leftover/padding bits sets *d_corrupt to 1 (the
 // caller turns it into GSZ_STATUS_CORRUPT); the decoder never reads or writes
-// out of bounds whatever the bits say.
+// out of bounds whatever the bits say.  With d_zero_counts, chunk c's number
+// of decoded 0 symbols goes to d_zero_counts[c] (Lorenzo's outliers, counted
+// while decoding instead of by another pass; for a chunk flagged corrupt the
+// count need not match what d_out holds).
 void huffman_decode_cuda(const HuffmanDeviceBook& book, const uint32_t* d_words, uint64_t num_words,
                          const uint32_t* d_chunk_bits, const uint64_t* d_chunk_word_offset, uint64_t num_symbols,
-                         uint32_t chunk_symbols, uint16_t* d_out, uint32_t* d_corrupt, cudaStream_t stream);
+                         uint32_t chunk_symbols, uint16_t* d_out, uint32_t* d_corrupt, cudaStream_t stream,
+                         uint32_t* d_zero_counts = nullptr);
 
 }  // namespace gsz::encode

@@ -361,23 +361,35 @@ void upload_code_sections(const CodeStagePlan& plan, DeviceCodeSections& ds, cud
     upload(ds.chunk_offset, sv.chunk_word_offset.data(), sv.chunk_word_offset.size(), stream);
 }
 
-// Decodes the codes into d_codes[0..n); a bad chunk or bad run tokens set *d_corrupt.
-void code_stage_decode_cuda(const CodeStagePlan& plan, DeviceCodeSections& ds, uint32_t radius,
-                            const encode::AnsContextShape& shape, uint16_t* d_codes, uint64_t n, uint32_t* d_corrupt,
-                            cudaStream_t stream) {
+// Decodes the codes into d_codes[0..n); a bad chunk or bad run tokens set
+// *d_corrupt.  When the codes are a plain Huffman stream and zero_counts is
+// given, the number of 0 codes per granule of codes goes there (ceil(n /
+// granule) counts and a last 0) and the granule is returned; otherwise 0.
+uint32_t code_stage_decode_cuda(const CodeStagePlan& plan, DeviceCodeSections& ds, uint32_t radius,
+                                const encode::AnsContextShape& shape, uint16_t* d_codes, uint64_t n,
+                                uint32_t* d_corrupt, cudaStream_t stream,
+                                cuda::DeviceBuffer<uint32_t>* zero_counts = nullptr) {
     if (plan.ans) {
         encode::ans_decode_cuda(plan.ans->tables, ds.ans_words.data(), ds.ans_state.data(), ds.ans_offset.data(), n,
                                 plan.ans->lane_symbols, radius, shape, d_codes, d_corrupt, stream);
-        return;
+        return 0;
     }
     cuda::StageTrace trace(stream, "code stage decode");
     encode::huffman_build_decode_tables(plan.book, ds.book, stream);
     const encode::HuffmanDeviceBook& d_book = ds.book;
     trace.mark("decode tables");
     if (!plan.runs) {
+        const uint32_t granule = plan.stream.chunk_symbols;  // a count per Huffman chunk
+        uint32_t* counts = nullptr;
+        if (zero_counts && granule > 0) {
+            const uint64_t granules = (n + granule - 1) / granule;
+            zero_counts->allocate(granules + 1, stream);
+            GSZ_CUDA(cudaMemsetAsync(zero_counts->data() + granules, 0, sizeof(uint32_t), stream));
+            counts = zero_counts->data();
+        }
         encode::huffman_decode_cuda(d_book, ds.words.data(), ds.words.size(), ds.chunk_bits.data(),
-                                    ds.chunk_offset.data(), n, plan.stream.chunk_symbols, d_codes, d_corrupt, stream);
-        return;
+                                    ds.chunk_offset.data(), n, granule, d_codes, d_corrupt, stream, counts);
+        return counts ? granule : 0;
     }
     const uint64_t num_tokens = plan.stream.num_symbols;
     cuda::DeviceBuffer<uint16_t> d_tokens(num_tokens, stream);
@@ -386,6 +398,7 @@ void code_stage_decode_cuda(const CodeStagePlan& plan, DeviceCodeSections& ds, u
                                 d_corrupt, stream);
     encode::run_tokens_decode_cuda(d_tokens.data(), num_tokens, plan.runs->dominant, 2 * radius, d_codes, n,
                                    d_corrupt, stream);
+    return 0;
 }
 
 // Compression up to "every section is in device memory": the part the
@@ -694,6 +707,7 @@ struct DeviceArchive {
     cuda::DeviceBuffer<T> outliers;
     cuda::DeviceBuffer<uint16_t> codes;
     cuda::DeviceBuffer<uint32_t> corrupt;
+    cuda::DeviceBuffer<uint32_t> granule_zeros;  // outliers per Huffman chunk, counted by its decoder
     predict::LorenzoDecodeScratch scratch;
     cuda::PinnedBuffer<uint32_t> corrupt_host;
 };
@@ -715,11 +729,14 @@ void decode_on_device(DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStream_t s
     da.codes.allocate(n, stream);
     da.corrupt.allocate(1, stream);
     da.corrupt.zero(stream);
-    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, lorenzo_ans_shape(), da.codes.data(), n,
-                           da.corrupt.data(), stream);
+    const uint32_t granule = code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius,
+                                                    lorenzo_ans_shape(), da.codes.data(), n, da.corrupt.data(), stream,
+                                                    &da.granule_zeros);
     trace.mark("code stage");
+    predict::LorenzoGranuleCounts granules;
+    if (granule > 0) granules = {da.granule_zeros.data(), granule};
     predict::lorenzo_decode_cuda<T>(da.codes.data(), da.outliers.data(), plan.outliers.size(), plan.layout,
-                                    plan.quant, d_out, da.scratch, stream, da.corrupt.data());
+                                    plan.quant, d_out, da.scratch, stream, da.corrupt.data(), granules);
     trace.mark("lorenzo");
     da.corrupt_host.allocate(1);
     GSZ_CUDA(cudaMemcpyAsync(da.corrupt_host.data(), da.corrupt.data(), sizeof(uint32_t), cudaMemcpyDeviceToHost,

@@ -17,6 +17,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <random>
 
 using namespace gsz::test;
@@ -209,6 +210,43 @@ void lorenzo_matches_cpu(const std::vector<T>& data, const gsz::predict::Lorenzo
                                          scratch, nullptr, d_corrupt);
     ASSERT_EQ(cudaMemcpy(&corrupt, d_corrupt, sizeof corrupt, cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_EQ(corrupt, gsz::predict::kLorenzoCorruptOutliers);
+
+    // Outliers counted per granule of codes (as the Huffman decoder counts
+    // them): the same values; counts that disagree with the codes are
+    // flagged, and no chunk reads past the stored outliers (memcheck).
+    for (const uint32_t granule : {1024u, 300u, 1u}) {
+        SCOPED_TRACE("granule " + std::to_string(granule));
+        const size_t granules = (data.size() + granule - 1) / granule;
+        std::vector<uint32_t> counts(granules + 1, 0);
+        for (size_t i = 0; i < cpu.codes.size(); ++i) counts[i / granule] += cpu.codes[i] == 0;
+        uint32_t* d_counts = nullptr;
+        ASSERT_EQ(cudaMalloc(&d_counts, counts.size() * sizeof(uint32_t)), cudaSuccess);
+        const auto decode = [&](const std::vector<uint32_t>& c) {
+            EXPECT_EQ(cudaMemcpy(d_counts, c.data(), c.size() * sizeof(uint32_t), cudaMemcpyHostToDevice), cudaSuccess);
+            EXPECT_EQ(cudaMemset(d_corrupt, 0, sizeof(uint32_t)), cudaSuccess);
+            gsz::predict::lorenzo_decode_cuda<T>(gpu.codes.data(), gpu.outliers.data(), gpu.num_outliers, L, p, d_out,
+                                                 scratch, nullptr, d_corrupt, {d_counts, granule});
+            uint32_t flag = 1;
+            EXPECT_EQ(cudaMemcpy(&flag, d_corrupt, sizeof flag, cudaMemcpyDeviceToHost), cudaSuccess);
+            return flag;
+        };
+        EXPECT_EQ(decode(counts), 0u);
+        ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T)));
+        const bool columns = (L.rank == 3 && L.chunk[0] == 32 && L.chunk[1] == 8 && L.chunk[2] == 8) ||
+                             (L.rank == 2 && L.chunk[0] == 32 && L.chunk[1] == 32);
+        // Every outlier counted in the first granule: the outliers of a chunk
+        // starting past it would start at the end of the stored ones (a chunk
+        // holding code 4096 or later starts past code 2048, past granule 0).
+        const bool beyond_first_chunk = std::count(cpu.codes.begin() + std::min<size_t>(cpu.codes.size(), 4096),
+                                                   cpu.codes.end(), uint16_t{0}) > 0;
+        if (columns && beyond_first_chunk) {
+            std::vector<uint32_t> first(counts.size(), 0);
+            first[0] = static_cast<uint32_t>(gpu.num_outliers);
+            EXPECT_EQ(decode(first), gsz::predict::kLorenzoCorruptOutliers);
+        }
+        cudaFree(d_counts);
+    }
     cudaFree(d_corrupt);
     cudaFree(d_data);
     cudaFree(d_out);

@@ -240,14 +240,19 @@ void expect_gpu_matches_cpu(const std::vector<uint16_t>& symbols, uint32_t alpha
         EXPECT_FALSE(dec.corrupt);
         EXPECT_TRUE(dec.out == symbols) << "decoded symbols differ";
 
-        // The GPU stream decoded in place.
+        // The GPU stream decoded in place, counting each chunk's 0 symbols.
         cuda::DeviceBuffer<uint16_t> d_out(n, stream);
         cuda::DeviceBuffer<uint32_t> d_corrupt(1, stream);
         d_corrupt.zero(stream);
+        cuda::DeviceBuffer<uint32_t> d_zeros(gpu.num_chunks, stream);
         huffman_decode_cuda(d_book, gpu.words.data(), gpu.num_words, gpu.chunk_bits.data(),
-                            gpu.chunk_word_offset.data(), n, chunk, d_out.data(), d_corrupt.data(), stream);
+                            gpu.chunk_word_offset.data(), n, chunk, d_out.data(), d_corrupt.data(), stream,
+                            d_zeros.data());
         EXPECT_EQ(to_host(d_corrupt.data(), 1, stream)[0], 0u);
         EXPECT_TRUE(to_host(d_out.data(), n, stream) == symbols);
+        std::vector<uint32_t> zeros(gpu.num_chunks, 0);
+        for (uint64_t i = 0; i < n; ++i) zeros[i / chunk] += symbols[i] == 0;
+        EXPECT_EQ(to_host(d_zeros.data(), gpu.num_chunks, stream), zeros);
     }
     // An encoder-only book has no decode tables: decoding with it is refused.
     HuffmanDeviceStream gpu;
@@ -266,7 +271,8 @@ void expect_gpu_matches_cpu(const std::vector<uint16_t>& symbols, uint32_t alpha
 // ---- tests ----
 
 TEST_F(HuffmanCuda, QuantCodesAlphabet1024) {
-    const auto symbols = skewed_symbols(1000003, 1024, 1);
+    auto symbols = skewed_symbols(1000003, 1024, 1);
+    for (size_t i = 0; i < symbols.size(); i += 97 + i % 13) symbols[i] = 0;  // outliers, counted by the decoder
     expect_gpu_matches_cpu(symbols, 1024, {4096, 1000, 1, 7, 65, 4097, 70000, 1u << 20}, stream_);
     expect_gpu_matches_cpu(symbols, 1024, {4096, 1000}, stream_, 3);  // unaligned input and output
 }

@@ -146,35 +146,67 @@ __global__ void lorenzo_compact_outliers_kernel(const T* __restrict__ scratch, c
     for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) outliers[to + i] = scratch[from + i];
 }
 
+// This thread's share of the 0 codes in codes[begin, begin + count): eight
+// codes per 16-byte load between a scalar head and tail (a stretch starts
+// anywhere), __vcmpeq2 marking each zero half-word; threads i0, i0 + stride, ...
+__device__ inline uint32_t zero_codes_strided(const uint16_t* __restrict__ codes, uint64_t begin, uint32_t count,
+                                              uint32_t i0, uint32_t stride) {
+    const uint16_t* src = codes + begin;
+    uint32_t head = count, vectors = 0;
+    if (reinterpret_cast<uintptr_t>(codes) % 16 == 0) {
+        head = static_cast<uint32_t>((8 - begin % 8) % 8);
+        head = head < count ? head : count;
+        vectors = (count - head) / 8;
+    }
+    uint32_t zeros = 0;
+    const uint4* body = reinterpret_cast<const uint4*>(src + head);
+#pragma unroll 4
+    for (uint32_t v = i0; v < vectors; v += stride) {
+        const uint4 w = body[v];
+        zeros += (__popc(__vcmpeq2(w.x, 0)) + __popc(__vcmpeq2(w.y, 0)) + __popc(__vcmpeq2(w.z, 0)) +
+                  __popc(__vcmpeq2(w.w, 0))) / 16;
+    }
+    for (uint32_t i = i0; i < head; i += stride) zeros += src[i] == 0;
+    for (uint32_t i = head + vectors * 8 + i0; i < count; i += stride) zeros += src[i] == 0;
+    return zeros;
+}
+
 // Zero codes per chunk: where each chunk's outliers start in the outlier
-// array.  A warp per chunk (no block-wide reduction and barrier per chunk),
-// eight codes per 16-byte load between a scalar head and tail (a chunk's
-// stretch starts anywhere); __vcmpeq2 marks each zero half-word.
+// array, once scanned.  A warp per chunk (no block-wide reduction and
+// barrier per chunk).
 __global__ void __launch_bounds__(kThreads)
     lorenzo_count_outliers_kernel(const uint16_t* __restrict__ codes, LorenzoLayout L, uint32_t* __restrict__ counts) {
     const uint32_t lane = threadIdx.x & 31;
     const uint64_t chunk = blockIdx.x * uint64_t{kThreads / 32} + (threadIdx.x >> 5);
     if (chunk >= L.num_chunks) return;  // whole warps
     const auto box = chunk_box_of(L, static_cast<uint32_t>(chunk));
-    const uint32_t npts = static_cast<uint32_t>(box.size());
-    const uint16_t* src = codes + box.stream_offset;
-    uint32_t head = npts, vectors = 0;
-    if (reinterpret_cast<uintptr_t>(codes) % 16 == 0) {
-        head = static_cast<uint32_t>((8 - box.stream_offset % 8) % 8);
-        head = head < npts ? head : npts;
-        vectors = (npts - head) / 8;
+    const uint32_t zeros = zero_codes_strided(codes, box.stream_offset, static_cast<uint32_t>(box.size()), lane, 32);
+    const uint32_t total = __reduce_add_sync(0xffffffffu, zeros);
+    if (lane == 0) counts[chunk] = total;
+}
+
+// Each chunk's first outlier from the outliers before each granule (fixed
+// stretches of `granule` codes, counted while the codes were decoded): the
+// granule's prefix plus the outliers between the granule's start and the
+// chunk's, a warp per chunk (half a granule of codes on average instead of
+// all codes).  offsets[num_chunks] is the total.
+__global__ void __launch_bounds__(kThreads)
+    lorenzo_offsets_from_granules_kernel(const uint16_t* __restrict__ codes, LorenzoLayout L,
+                                         const uint64_t* __restrict__ granule_prefix, uint32_t granule,
+                                         uint64_t* __restrict__ offsets) {
+    const uint32_t lane = threadIdx.x & 31;
+    const uint64_t chunk = blockIdx.x * uint64_t{kThreads / 32} + (threadIdx.x >> 5);
+    if (chunk > L.num_chunks) return;  // whole warps
+    if (chunk == L.num_chunks) {
+        if (lane == 0) offsets[chunk] = granule_prefix[(L.num_elements + granule - 1) / granule];
+        return;
     }
-    uint32_t zeros = 0;
-    const uint4* body = reinterpret_cast<const uint4*>(src + head);
-    for (uint32_t v = lane; v < vectors; v += 32) {
-        const uint4 w = body[v];
-        zeros += (__popc(__vcmpeq2(w.x, 0)) + __popc(__vcmpeq2(w.y, 0)) + __popc(__vcmpeq2(w.z, 0)) +
-                  __popc(__vcmpeq2(w.w, 0))) / 16;
-    }
-    for (uint32_t i = lane; i < head; i += 32) zeros += src[i] == 0;
-    for (uint32_t i = head + vectors * 8 + lane; i < npts; i += 32) zeros += src[i] == 0;
-    zeros = __reduce_add_sync(0xffffffffu, zeros);
-    if (lane == 0) counts[chunk] = zeros;
+    const uint64_t start = chunk_box_of(L, static_cast<uint32_t>(chunk)).stream_offset;
+    const uint64_t g = start / granule;
+    const uint64_t before = granule_prefix[g];
+    const uint32_t zeros = __reduce_add_sync(
+        0xffffffffu, zero_codes_strided(codes, g * granule, static_cast<uint32_t>(start - g * granule), lane, 32));
+    if (lane == 0) offsets[chunk] = before + zeros;
 }
 
 // The decoders' guard against an archive whose codes mark more (or fewer)
@@ -1051,6 +1083,7 @@ __device__ void resolve_outliers(ColumnOutliers<Q>& os, uint32_t m) {
 
 template <class T, int Rank, bool Whole>
 __device__ __forceinline__ void decode_columns(const uint16_t* __restrict__ codes, const T* __restrict__ chunk_outliers,
+                                               uint64_t outlier_room, const OutlierCheck& check,
                                                const LorenzoLayout& L, const QuantParams& p,
                                                const LorenzoLayout::ChunkBox& box, T* __restrict__ out,
                                                ColumnShared<Rank, typename LatticeInt<T>::type>& sh,
@@ -1079,6 +1112,10 @@ __device__ __forceinline__ void decode_columns(const uint16_t* __restrict__ code
     }
     const uint32_t m = sh.total;
     auto outlier_rank = [&](int j) { return sh.row_offset[c.row(j)] + __popc(ballots[j] & ((1u << lane) - 1)); };
+    if (m > outlier_room) {  // offsets that do not match the codes (a corrupt stream): read nothing
+        if (threadIdx.x == 0 && check.corrupt) atomicOr(check.corrupt, kLorenzoCorruptOutliers);
+        return;  // the whole block
+    }
 
     Q delta[S], q[S];
 #pragma unroll
@@ -1169,12 +1206,19 @@ __global__ void __launch_bounds__(kThreads, 4)
     __shared__ ColumnShared<Rank, Q> sh;
     __shared__ ColumnOutliers<Q> os;
     const auto box = this_chunk_box(L);
-    const T* chunk_outliers = outliers + outlier_offsets[blockIdx.x];
+    // The chunk's outliers end where the next chunk's begin, and before the
+    // stored ones end.  Offsets counted from the codes always fit; counts
+    // taken while decoding a stream that turned out corrupt may not, and the
+    // chunk then reads nothing.
+    const uint64_t first = outlier_offsets[blockIdx.x];
+    const uint64_t end = min(outlier_offsets[blockIdx.x + 1], check.num_outliers);
+    const uint64_t room = end > first ? end - first : 0;
+    const T* chunk_outliers = outliers + first;
     Q* padded = reinterpret_cast<Q*>(q_storage);
     if (whole_chunk<Rank>(box))
-        decode_columns<T, Rank, true>(codes, chunk_outliers, L, p, box, out, sh, os, padded);
+        decode_columns<T, Rank, true>(codes, chunk_outliers, room, check, L, p, box, out, sh, os, padded);
     else
-        decode_columns<T, Rank, false>(codes, chunk_outliers, L, p, box, out, sh, os, padded);
+        decode_columns<T, Rank, false>(codes, chunk_outliers, room, check, L, p, box, out, sh, os, padded);
 }
 
 size_t padded_bytes(const LorenzoLayout& L, size_t element_bytes) {
@@ -1197,14 +1241,14 @@ void check_grid(const LorenzoLayout& L) {
 
 // Exclusive scan of per-chunk counts (num_chunks + 1 entries, the last one 0)
 // into offsets, on the stream; offsets[num_chunks] is the total.
-void scan_counts_async(cuda::DeviceBuffer<uint32_t>& counts, cuda::DeviceBuffer<uint64_t>& offsets,
+void scan_counts_async(const uint32_t* counts, cuda::DeviceBuffer<uint64_t>& offsets,
                        cuda::DeviceBuffer<uint8_t>& temp, uint64_t num_chunks, cudaStream_t stream) {
     const auto n = static_cast<int64_t>(num_chunks + 1);
     offsets.allocate(num_chunks + 1, stream);
     size_t temp_bytes = 0;
-    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts.data(), offsets.data(), n, stream));
+    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts, offsets.data(), n, stream));
     temp.allocate(temp_bytes, stream);
-    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, counts.data(), offsets.data(), n, stream));
+    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, counts, offsets.data(), n, stream));
 }
 
 }  // namespace
@@ -1236,7 +1280,7 @@ void lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& L, const Qu
         default: rows ? launch(lorenzo_encode_rows_kernel<T, 3>, shared) : launch(lorenzo_encode_kernel<T, 3>, shared); break;
     }
     GSZ_CUDA_LAUNCHED("lorenzo_encode_kernel");
-    scan_counts_async(out.chunk_counts, out.chunk_offsets, out.temp, L.num_chunks, stream);
+    scan_counts_async(out.chunk_counts.data(), out.chunk_offsets, out.temp, L.num_chunks, stream);
 }
 
 template <class T>
@@ -1263,15 +1307,26 @@ void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& L, const QuantPar
 template <class T>
 void lorenzo_decode_cuda(const uint16_t* d_codes, const T* d_outliers, uint64_t num_outliers, const LorenzoLayout& L,
                          const QuantParams& p, T* d_out, LorenzoDecodeScratch& scratch, cudaStream_t stream,
-                         uint32_t* d_corrupt) {
+                         uint32_t* d_corrupt, LorenzoGranuleCounts granules) {
     check_grid(L);
     const auto grid = static_cast<unsigned>(L.num_chunks);
-    scratch.chunk_counts.allocate(L.num_chunks + 1, stream);
-    GSZ_CUDA(cudaMemsetAsync(scratch.chunk_counts.data() + L.num_chunks, 0, sizeof(uint32_t), stream));
-    const auto count_grid = static_cast<unsigned>((L.num_chunks + kThreads / 32 - 1) / (kThreads / 32));
-    lorenzo_count_outliers_kernel<<<count_grid, kThreads, 0, stream>>>(d_codes, L, scratch.chunk_counts.data());
-    GSZ_CUDA_LAUNCHED("lorenzo_count_outliers_kernel");
-    scan_counts_async(scratch.chunk_counts, scratch.chunk_offsets, scratch.temp, L.num_chunks, stream);
+    const auto warps_grid = [](uint64_t warps) { return static_cast<unsigned>((warps + kThreads / 32 - 1) / (kThreads / 32)); };
+    if (granules.counts && d_corrupt && columns_shape(L)) {  // no counting pass (the column decoder checks the room)
+        GSZ_CHECK(granules.size >= 1, GSZ_STATUS_INVALID_ARGUMENT, "lorenzo: granule of 0 codes");
+        const uint64_t num_granules = (L.num_elements + granules.size - 1) / granules.size;
+        scan_counts_async(granules.counts, scratch.granule_prefix, scratch.temp, num_granules, stream);
+        scratch.chunk_offsets.allocate(L.num_chunks + 1, stream);
+        lorenzo_offsets_from_granules_kernel<<<warps_grid(L.num_chunks + 1), kThreads, 0, stream>>>(
+            d_codes, L, scratch.granule_prefix.data(), granules.size, scratch.chunk_offsets.data());
+        GSZ_CUDA_LAUNCHED("lorenzo_offsets_from_granules_kernel");
+    } else {
+        scratch.chunk_counts.allocate(L.num_chunks + 1, stream);
+        GSZ_CUDA(cudaMemsetAsync(scratch.chunk_counts.data() + L.num_chunks, 0, sizeof(uint32_t), stream));
+        lorenzo_count_outliers_kernel<<<warps_grid(L.num_chunks), kThreads, 0, stream>>>(d_codes, L,
+                                                                                         scratch.chunk_counts.data());
+        GSZ_CUDA_LAUNCHED("lorenzo_count_outliers_kernel");
+        scan_counts_async(scratch.chunk_counts.data(), scratch.chunk_offsets, scratch.temp, L.num_chunks, stream);
+    }
     if (!d_corrupt) {  // checked here, before any kernel reads an outlier
         uint64_t marked = 0;
         GSZ_CUDA(cudaMemcpyAsync(&marked, scratch.chunk_offsets.data() + L.num_chunks, sizeof marked,
@@ -1313,8 +1368,10 @@ template void lorenzo_compact_outliers_cuda<float>(const LorenzoLayout&, uint64_
 template void lorenzo_compact_outliers_cuda<double>(const LorenzoLayout&, uint64_t, LorenzoDeviceCodes<double>&,
                                                     cudaStream_t);
 template void lorenzo_decode_cuda<float>(const uint16_t*, const float*, uint64_t, const LorenzoLayout&,
-                                         const QuantParams&, float*, LorenzoDecodeScratch&, cudaStream_t, uint32_t*);
+                                         const QuantParams&, float*, LorenzoDecodeScratch&, cudaStream_t, uint32_t*,
+                                         LorenzoGranuleCounts);
 template void lorenzo_decode_cuda<double>(const uint16_t*, const double*, uint64_t, const LorenzoLayout&,
-                                          const QuantParams&, double*, LorenzoDecodeScratch&, cudaStream_t, uint32_t*);
+                                          const QuantParams&, double*, LorenzoDecodeScratch&, cudaStream_t, uint32_t*,
+                                          LorenzoGranuleCounts);
 
 }  // namespace gsz::predict

@@ -46,7 +46,19 @@ void lorenzo_compact_outliers_cuda(const LorenzoLayout& layout, uint64_t num_out
 struct LorenzoDecodeScratch {
     cuda::DeviceBuffer<uint32_t> chunk_counts;
     cuda::DeviceBuffer<uint64_t> chunk_offsets;
+    cuda::DeviceBuffer<uint64_t> granule_prefix;
     cuda::DeviceBuffer<uint8_t> temp;
+};
+
+// Outliers (code 0) per granule of `size` codes, counted while the codes
+// were decoded (huffman_decode_cuda's zero counts): ceil(n / size) counts and
+// a last entry 0.  The decoder then finds each chunk's first outlier without
+// a pass over all codes.  They need not be right (a corrupt stream's): a
+// chunk whose outliers would run past the stored ones reads none and is
+// flagged corrupt, as is a total other than the stored count.
+struct LorenzoGranuleCounts {
+    const uint32_t* counts = nullptr;
+    uint32_t size = 0;
 };
 
 // Set in *d_corrupt by lorenzo_decode_cuda when the codes mark a different
@@ -57,10 +69,12 @@ inline constexpr uint32_t kLorenzoCorruptOutliers = 2;
 // codes mark a different number of outliers than num_outliers nothing is
 // decoded and: with d_corrupt, kLorenzoCorruptOutliers is ORed into it (no
 // waiting; the caller checks it later); without, GSZ_STATUS_CORRUPT is thrown
-// (one synchronization, before decoding).
+// (one synchronization, before decoding).  Granule counts are used with
+// d_corrupt for the 2-D and 3-D chunks gsz writes (the column decoders).
 template <class T>
 void lorenzo_decode_cuda(const uint16_t* d_codes, const T* d_outliers, uint64_t num_outliers,
                          const LorenzoLayout& layout, const QuantParams& params, T* d_out,
-                         LorenzoDecodeScratch& scratch, cudaStream_t stream, uint32_t* d_corrupt = nullptr);
+                         LorenzoDecodeScratch& scratch, cudaStream_t stream, uint32_t* d_corrupt = nullptr,
+                         LorenzoGranuleCounts granules = {});
 
 }  // namespace gsz::predict
