@@ -1195,8 +1195,16 @@ __device__ __forceinline__ void decode_columns(const uint16_t* __restrict__ code
     }
 }
 
+// Blocks per SM the column decoders are compiled for (the registers allow):
+// latency-bound on the codes' loads and the barriers, the float ones gain
+// from more warps more than they lose to a few spills (the 3-D one at 48
+// registers: wmagT rel 1e-4 decompression +4-5%, bench/NOTES.md).  The double
+// ones, unmeasured, keep 4 (more would spill hundreds of bytes).
 template <class T, int Rank>
-__global__ void __launch_bounds__(kThreads, 4)
+constexpr int kDecodeColumnsBlocksPerSm = sizeof(T) == 4 ? (Rank == 3 ? 5 : 6) : 4;
+
+template <class T, int Rank>
+__global__ void __launch_bounds__(kThreads, kDecodeColumnsBlocksPerSm<T, Rank>)
     lorenzo_decode_columns_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ outliers,
                                   const uint64_t* __restrict__ outlier_offsets, LorenzoLayout L, QuantParams p,
                                   T* __restrict__ out, OutlierCheck check) {
