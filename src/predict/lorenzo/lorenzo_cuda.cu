@@ -146,11 +146,11 @@ __global__ void lorenzo_compact_outliers_kernel(const T* __restrict__ scratch, c
     for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) outliers[to + i] = scratch[from + i];
 }
 
-// This thread's share of the 0 codes in codes[begin, begin + count): eight
-// codes per 16-byte load between a scalar head and tail (a stretch starts
-// anywhere), __vcmpeq2 marking each zero half-word; threads i0, i0 + stride, ...
-__device__ inline uint32_t zero_codes_strided(const uint16_t* __restrict__ codes, uint64_t begin, uint32_t count,
-                                              uint32_t i0, uint32_t stride) {
+// The 0 codes in codes[begin, begin + count), counted by a warp: eight codes
+// per 16-byte load between a scalar head and tail (a stretch starts
+// anywhere), __vcmpeq2 marking each zero half-word.  Every lane gets the sum.
+__device__ inline uint32_t warp_zero_codes(const uint16_t* __restrict__ codes, uint64_t begin, uint32_t count,
+                                           uint32_t lane) {
     const uint16_t* src = codes + begin;
     uint32_t head = count, vectors = 0;
     if (reinterpret_cast<uintptr_t>(codes) % 16 == 0) {
@@ -161,14 +161,14 @@ __device__ inline uint32_t zero_codes_strided(const uint16_t* __restrict__ codes
     uint32_t zeros = 0;
     const uint4* body = reinterpret_cast<const uint4*>(src + head);
 #pragma unroll 4
-    for (uint32_t v = i0; v < vectors; v += stride) {
+    for (uint32_t v = lane; v < vectors; v += 32) {
         const uint4 w = body[v];
         zeros += (__popc(__vcmpeq2(w.x, 0)) + __popc(__vcmpeq2(w.y, 0)) + __popc(__vcmpeq2(w.z, 0)) +
                   __popc(__vcmpeq2(w.w, 0))) / 16;
     }
-    for (uint32_t i = i0; i < head; i += stride) zeros += src[i] == 0;
-    for (uint32_t i = head + vectors * 8 + i0; i < count; i += stride) zeros += src[i] == 0;
-    return zeros;
+    for (uint32_t i = lane; i < head; i += 32) zeros += src[i] == 0;
+    for (uint32_t i = head + vectors * 8 + lane; i < count; i += 32) zeros += src[i] == 0;
+    return __reduce_add_sync(0xffffffffu, zeros);
 }
 
 // Zero codes per chunk: where each chunk's outliers start in the outlier
@@ -180,9 +180,8 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t chunk = blockIdx.x * uint64_t{kThreads / 32} + (threadIdx.x >> 5);
     if (chunk >= L.num_chunks) return;  // whole warps
     const auto box = chunk_box_of(L, static_cast<uint32_t>(chunk));
-    const uint32_t zeros = zero_codes_strided(codes, box.stream_offset, static_cast<uint32_t>(box.size()), lane, 32);
-    const uint32_t total = __reduce_add_sync(0xffffffffu, zeros);
-    if (lane == 0) counts[chunk] = total;
+    const uint32_t zeros = warp_zero_codes(codes, box.stream_offset, static_cast<uint32_t>(box.size()), lane);
+    if (lane == 0) counts[chunk] = zeros;
 }
 
 // Each chunk's first outlier from the outliers before each granule (fixed
@@ -204,8 +203,7 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t start = chunk_box_of(L, static_cast<uint32_t>(chunk)).stream_offset;
     const uint64_t g = start / granule;
     const uint64_t before = granule_prefix[g];
-    const uint32_t zeros = __reduce_add_sync(
-        0xffffffffu, zero_codes_strided(codes, g * granule, static_cast<uint32_t>(start - g * granule), lane, 32));
+    const uint32_t zeros = warp_zero_codes(codes, g * granule, static_cast<uint32_t>(start - g * granule), lane);
     if (lane == 0) offsets[chunk] = before + zeros;
 }
 
