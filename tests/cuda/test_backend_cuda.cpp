@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
 
 using namespace gsz::test;
@@ -599,17 +600,19 @@ TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
 // values, codes, listed anchors), codes, outliers, the anchors rebuilt by the
 // decoder, decoded values; a zero code without an outlier and a coded anchor
 // list that does not match the codes are reported.
+// `overrides`: a dimension order and spline instead of the tuned ones.
 template <class T>
 void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>& dims, double eb, int mode,
-                        uint32_t radius) {
+                        uint32_t radius, const gsz::predict::InterpOverrides& overrides = {}) {
     namespace pr = gsz::predict;
     SCOPED_TRACE(testing::Message() << dims.size() << "-D, eb " << eb << ", anchors " << mode << ", radius "
-                                    << radius);
+                                    << radius << ", order " << overrides.order[0] << overrides.order[1]
+                                    << overrides.order[2] << ", spline " << overrides.spline);
     const pr::InterpLayout L = pr::interp_layout(static_cast<uint32_t>(dims.size()), dims.data());
     const auto idx = pr::interp_tune_indices(L);
     std::vector<double> samples(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) samples[i] = static_cast<double>(data[idx[i]]);
-    pr::InterpConfig cfg = pr::interp_configure(L, samples, eb, 1.0, {});
+    pr::InterpConfig cfg = pr::interp_configure(L, samples, eb, 1.0, overrides);
     const pr::InterpAnchors<T> cpu_anchors = pr::interp_anchors_encode_cpu(data.data(), L, cfg, eb, radius, mode, 2);
     cfg.anchors = cpu_anchors.mode;
     pr::InterpEncoded<T> cpu;
@@ -721,6 +724,37 @@ TEST(CudaBackend, InterpKernelsMatchCpu) {
         rough[100] = std::numeric_limits<double>::quiet_NaN();
         rough[8] = std::numeric_limits<double>::quiet_NaN();   // an anchor
         interp_matches_cpu(rough, {70, 30, 20}, 0.01, mode, 512);   // many outliers and listed anchors
+    }
+}
+
+// The full-tile kernels are compiled per dimension order: every order of the
+// 3-D and 2-D geometries, both splines, f32 and f64, against the CPU (the
+// fields hold full tiles and edge tiles along every dim).
+TEST(CudaBackend, InterpFullTileKernelsEveryOrder) {
+    REQUIRE_GPU();
+    auto wmag = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    wmag[40 * 91 * 91 + 37 * 91 + 45] = std::numeric_limits<float>::quiet_NaN();   // inside a full tile
+    wmag[20 * 91 * 91 + 9 * 91 + 50] = std::numeric_limits<float>::infinity();
+    std::vector<double> wmag_d(wmag.begin(), wmag.end());
+    int spline = gsz::predict::kSplineNotAKnot;
+    for (const auto& order : std::vector<std::array<int, 3>>{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1},
+                                                             {2, 1, 0}}) {
+        gsz::predict::InterpOverrides o;
+        for (int k = 0; k < 3; ++k) o.order[k] = order[k];
+        o.spline = spline;
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.02, gsz::predict::kAnchorsCoded, 32768, o);
+        interp_matches_cpu(wmag_d, {91, 91, 91}, 0.005, gsz::predict::kAnchorsRaw, 512, o);
+        spline = spline == gsz::predict::kSplineNotAKnot ? gsz::predict::kSplineNatural : gsz::predict::kSplineNotAKnot;
+    }
+    for (const auto& order : std::vector<std::array<int, 3>>{{0, 1, -1}, {1, 0, -1}}) {
+        for (int sp : {int{gsz::predict::kSplineNotAKnot}, int{gsz::predict::kSplineNatural}}) {
+            gsz::predict::InterpOverrides o;
+            o.order[0] = order[0];
+            o.order[1] = order[1];
+            o.spline = sp;
+            interp_matches_cpu(wmag, {91 * 91, 91}, 0.01, gsz::predict::kAnchorsCoded, 32768, o);
+            interp_matches_cpu(wmag_d, {637, 1183}, 0.002, gsz::predict::kAnchorsCoded, 512, o);
+        }
     }
 }
 

@@ -232,6 +232,21 @@ TEST(InterpStages, LevelIndexOfStride) {
     EXPECT_EQ(interp_level_index(256), 8u);
 }
 
+// The stage loops divide by a multiply-high; exact for every divisor and
+// dividend below 2^16, checked at each multiple of n and its neighbours (where
+// a rounding error would show first).
+TEST(InterpStages, DivisorExactBelow2To16) {
+    for (uint32_t n = 1; n < 65536; ++n) {
+        const InterpDivisor d = InterpDivisor::of(n);
+        for (uint32_t q = 0; q * n < 65536; ++q)
+            for (uint32_t i : {q * n, q * n + n - 1, q * n + n / 2}) {
+                if (i >= 65536) continue;
+                ASSERT_EQ(d.divide(i), i / n) << i << " / " << n;
+            }
+        ASSERT_EQ(d.divide(65535), 65535 / n) << n;
+    }
+}
+
 // A line of the workspace holding f(0..L); the prediction of point p at stride u.
 template <class T>
 double predict_on_line(const std::function<double(double)>& f, uint32_t p, uint32_t u, uint32_t L, uint32_t spline) {

@@ -12,13 +12,6 @@ namespace gsz::predict {
 
 namespace {
 
-struct Geometry {
-    uint32_t stride, tile[3];
-};
-constexpr Geometry kGeometry1d = {512, {2048, 1, 1}};
-constexpr Geometry kGeometry2d = {16, {64, 16, 1}};
-constexpr Geometry kGeometry3d = {8, {32, 8, 8}};
-
 // Copies the workspace values of a tile (tile plus far faces, clipped to the
 // array) or writes its owned points back: `f(ws_offset, global_index)` per point.
 template <class F>
@@ -57,7 +50,7 @@ InterpLayout interp_layout(uint32_t rank, const uint64_t* dims) {
         kept[2] *= kept[3];
         n = 3;
     }
-    const Geometry& g = n == 1 ? kGeometry1d : n == 2 ? kGeometry2d : kGeometry3d;
+    const InterpGeometry& g = n == 1 ? kInterpGeometry1d : n == 2 ? kInterpGeometry2d : kInterpGeometry3d;
     InterpLayout L;
     L.rank = n;
     L.anchor_stride = g.stride;

@@ -6,6 +6,7 @@
 // output: no block reads what another block writes in the same launch.
 #include "predict/interp/interp_cuda.hpp"
 
+#include "predict/interp/interp_full_tile.cuh"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/status.hpp"
 
@@ -70,11 +71,12 @@ template <class T>
 __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                                      const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg,
                                      double eb, int64_t radius, uint16_t* __restrict__ codes,
-                                     unsigned long long* __restrict__ zero_codes) {
+                                     unsigned long long* __restrict__ zero_codes, bool edge_only) {
     extern __shared__ unsigned char smem_raw[];
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
-    const auto box = L.tile_box(blockIdx.x);
+    // edge_only: the full tiles are interp_encode_full_kernel's.
+    const auto box = L.tile_box(edge_only ? full_tile::edge_tile_id(L, blockIdx.x) : blockIdx.x);
     const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
 
     for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
@@ -119,6 +121,51 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
         if (zeros && threadIdx.x % 32 == static_cast<unsigned>(__ffs(active) - 1))
             atomicAdd(zero_codes, static_cast<unsigned long long>(__popc(zeros)));
     }
+}
+
+// Full tiles of the default geometries (interp_full_tile.cuh): the same
+// stages as interp_encode_kernel with every extent a constant; block k takes
+// full tile k.
+template <class T, uint32_t Rank, uint32_t Code>
+__global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile::Geometry<Rank>::min_blocks)
+    interp_encode_full_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
+                              const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg, double eb,
+                              int64_t radius, uint16_t* __restrict__ codes,
+                              unsigned long long* __restrict__ zero_codes) {
+    using G = full_tile::Geometry<Rank>;
+    using Sh = full_tile::Shape<G>;
+    __shared__ T ws[Sh::ws_size];
+    __shared__ uint16_t tile_codes[Sh::ws_size];
+    const auto box = full_tile::full_tile_box<G>(L, blockIdx.x);
+
+    // Every point but the anchors gets its code from its stage.
+    full_tile::load_workspace<G>(
+        L, box, [&](uint64_t g) { return data[g]; }, [&](uint32_t i, T v) { ws[i] = v; },
+        [&](uint32_t i, uint64_t a) {
+            ws[i] = anchor_start[a];
+            tile_codes[i] = anchor_codes ? anchor_codes[a] : static_cast<uint16_t>(radius);
+        });
+    __syncthreads();
+    full_tile::for_each_stage<G>([&](auto k, auto u, uint32_t l) {
+        constexpr uint32_t dim = full_tile::order_at(Code, decltype(k)::value), U = decltype(u)::value;
+        constexpr uint32_t NS = U * Sh::ws_stride(dim);
+        const InterpLevelQuant lq = cfg.level[l];
+        const uint32_t spline = cfg.spline[dim];
+        full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
+            T* at = ws + w;
+            const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim)>(at, along, spline);
+            T recon;
+            tile_codes[w] = interp_quantize(*at, pred, lq, eb, radius, recon);
+            *at = recon;
+        });
+    });
+    uint32_t zeros = 0;
+    full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) {
+        const uint16_t code = tile_codes[w];
+        codes[g] = code;
+        zeros += __popc(__ballot_sync(~0u, code == 0));
+    });
+    if (zeros && threadIdx.x % 32 == 0) atomicAdd(zero_codes, static_cast<unsigned long long>(zeros));
 }
 
 template <class T>
@@ -200,6 +247,18 @@ __device__ bool find_index(const uint64_t* __restrict__ index, uint64_t n, uint6
     return lo < n && index[lo] == key;
 }
 
+// The stored value of the outlier at raster index e; flags the archive
+// corrupt (and reads 0) when there is none.  Out of line: rare, and the tile
+// kernels call it from every stage.
+template <class T>
+__device__ __noinline__ T outlier_at(const uint64_t* __restrict__ index, const T* __restrict__ value, uint64_t n,
+                                     uint64_t e, uint32_t* corrupt) {
+    uint64_t pos;
+    if (find_index(index, n, e, pos)) return value[pos];
+    atomicOr(corrupt, 1u);
+    return T(0);
+}
+
 template <class T>
 __global__ void anchor_start_kernel(const uint16_t* __restrict__ codes, const uint64_t* __restrict__ q,
                                     const uint64_t* __restrict__ outlier_index, const T* __restrict__ outlier_value,
@@ -261,11 +320,12 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
                                      const uint64_t* __restrict__ outlier_index,
                                      const T* __restrict__ outlier_value, uint64_t num_outliers, InterpLayout L,
                                      KernelConfig cfg, int64_t radius, T* __restrict__ out,
-                                     uint32_t* __restrict__ corrupt) {
+                                     uint32_t* __restrict__ corrupt, bool edge_only) {
     extern __shared__ unsigned char smem_raw[];
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
-    const auto box = L.tile_box(blockIdx.x);
+    // edge_only: the full tiles are interp_decode_full_kernel's.
+    const auto box = L.tile_box(edge_only ? full_tile::edge_tile_id(L, blockIdx.x) : blockIdx.x);
     const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
 
     for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
@@ -310,6 +370,43 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
     }
 }
 
+// The decoder of full tiles (interp_encode_full_kernel's counterpart).
+template <class T, uint32_t Rank, uint32_t Code>
+__global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile::Geometry<Rank>::min_blocks)
+    interp_decode_full_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ anchors,
+                              const uint64_t* __restrict__ outlier_index, const T* __restrict__ outlier_value,
+                              uint64_t num_outliers, InterpLayout L, KernelConfig cfg, int64_t radius,
+                              T* __restrict__ out, uint32_t* __restrict__ corrupt) {
+    using G = full_tile::Geometry<Rank>;
+    using Sh = full_tile::Shape<G>;
+    __shared__ T ws[Sh::ws_size];
+    __shared__ uint16_t tile_codes[Sh::ws_size];
+    const auto box = full_tile::full_tile_box<G>(L, blockIdx.x);
+
+    full_tile::load_workspace<G>(
+        L, box, [&](uint64_t g) { return codes[g]; }, [&](uint32_t i, uint16_t c) { tile_codes[i] = c; },
+        [&](uint32_t i, uint64_t a) { ws[i] = anchors[a]; });
+    __syncthreads();
+    full_tile::for_each_stage<G>([&](auto k, auto u, uint32_t l) {
+        constexpr uint32_t dim = full_tile::order_at(Code, decltype(k)::value), U = decltype(u)::value;
+        constexpr uint32_t NS = U * Sh::ws_stride(dim);
+        const InterpLevelQuant lq = cfg.level[l];
+        const uint32_t spline = cfg.spline[dim];
+        full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
+            const uint16_t code = tile_codes[w];
+            const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim)>(ws + w, along, spline);
+            if (code != 0) {
+                ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
+                return;
+            }
+            const uint32_t c0 = w % Sh::w0, r = w / Sh::w0;
+            const uint32_t c[3] = {c0, r % Sh::w1, r / Sh::w1};
+            ws[w] = outlier_at(outlier_index, outlier_value, num_outliers, L.global_index(box.origin, c), corrupt);
+        });
+    });
+    full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) { out[g] = ws[w]; });
+}
+
 struct IsZeroCode {
     __host__ __device__ uint64_t operator()(uint16_t code) const { return code == 0; }
 };
@@ -329,6 +426,40 @@ size_t smem_bytes(const InterpLayout& L) {
 void check_grid(const InterpLayout& L) {
     GSZ_CHECK(L.num_tiles <= 0x7fffffffu, GSZ_STATUS_LIMIT_EXCEEDED, "interp: %llu tiles exceed one CUDA grid",
               static_cast<unsigned long long>(L.num_tiles));
+}
+
+// Runs launch(rank, order code) as compile-time constants for a layout of
+// the default 2-D or 3-D geometry whose order is one of the instantiated ones
+// (all of them); returns false for any other layout (every tile generic).
+template <class Launch>
+bool dispatch_full_tiles(const InterpLayout& L, const KernelConfig& cfg, Launch&& launch) {
+    using full_tile::order_code;
+    const auto geometry_is = [&](const InterpGeometry& g) {
+        return L.anchor_stride == g.stride && L.tile[0] == g.tile[0] && L.tile[1] == g.tile[1] &&
+               L.tile[2] == g.tile[2];
+    };
+    const uint32_t code = order_code(cfg.order[0], cfg.order[1], cfg.order[2]);
+    bool launched = false;
+    const auto try_order = [&](auto rank, auto c) {
+        if (!launched && code == decltype(c)::value) {
+            launch(rank, c);
+            launched = true;
+        }
+    };
+    if (L.rank == 3 && geometry_is(kInterpGeometry3d)) {
+        const std::integral_constant<uint32_t, 3> r;
+        try_order(r, std::integral_constant<uint32_t, order_code(0, 1, 2)>{});
+        try_order(r, std::integral_constant<uint32_t, order_code(0, 2, 1)>{});
+        try_order(r, std::integral_constant<uint32_t, order_code(1, 0, 2)>{});
+        try_order(r, std::integral_constant<uint32_t, order_code(1, 2, 0)>{});
+        try_order(r, std::integral_constant<uint32_t, order_code(2, 0, 1)>{});
+        try_order(r, std::integral_constant<uint32_t, order_code(2, 1, 0)>{});
+    } else if (L.rank == 2 && geometry_is(kInterpGeometry2d)) {
+        const std::integral_constant<uint32_t, 2> r;
+        try_order(r, std::integral_constant<uint32_t, order_code(0, 1, 2)>{});
+        try_order(r, std::integral_constant<uint32_t, order_code(1, 0, 2)>{});
+    }
+    return launched;
 }
 
 }  // namespace
@@ -419,9 +550,21 @@ void interp_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConf
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
     cuda::DeviceBuffer<unsigned long long> zeros(1, stream);
     zeros.zero(stream);
-    interp_encode_kernel<T><<<static_cast<unsigned>(L.num_tiles), threads_for(L), smem_bytes<T>(L), stream>>>(
-        d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros.data());
-    GSZ_CUDA_LAUNCHED("interp_encode_kernel");
+    const uint64_t full = full_tile::full_tile_count(L);
+    const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
+        constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
+        if (full == 0) return;
+        interp_encode_full_kernel<T, R, C><<<static_cast<unsigned>(full), full_tile::Geometry<R>::threads, 0,
+                                              stream>>>(d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb,
+                                                        radius, out.codes.data(), zeros.data());
+        GSZ_CUDA_LAUNCHED("interp_encode_full_kernel");
+    });
+    const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
+    if (generic) {
+        interp_encode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L), smem_bytes<T>(L), stream>>>(
+            d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros.data(), split);
+        GSZ_CUDA_LAUNCHED("interp_encode_kernel");
+    }
 
     // Outliers in raster order: the indices of the zero codes, selected only
     // when there are any (often none: the selection reads every code).
@@ -512,9 +655,22 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
         check_outlier_count_kernel<<<1, 1, 0, stream>>>(zeros.data(), num_outliers, d_corrupt);
         GSZ_CUDA_LAUNCHED("check_outlier_count_kernel");
     }
-    interp_decode_kernel<T><<<static_cast<unsigned>(L.num_tiles), threads_for(L), smem_bytes<T>(L), stream>>>(
-        d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out, d_corrupt);
-    GSZ_CUDA_LAUNCHED("interp_decode_kernel");
+    const uint64_t full = full_tile::full_tile_count(L);
+    const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
+        constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
+        if (full == 0) return;
+        interp_decode_full_kernel<T, R, C><<<static_cast<unsigned>(full), full_tile::Geometry<R>::threads, 0,
+                                              stream>>>(d_codes, d_anchors, d_outlier_index, d_outlier_value,
+                                                        num_outliers, L, cfg, radius, d_out, d_corrupt);
+        GSZ_CUDA_LAUNCHED("interp_decode_full_kernel");
+    });
+    const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
+    if (generic) {
+        interp_decode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L), smem_bytes<T>(L), stream>>>(
+            d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out, d_corrupt,
+            split);
+        GSZ_CUDA_LAUNCHED("interp_decode_kernel");
+    }
 }
 
 template std::vector<double> interp_tune_sample_cuda<float>(const float*, const InterpLayout&, cudaStream_t);

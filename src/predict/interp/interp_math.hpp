@@ -31,6 +31,15 @@ namespace gsz::predict {
 
 inline constexpr uint32_t kInterpMaxLevels = 9;   // anchor stride up to 512
 
+// The default geometry per predictor rank (interp_layout): anchor stride and
+// tile extents, fastest first.
+struct InterpGeometry {
+    uint32_t stride, tile[3];
+};
+inline constexpr InterpGeometry kInterpGeometry1d = {512, {2048, 1, 1}};
+inline constexpr InterpGeometry kInterpGeometry2d = {16, {64, 16, 1}};
+inline constexpr InterpGeometry kInterpGeometry3d = {8, {32, 8, 8}};
+
 enum InterpSpline : uint8_t { kSplineNotAKnot = 0, kSplineNatural = 1 };
 
 // The quantizer of one level: bound e_l, lattice step 2·e_l and its reciprocal.
@@ -94,30 +103,47 @@ struct InterpLayout {
     }
 };
 
+// Division by n (n < 2^16) of numbers below 2^16 by a multiply-high: m = ceil(2^32 / n)
+// gives floor(i / n) = (i·m) >> 32 exactly when i·n < 2^32 (the rounding
+// error i·(m − 2^32/n)/2^32 < i/2^32 < 1/n).  Workspaces hold fewer than 2^16
+// points, so stage indices and counts are below that.
+struct InterpDivisor {
+    uint32_t m = 0;   // 0 for n = 1
+    static GSZ_HD InterpDivisor of(uint32_t n) {
+        InterpDivisor d;
+        d.m = n > 1 ? 0xffffffffu / n + 1 : 0;   // ceil(2^32 / n) by a 32-bit division (a stage may have no points: n = 0)
+        return d;
+    }
+    GSZ_HD uint32_t divide(uint32_t i) const {
+        return m == 0 ? i : static_cast<uint32_t>((static_cast<uint64_t>(i) * m) >> 32);
+    }
+};
+
 // The points of one stage: per dim the first local coordinate, the step and
 // the count; point i is (first + (i mod n0)·step, ...), dim 0 fastest.
 struct InterpStage {
     uint32_t dim = 0;   // the dimension interpolated along
     uint32_t first[3] = {0, 0, 0}, step[3] = {0, 0, 0}, count[3] = {1, 1, 1};
     uint32_t total = 0;
+    InterpDivisor by_count0, by_count1;   // division by count[0] and count[1]
     // Hoisted for the point loop: the workspace strides, the inclusive extent
     // along `dim` and the workspace distance of one step u along it.
     uint32_t ws_stride1 = 0, ws_stride2 = 0, last_along = 0;
     int64_t neighbour_stride = 0;
 
     GSZ_HD void point(uint32_t i, uint32_t* c) const {
-        const uint32_t i0 = i % count[0], rest = i / count[0];
-        c[0] = first[0] + i0 * step[0];
-        c[1] = first[1] + (rest % count[1]) * step[1];
-        c[2] = first[2] + (rest / count[1]) * step[2];
+        const uint32_t rest = by_count0.divide(i), i2 = by_count1.divide(rest);
+        c[0] = first[0] + (i - rest * count[0]) * step[0];
+        c[1] = first[1] + (rest - i2 * count[1]) * step[1];
+        c[2] = first[2] + i2 * step[2];
     }
     // Point i as a workspace offset and its coordinate along `dim`, without
     // indexing arrays by a runtime value (which would put them in GPU local memory).
     GSZ_HD void locate(uint32_t i, uint32_t& offset, uint32_t& along) const {
-        const uint32_t i0 = i % count[0], rest = i / count[0];
-        const uint32_t c0 = first[0] + i0 * step[0];
-        const uint32_t c1 = first[1] + (rest % count[1]) * step[1];
-        const uint32_t c2 = first[2] + (rest / count[1]) * step[2];
+        const uint32_t rest = by_count0.divide(i), i2 = by_count1.divide(rest);
+        const uint32_t c0 = first[0] + (i - rest * count[0]) * step[0];
+        const uint32_t c1 = first[1] + (rest - i2 * count[1]) * step[1];
+        const uint32_t c2 = first[2] + i2 * step[2];
         offset = c0 + c1 * ws_stride1 + c2 * ws_stride2;
         along = dim == 0 ? c0 : dim == 1 ? c1 : c2;
     }
@@ -158,6 +184,8 @@ GSZ_HD InterpStage interp_stage(const InterpLayout& layout, InterpOrder order, u
         }
         s.total *= s.count[d];
     }
+    s.by_count0 = InterpDivisor::of(s.count[0]);
+    s.by_count1 = InterpDivisor::of(s.count[1]);
     s.ws_stride1 = layout.ws_stride(1);
     s.ws_stride2 = layout.ws_stride(2);
     s.last_along = s.dim == 0 ? last[0] : s.dim == 1 ? last[1] : last[2];
@@ -180,8 +208,31 @@ inline InterpStage interp_stage(uint32_t rank, const uint8_t* order, uint32_t k,
 // outliers) read as 0, so they do not spread to their neighbours.
 template <class T>
 GSZ_HD double interp_neighbour(T v) {
-    const double x = static_cast<double>(v);
-    return ::fabs(x) <= 1.7976931348623157e308 ? x : 0.0;   // false for NaN and Inf
+    if constexpr (sizeof(T) == 4) {   // the same test in float: no conversion before it
+        return ::fabsf(v) <= 3.4028234663852886e38f ? static_cast<double>(v) : 0.0;
+    } else {
+        const double x = static_cast<double>(v);
+        return ::fabs(x) <= 1.7976931348623157e308 ? x : 0.0;   // false for NaN and Inf
+    }
+}
+
+// The spline of the paper's four cases from the neighbours a, b, c, d at -3u,
+// -u, +u, +3u (each already read through interp_neighbour; the ones a case does
+// not use may hold anything).  has_d implies has_c.
+GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, bool has_c, bool has_d,
+                            uint32_t spline) {
+    if (has_d) {
+        if (has_a) {
+            if (spline == kSplineNatural) return (23.0 * (b + c) - 3.0 * (a + d)) / 40.0;
+            return (9.0 * (b + c) - (a + d)) * 0.0625;
+        }
+        return (3.0 * b + 6.0 * c - d) * 0.125;
+    }
+    if (has_c) {
+        if (has_a) return (6.0 * b + 3.0 * c - a) * 0.125;
+        return (b + c) * 0.5;
+    }
+    return b;
 }
 
 // Prediction of the point at local coordinate p (an odd multiple of u) along a
@@ -191,27 +242,12 @@ GSZ_HD double interp_neighbour(T v) {
 // linear with -u and +u; the last point of an array with only -u copies it.
 template <class T>
 GSZ_HD double interp_predict(const T* at, int64_t stride, uint32_t p, uint32_t u, uint32_t L, uint32_t spline) {
-    const double b = interp_neighbour(at[-stride]);
     const bool has_a = p >= 3 * u, has_c = p + u <= L, has_d = p + 3 * u <= L;
-    if (has_d) {
-        const double c = interp_neighbour(at[stride]);
-        const double d = interp_neighbour(at[3 * stride]);
-        if (has_a) {
-            const double a = interp_neighbour(at[-3 * stride]);
-            if (spline == kSplineNatural) return (23.0 * (b + c) - 3.0 * (a + d)) / 40.0;
-            return (9.0 * (b + c) - (a + d)) * 0.0625;
-        }
-        return (3.0 * b + 6.0 * c - d) * 0.125;
-    }
-    if (has_c) {
-        const double c = interp_neighbour(at[stride]);
-        if (has_a) {
-            const double a = interp_neighbour(at[-3 * stride]);
-            return (6.0 * b + 3.0 * c - a) * 0.125;
-        }
-        return (b + c) * 0.5;
-    }
-    return b;
+    const double b = interp_neighbour(at[-stride]);
+    const double c = has_c ? interp_neighbour(at[stride]) : 0.0;
+    const double d = has_d ? interp_neighbour(at[3 * stride]) : 0.0;
+    const double a = has_a && has_c ? interp_neighbour(at[-3 * stride]) : 0.0;
+    return interp_spline(a, b, c, d, has_a, has_c, has_d, spline);
 }
 
 // In-loop quantization of x against its prediction.  Returns the code

@@ -1,0 +1,284 @@
+// Full tiles of the default 2-D and 3-D geometries (interp_math.hpp), with the
+// tile extents, the dimension order and so every stage's point set, stride and
+// spline case known at compile time.  The generic kernels (interp_cuda.cu)
+// spend ~480 instructions per point on runtime divisions, 64-bit indexing and
+// clipping that a full tile does not need; here a stage point costs its
+// neighbours, the spline and the quantizer.  Tiles at the array's far edges
+// (missing their far face or part of the tile) stay with the generic kernels.
+// The per-point math is interp_math.hpp's, so the codes are the CPU's.
+#pragma once
+
+#include "predict/interp/interp_math.hpp"
+
+#include <cstdint>
+#include <utility>
+
+namespace gsz::predict::full_tile {
+
+template <uint32_t Rank>
+struct Geometry;
+
+template <>
+struct Geometry<3> {
+    static constexpr InterpGeometry g = kInterpGeometry3d;
+    // 4 warps per tile: the stages fill more of the block's rounds than with
+    // 8 (77% against 65% of the thread slots) and a barrier waits on fewer warps.
+    static constexpr uint32_t rank = 3, threads = 128, min_blocks = 12;
+};
+
+template <>
+struct Geometry<2> {
+    static constexpr InterpGeometry g = kInterpGeometry2d;
+    static constexpr uint32_t rank = 2, threads = 128, min_blocks = 12;
+};
+
+template <class G>
+struct Shape {
+    static constexpr uint32_t rank = G::rank, S = G::g.stride;
+    static constexpr uint32_t tile0 = G::g.tile[0], tile1 = G::g.tile[1], tile2 = G::g.tile[2];
+    static constexpr uint32_t w0 = tile0 + 1, w1 = tile1 + 1, w2 = rank == 3 ? tile2 + 1 : 1;
+    static constexpr uint32_t ws_size = w0 * w1 * w2, tile_points = tile0 * tile1 * tile2;
+    __host__ __device__ static constexpr uint32_t ws_stride(uint32_t d) { return d == 0 ? 1 : d == 1 ? w0 : w0 * w1; }
+    __host__ __device__ static constexpr uint32_t tile(uint32_t d) { return d == 0 ? tile0 : d == 1 ? tile1 : tile2; }
+    __host__ __device__ static constexpr uint32_t levels() {
+        uint32_t l = 0;
+        while ((1u << l) < S) ++l;
+        return l;
+    }
+};
+
+// A dimension order as a template argument: order[k] in bits 2k..2k+1.
+__host__ __device__ constexpr uint32_t order_code(uint32_t a, uint32_t b, uint32_t c) { return a | b << 2 | c << 4; }
+__host__ __device__ constexpr uint32_t order_at(uint32_t code, uint32_t k) { return (code >> (2 * k)) & 3; }
+__host__ __device__ constexpr uint32_t order_position(uint32_t code, uint32_t d) {
+    return order_at(code, 0) == d ? 0 : order_at(code, 1) == d ? 1 : 2;
+}
+
+// The points of stage k of level u, as interp_stage builds them for a
+// workspace whose inclusive extents are the tile extents.
+struct StageShape {
+    uint32_t dim = 0, first[3] = {0, 0, 0}, step[3] = {0, 0, 0}, count[3] = {1, 1, 1}, total = 1;
+};
+
+template <class G>
+__host__ __device__ constexpr StageShape stage_shape(uint32_t code, uint32_t k, uint32_t u) {
+    using Sh = Shape<G>;
+    StageShape s;
+    s.dim = order_at(code, k);
+    for (uint32_t d = 0; d < G::rank; ++d) {
+        const uint32_t j = order_position(code, d), L = Sh::tile(d);
+        if (j == k) {
+            s.first[d] = u;
+            s.step[d] = 2 * u;
+            s.count[d] = (L / u + 1) / 2;
+        } else if (j < k) {
+            s.step[d] = u;
+            s.count[d] = L / u + 1;
+        } else {
+            s.step[d] = 2 * u;
+            s.count[d] = L / (2 * u) + 1;
+        }
+        s.total *= s.count[d];
+    }
+    return s;
+}
+
+template <uint32_t... I, class F>
+__host__ __device__ __forceinline__ void static_for(std::integer_sequence<uint32_t, I...>, F&& f) {
+    (f(std::integral_constant<uint32_t, I>{}), ...);
+}
+
+// Calls f(ws_offset, along) for this thread's points of stage K of the level
+// with stride U: the stage's points are spread over the block, point i to
+// thread i mod blockDim; every divisor is a constant.  Not unrolled: the
+// kernels hold every stage of every level, and unrolled rounds overflow the
+// instruction cache (ncu: 16% of the stalls waiting for instructions).
+template <class G, uint32_t Code, uint32_t K, uint32_t U, class F>
+__device__ __forceinline__ void for_each_stage_point(F&& f) {
+    using Sh = Shape<G>;
+    constexpr StageShape s = stage_shape<G>(Code, K, U);
+#pragma unroll 1
+    for (uint32_t i = threadIdx.x; i < s.total; i += G::threads) {
+        const uint32_t i0 = i % s.count[0], rest = i / s.count[0];
+        const uint32_t c0 = s.first[0] + i0 * s.step[0];
+        const uint32_t c1 = s.first[1] + (rest % s.count[1]) * s.step[1];
+        const uint32_t c2 = s.first[2] + (rest / s.count[1]) * s.step[2];
+        const uint32_t along = s.dim == 0 ? c0 : s.dim == 1 ? c1 : c2;
+        f(c0 + c1 * Sh::ws_stride(1) + c2 * Sh::ws_stride(2), along);
+    }
+}
+
+// The prediction of a stage point: in a full tile every point has its +u
+// neighbour (p is an odd multiple of u below the extent, an even multiple), so
+// only the -3u and +3u neighbours depend on where the point sits.
+template <class T, uint32_t NS, uint32_t U, uint32_t Extent>
+__device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t spline) {
+    const bool has_a = p >= 3 * U, has_d = p + 3 * U <= Extent;
+    // The reads a case does not use stay on the line (the value is ignored).
+    const T ta = at[has_a ? -3 * static_cast<int32_t>(NS) : -static_cast<int32_t>(NS)];
+    const T tb = at[-static_cast<int32_t>(NS)], tc = at[NS], td = at[has_d ? 3 * NS : NS];
+    if constexpr (sizeof(T) == 4) {
+        // One test for the four: a sum of magnitudes that is finite has finite
+        // terms (NaN and Inf, rare, go through interp_neighbour one by one).
+        if (::fabsf(ta) + ::fabsf(tb) + ::fabsf(tc) + ::fabsf(td) <= 3.4028234663852886e38f)
+            return interp_spline(ta, tb, tc, td, has_a, true, has_d, spline);
+    }
+    return interp_spline(interp_neighbour(ta), interp_neighbour(tb), interp_neighbour(tc), interp_neighbour(td),
+                         has_a, true, has_d, spline);
+}
+
+// Every stage of every level, coarsest first, a barrier after each stage:
+// stage(K, U, level) with K and U compile-time.
+template <class G, class F>
+__device__ __forceinline__ void for_each_stage(F&& stage) {
+    using Sh = Shape<G>;
+    constexpr uint32_t levels = Sh::levels();
+    static_for(std::make_integer_sequence<uint32_t, levels>{}, [&](auto li) {
+        constexpr uint32_t l = levels - 1 - decltype(li)::value;
+        static_for(std::make_integer_sequence<uint32_t, G::rank>{}, [&](auto k) {
+            stage(std::integral_constant<uint32_t, decltype(k)::value>{}, std::integral_constant<uint32_t, 1u << l>{},
+                  l);
+            __syncthreads();
+        });
+    });
+}
+
+// Tiles are numbered in raster order of the tile grid.  A tile is full when
+// its workspace (tile and far faces) lies inside the array: tile t along a
+// used dim d is full when t < grid[d] - 1 (the last one along each used dim
+// never has its far face).  The full tiles and the others ("edge" tiles) are
+// launched as two grids, each block finding its tile by these maps.
+__host__ __device__ __forceinline__ uint64_t full_tile_count(const InterpLayout& L) {
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < L.rank; ++d) n *= L.grid[d] - 1;
+    return n;
+}
+
+// The box of full tile k (k < full_tile_count, so 32-bit: check_grid).
+template <class G>
+__device__ __forceinline__ InterpLayout::TileBox full_tile_box(const InterpLayout& L, uint32_t k) {
+    using Sh = Shape<G>;
+    const uint32_t n0 = static_cast<uint32_t>(L.grid[0] - 1), n1 = static_cast<uint32_t>(L.grid[1] - 1);
+    InterpLayout::TileBox box;
+    box.origin[0] = uint64_t{k % n0} * Sh::tile0;
+    box.last[0] = Sh::tile0;
+    k /= n0;
+    if constexpr (G::rank == 3) {
+        box.origin[1] = uint64_t{k % n1} * Sh::tile1;
+        box.origin[2] = uint64_t{k / n1} * Sh::tile2;
+        box.last[2] = Sh::tile2;
+    } else {
+        box.origin[1] = uint64_t{k} * Sh::tile1;
+        box.origin[2] = 0;
+        box.last[2] = 0;
+    }
+    box.last[1] = Sh::tile1;
+    return box;
+}
+
+// Edge tile k: the tiles last along used dim d and not last along the used
+// dims before it, for d = 0, 1, ..., one group after the other.
+__device__ __forceinline__ uint64_t edge_tile_id(const InterpLayout& L, uint64_t k) {
+#pragma unroll
+    for (uint32_t d = 0; d < 3; ++d) {
+        if (d >= L.rank) break;
+        uint64_t radix[3] = {1, 1, 1}, size = 1;
+#pragma unroll
+        for (uint32_t j = 0; j < 3; ++j) {
+            if (j < L.rank) radix[j] = j < d ? L.grid[j] - 1 : j > d ? L.grid[j] : 1;
+            size *= radix[j];
+        }
+        if (k >= size) {
+            k -= size;
+            continue;
+        }
+        uint64_t t[3];
+#pragma unroll
+        for (uint32_t j = 0; j < 3; ++j) {
+            t[j] = k % radix[j];
+            k /= radix[j];
+        }
+        t[d] = L.grid[d] - 1;
+        return (t[2] * L.grid[1] + t[1]) * L.grid[0] + t[0];
+    }
+    return 0;   // k >= the number of edge tiles: not launched
+}
+
+// Fills the workspace: write(ws_offset, read(global_index)) for every point
+// but the anchors, then anchor(ws_offset, anchor_index) for the anchors.  A
+// warp per row, its lanes along it; the reads of several rows are issued
+// before their writes, so a warp waits on a batch of loads at once.  Any thread may take any point:
+// the caller puts a barrier after.
+template <class G, class Read, class Write, class Anchor>
+__device__ __forceinline__ void load_workspace(const InterpLayout& L, const InterpLayout::TileBox& box, Read&& read,
+                                               Write&& write, Anchor&& anchor) {
+    using Sh = Shape<G>;
+    using V = decltype(read(uint64_t{0}));
+    constexpr uint32_t warps = G::threads / 32, rows = Sh::w1 * Sh::w2;
+    constexpr uint32_t rounds = (rows + warps - 1) / warps, per_row = (Sh::w0 + 31) / 32;
+    static_assert(warps < Sh::w1, "a row step wraps at most once");
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const auto take = [&](uint32_t round, uint32_t j) {   // row warp + round·warps, x = lane + 32·j
+        const uint32_t r = round * warps + warp, x = lane + 32 * j;
+        const uint32_t c1 = r % Sh::w1, c2 = r / Sh::w1;
+        return (rows % warps == 0 || r < rows) && x < Sh::w0 && !(x % Sh::S == 0 && c1 % Sh::S == 0 && c2 % Sh::S == 0);
+    };
+    const uint64_t row = L.dims[0], plane = L.dims[0] * L.dims[1];
+    // The warp's next row is `warps` rows on: the same plane, or the next one when c1 wraps.
+    uint32_t c1 = warp;
+    uint64_t g_row = box.origin[2] * plane + (box.origin[1] + c1) * row + box.origin[0];
+    const uint64_t step_same = warps * row, step_wrap = plane - (Sh::w1 - warps) * row;
+    // Batches of rounds: the loads of a batch in flight together, in registers.
+    constexpr uint32_t batch = 6;
+#pragma unroll
+    for (uint32_t b = 0; b < rounds; b += batch) {
+        V v[batch][per_row];
+#pragma unroll
+        for (uint32_t round = b; round < b + batch && round < rounds; ++round) {
+#pragma unroll
+            for (uint32_t j = 0; j < per_row; ++j)
+                if (take(round, j)) v[round - b][j] = read(g_row + lane + 32 * j);
+            c1 += warps;
+            const bool wrap = c1 >= Sh::w1;
+            c1 = wrap ? c1 - Sh::w1 : c1;
+            g_row += wrap ? step_wrap : step_same;
+        }
+#pragma unroll
+        for (uint32_t round = b; round < b + batch && round < rounds; ++round)
+#pragma unroll
+            for (uint32_t j = 0; j < per_row; ++j)
+                if (take(round, j)) write((round * warps + warp) * Sh::w0 + lane + 32 * j, v[round - b][j]);
+    }
+    // The anchors: (tile / S + 1) per used dim.
+    constexpr uint32_t a0 = Sh::tile0 / Sh::S + 1, a1 = Sh::tile1 / Sh::S + 1, a2 = Sh::rank == 3 ? Sh::tile2 / Sh::S + 1 : 1;
+    static_assert(a0 * a1 * a2 <= G::threads, "one anchor per thread");
+    if (threadIdx.x < a0 * a1 * a2) {
+        const uint32_t i0 = threadIdx.x % a0, i1 = threadIdx.x / a0 % a1, i2 = threadIdx.x / (a0 * a1);
+        const uint64_t a = ((box.origin[2] / Sh::S + i2) * L.anchor_dims[1] + box.origin[1] / Sh::S + i1) *
+                               L.anchor_dims[0] +
+                           box.origin[0] / Sh::S + i0;
+        anchor((i0 + i1 * Sh::w0 + i2 * Sh::w0 * Sh::w1) * Sh::S, a);
+    }
+}
+
+// Calls f(ws_offset, global_index) for every point the tile owns, a warp per
+// row of the tile.
+template <class G, class F>
+__device__ __forceinline__ void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& box, F&& f) {
+    using Sh = Shape<G>;
+    constexpr uint32_t warps = G::threads / 32, rows = Sh::tile1 * Sh::tile2;
+    static_assert(rows % warps == 0 && Sh::tile0 % 32 == 0, "whole rows per warp");
+    const uint32_t lane = threadIdx.x % 32;
+    const uint64_t row = L.dims[0], plane = L.dims[0] * L.dims[1];
+    const uint64_t base = box.origin[2] * plane + box.origin[1] * row + box.origin[0];
+#pragma unroll
+    for (uint32_t r0 = 0; r0 < rows; r0 += warps) {
+        const uint32_t r = r0 + threadIdx.x / 32, c1 = r % Sh::tile1, c2 = r / Sh::tile1;
+        const uint64_t g_row = base + c2 * plane + c1 * row;
+        const uint32_t w_row = c1 * Sh::w0 + c2 * Sh::w0 * Sh::w1;
+#pragma unroll
+        for (uint32_t j = 0; j < Sh::tile0 / 32; ++j) f(w_row + lane + 32 * j, g_row + lane + 32 * j);
+    }
+}
+
+}  // namespace gsz::predict::full_tile
