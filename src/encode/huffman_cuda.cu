@@ -53,6 +53,7 @@ constexpr int kHistThreads = 512;
 constexpr uint32_t kHistMaxReplicas = 8;
 constexpr size_t kHistSmallSmem = 48 * 1024;  // no opt-in needed, several blocks per SM
 constexpr size_t kHistLargeSmem = 96 * 1024;  // large alphabets: two blocks per SM on sm_90
+constexpr uint32_t kHistWindowReplicas = 4;     // large alphabets: 6,144 bins in the window
 constexpr uint32_t kFullMask = 0xffffffffu;
 
 constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
@@ -94,32 +95,32 @@ __host__ __device__ inline uint64_t hist_scalar_index(const HistPartition& h, ui
 }
 
 struct HistConfig {
-    uint32_t replicas = 1;       // power of two; lane l counts into copy l % replicas
-    uint32_t bins_per_pass = 0;  // gridDim.y passes each count one bin range
-    uint32_t passes = 1;
+    uint32_t replicas = 1;    // power of two; lane l counts into copy l % replicas
+    uint32_t window_lo = 0;   // the bins [window_lo, window_lo + width) are counted in shared memory
+    uint32_t width = 0;
     size_t smem_bytes = 0;
 };
 
-// Replicas spread the dominant symbol's updates over several counters; an
-// alphabet too large for shared memory is split into bin ranges (blockIdx.y),
-// each re-reading the input, which costs less than global atomics per symbol.
+// Replicas spread the dominant symbol's updates over several counters.  An
+// alphabet too large for shared memory (interp's 65,526 quant-codes) keeps a
+// window of bins around its middle there, where quant-codes cluster (code
+// radius is a zero residual), and counts the symbols outside it by global
+// atomics: one pass over the symbols (bin ranges per pass re-read them all).
 HistConfig hist_config(uint32_t alphabet, size_t smem_optin) {
     HistConfig c;
     for (uint32_t r = kHistMaxReplicas; r >= 1; r /= 2) {
         if (size_t{alphabet} * 4 * r <= kHistSmallSmem) {
             c.replicas = r;
-            c.bins_per_pass = alphabet;
-            c.passes = 1;
+            c.width = alphabet;
             c.smem_bytes = size_t{alphabet} * 4 * r;
             return c;
         }
     }
     const size_t budget = std::max(kHistSmallSmem, std::min(smem_optin, kHistLargeSmem));
-    const auto passes = static_cast<uint32_t>(ceil_div(size_t{alphabet} * 4, budget));
-    c.replicas = 1;
-    c.bins_per_pass = static_cast<uint32_t>(ceil_div(alphabet, passes));
-    c.passes = static_cast<uint32_t>(ceil_div(alphabet, c.bins_per_pass));  // no empty last pass
-    c.smem_bytes = size_t{c.bins_per_pass} * 4;
+    c.replicas = kHistWindowReplicas;
+    c.width = static_cast<uint32_t>(budget / (4 * c.replicas));
+    c.window_lo = alphabet / 2 - c.width / 2;
+    c.smem_bytes = size_t{c.width} * 4 * c.replicas;
     return c;
 }
 
@@ -420,13 +421,10 @@ __device__ inline uint32_t group_exclusive_sum(uint32_t v, uint32_t lane_in_grou
 // Kernels.
 
 __global__ void __launch_bounds__(kHistThreads)
-    histogram_count_kernel(const uint16_t* __restrict__ d_symbols, uint64_t n, uint32_t alphabet,
-                           uint32_t bins_per_pass, uint32_t replicas, unsigned long long* __restrict__ d_hist,
+    histogram_count_kernel(const uint16_t* __restrict__ d_symbols, uint64_t n, uint32_t alphabet, uint32_t lo,
+                           uint32_t width, uint32_t replicas, unsigned long long* __restrict__ d_hist,
                            uint32_t* __restrict__ d_bad_symbol) {
     extern __shared__ uint32_t s_count[];  // [bin * replicas + replica]: a bin's copies sit in distinct banks
-    const uint32_t lo = blockIdx.y * bins_per_pass;
-    if (lo >= alphabet) return;  // whole block: no barrier is skipped by part of it
-    const uint32_t width = min(bins_per_pass, alphabet - lo);
     for (uint32_t i = threadIdx.x; i < width * replicas; i += blockDim.x) s_count[i] = 0;
     __syncthreads();
 
@@ -436,8 +434,10 @@ __global__ void __launch_bounds__(kHistThreads)
         const uint32_t b = s - lo;  // wraps above width when s < lo
         if (b < width)
             atomicAdd(&s_count[b * replicas + replica], 1u);
+        else if (s < alphabet)
+            atomicAdd(d_hist + s, 1ull);   // outside the window (large alphabets only)
         else
-            bad |= s >= alphabet;
+            bad = true;
     };
     const HistPartition part = hist_partition(d_symbols, n);
     const uint64_t tid = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -1102,13 +1102,12 @@ void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, ui
     int per_sm = 0;
     GSZ_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, histogram_count_kernel, kHistThreads,
                                                            cfg.smem_bytes));
-    const uint64_t fill = ceil_div(uint64_t(props.sms) * std::max(per_sm, 1), cfg.passes);
+    const uint64_t fill = uint64_t(props.sms) * std::max(per_sm, 1);
     uint64_t blocks = std::max<uint64_t>(1, std::min(fill, ceil_div(n, uint64_t{kHistThreads} * 8)));
     // u32 shared counters: a block must see fewer than 2^32 symbols.
     blocks = std::max(blocks, ceil_div(n, uint64_t{1} << 31));
-    const dim3 grid(static_cast<unsigned>(blocks), cfg.passes);
-    histogram_count_kernel<<<grid, kHistThreads, cfg.smem_bytes, stream>>>(
-        d_symbols, n, alphabet, cfg.bins_per_pass, cfg.replicas, reinterpret_cast<unsigned long long*>(d_hist),
+    histogram_count_kernel<<<static_cast<unsigned>(blocks), kHistThreads, cfg.smem_bytes, stream>>>(
+        d_symbols, n, alphabet, cfg.window_lo, cfg.width, cfg.replicas, reinterpret_cast<unsigned long long*>(d_hist),
         d_bad_symbol);
     GSZ_CUDA_LAUNCHED("histogram_count_kernel");
 }

@@ -29,7 +29,7 @@ namespace gsz::encode {
 inline constexpr int kHuffmanRootBits = 11;
 inline constexpr uint32_t kHuffmanRootSize = 1u << kHuffmanRootBits;
 inline constexpr int kHuffmanSubMaxBits = 8;
-inline constexpr uint32_t kHuffmanSubCapacity = 2048;  // entries: 8 KiB of shared memory on the GPU
+inline constexpr uint32_t kHuffmanSubCapacity = 4096;  // entries: up to 16 KiB of shared memory on the GPU (interp rel 1e-4 wants ~2,500)
 
 // A table entry: the symbol in bits 0..15 (a root entry with a subtable: the
 // subtable's offset), the code length in bits 16..20 (0: not resolved here),

@@ -364,11 +364,12 @@ TEST_F(HuffmanCuda, TinyInputs) {
 }
 
 TEST_F(HuffmanCuda, UniformAlphabet65536) {
-    // 65536 bins do not fit shared memory at once: the histogram runs in bin ranges.
+    // 65536 bins do not fit shared memory: the histogram keeps a window of bins around the middle there and
+    // counts the others by global atomics (uniform symbols: most of them).
     const auto symbols = uniform_symbols(3000017, 65536, 2);
     expect_gpu_matches_cpu(symbols, 65536, {1000, 4096, 70000}, stream_);
     expect_gpu_matches_cpu(skewed_symbols(500001, 65536, 3), 65536, {4096}, stream_, 1);
-    expect_gpu_matches_cpu(uniform_symbols(200001, 20000, 4), 20000, {4096}, stream_);  // one pass, one replica
+    expect_gpu_matches_cpu(uniform_symbols(200001, 20000, 4), 20000, {4096}, stream_);  // window of 6,144 bins
     // 16000 used symbols: the decoder's symbol table is the largest kept in shared memory (32 KB beside ~26 KB
     // of static tables and staging lines: the launch needs the opt-in above 48 KB).
     expect_gpu_matches_cpu(uniform_symbols(200001, 16000, 8), 16000, {4096, 1000}, stream_);
