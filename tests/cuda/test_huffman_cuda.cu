@@ -370,8 +370,7 @@ TEST_F(HuffmanCuda, UniformAlphabet65536) {
     expect_gpu_matches_cpu(symbols, 65536, {1000, 4096, 70000}, stream_);
     expect_gpu_matches_cpu(skewed_symbols(500001, 65536, 3), 65536, {4096}, stream_, 1);
     expect_gpu_matches_cpu(uniform_symbols(200001, 20000, 4), 20000, {4096}, stream_);  // window of 6,144 bins
-    // 16000 used symbols: the decoder's symbol table is the largest kept in shared memory (32 KB beside ~26 KB
-    // of static tables and staging lines: the launch needs the opt-in above 48 KB).
+    // 16000 used symbols: the decoder's symbol table stays in global memory (the search reads it there).
     expect_gpu_matches_cpu(uniform_symbols(200001, 16000, 8), 16000, {4096, 1000}, stream_);
 }
 

@@ -37,7 +37,9 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
     return k;
 }
 
-unsigned threads_for(const InterpLayout& L) { return L.rank == 2 ? 128 : 256; }
+// Edge tiles (edge_only) are mostly thin slabs whose stages hold few points
+// each: smaller blocks keep more of them in flight per multiprocessor.
+unsigned threads_for(const InterpLayout& L, bool edge_only) { return L.rank == 2 || edge_only ? 128 : 256; }
 
 // Runs f(ws_offset, x, y, z) over the workspace, a warp per row so the
 // global accesses of a row are contiguous (one row: the block spreads over it).
@@ -561,7 +563,7 @@ void interp_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConf
     });
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
     if (generic) {
-        interp_encode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L), smem_bytes<T>(L), stream>>>(
+        interp_encode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L, split), smem_bytes<T>(L), stream>>>(
             d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros.data(), split);
         GSZ_CUDA_LAUNCHED("interp_encode_kernel");
     }
@@ -666,7 +668,7 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
     });
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
     if (generic) {
-        interp_decode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L), smem_bytes<T>(L), stream>>>(
+        interp_decode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L, split), smem_bytes<T>(L), stream>>>(
             d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out, d_corrupt,
             split);
         GSZ_CUDA_LAUNCHED("interp_decode_kernel");
