@@ -180,10 +180,15 @@ __host__ __device__ inline SymbolRange lane_range(const SliceLayout& l, uint64_t
 // The encoder's view of the book: packed entries in global memory.  Symbols
 // outside the book get entry 0, i.e. length 0 (the pipeline never produces
 // them; this only keeps the table reads in bounds).
+// The encoder's entries of the symbols [base, base + alphabet): every symbol
+// the codebook codes lies there (HuffmanDeviceBook::codes_base).
 struct PackedCodes {
     const uint32_t* table = nullptr;  // [alphabet] code | length << 24
     uint32_t alphabet = 0;
-    __host__ __device__ uint32_t entry(uint32_t s) const { return s < alphabet ? load_ro(table + s) : 0u; }
+    uint32_t base = 0;
+    __host__ __device__ uint32_t entry(uint32_t s) const {
+        return s - base < alphabet ? load_ro(table + (s - base)) : 0u;   // wraps below base
+    }
 };
 
 // The same entries copied to shared memory by the staged packer (alphabets up
@@ -195,14 +200,15 @@ constexpr uint32_t kSharedCodes = 12288;  // 48 KiB, no opt-in
 struct SharedCodes {
     const uint32_t* table = nullptr;  // shared memory
     uint32_t alphabet = 0;
-    __device__ uint32_t entry(uint32_t s) const { return s < alphabet ? table[s] : 0u; }
+    uint32_t base = 0;
+    __device__ uint32_t entry(uint32_t s) const { return s - base < alphabet ? table[s - base] : 0u; }
 };
 
 // Copies the entries to shared memory; every thread of the block calls it.
 __device__ inline SharedCodes stage_codes(const PackedCodes& book, uint32_t* s_table) {
     for (uint32_t i = threadIdx.x; i < book.alphabet; i += blockDim.x) s_table[i] = load_ro(book.table + i);
     __syncthreads();
-    return {s_table, book.alphabet};
+    return {s_table, book.alphabet, book.base};
 }
 
 // Calls f(entry) for the entries of p[begin..end) in order.  In the aligned
@@ -376,12 +382,14 @@ struct LaneReader {
 // entries, the packed encode entries, then the decode subtables.
 constexpr double kPairRootShare = 0.9;
 
-// The encoder's entry per symbol: code | length << 24.
-void encoder_entries(const HuffmanCodebook& book, std::span<uint32_t> out) {
-    for (uint32_t s = 0; s < book.alphabet_size; ++s) {
+// The encoder's entry per symbol, code | length << 24, of the symbols
+// first, first + 1, ... (as many as `out` holds; all of them by default).
+void encoder_entries(const HuffmanCodebook& book, std::span<uint32_t> out, uint32_t first = 0) {
+    for (uint32_t i = 0; i < out.size(); ++i) {
+        const uint32_t s = first + i;
         GSZ_CHECK(book.lengths[s] <= kMaxLen && (book.codes[s] >> book.lengths[s]) == 0, GSZ_STATUS_INVALID_ARGUMENT,
                   "huffman: codebook tables are inconsistent");
-        out[s] = book.codes[s] | (uint32_t{book.lengths[s]} << kCodeLengthShift);
+        out[i] = book.codes[s] | (uint32_t{book.lengths[s]} << kCodeLengthShift);
     }
 }
 
@@ -1076,7 +1084,9 @@ void check_host_book(const HuffmanCodebook& book) {
 
 void check_encoder_book(const HuffmanDeviceBook& book) {
     GSZ_CHECK(book.alphabet_size >= 1 && book.alphabet_size <= kHuffmanMaxAlphabet && book.max_length >= 1 &&
-                  book.max_length <= kMaxLen && book.codes && book.tables.size() >= book.alphabet_size,
+                  book.max_length <= kMaxLen && book.codes && book.codes_count >= 1 &&
+                  book.codes_base + uint64_t{book.codes_count} <= book.alphabet_size &&
+                  book.tables.size() >= book.codes_count,
               GSZ_STATUS_INVALID_ARGUMENT, "huffman: device codebook is not initialized");
 }
 
@@ -1177,6 +1187,8 @@ void huffman_upload_book(const HuffmanCodebook& book, HuffmanDeviceBook& d, cuda
     const uint32_t* base = d.tables.data();
     d.lut = base;
     d.codes = base + kLutSize;
+    d.codes_base = 0;
+    d.codes_count = book.alphabet_size;
     d.first_code = base + lut_words;
     d.first_index = d.first_code + kTable;
     d.count = d.first_index + kTable;
@@ -1231,8 +1243,14 @@ void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, c
     d.alphabet_size = book.alphabet_size;
     d.max_length = book.max_length;
     d.num_sorted = static_cast<uint32_t>(book.sorted_symbols.size());
-    upload_tables(d, book.alphabet_size, stream,
-                  [&](uint32_t* h) { encoder_entries(book, std::span<uint32_t>(h, book.alphabet_size)); });
+    // Only the entries from the smallest coded symbol to the largest: interp's
+    // quant-codes use a few hundred of 65,526 symbols at loose bounds, and a
+    // window that small fits the one-pass encoder's shared-memory table.
+    const auto [lo, hi] = std::minmax_element(book.sorted_symbols.begin(), book.sorted_symbols.end());
+    d.codes_base = *lo;
+    d.codes_count = uint32_t{*hi} - *lo + 1;
+    upload_tables(d, d.codes_count, stream,
+                  [&](uint32_t* h) { encoder_entries(book, std::span<uint32_t>(h, d.codes_count), d.codes_base); });
     d.codes = d.tables.data();
 }
 
@@ -1341,8 +1359,8 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     }
     const DeviceProps props = device_props();
 
-    const PackedCodes codes{book.codes, book.alphabet_size};
-    if (one_pass(l, book.alphabet_size)) {
+    const PackedCodes codes{book.codes, book.codes_count, book.codes_base};
+    if (one_pass(l, codes.alphabet)) {
         encode_tiles(codes, book.max_length, d_symbols, l, out, stream, max_words);
         return;
     }
@@ -1394,12 +1412,12 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     // Staged packing for whole chunks at 4+ bits per symbol on average (the
     // word count, or its bound, tells), with the table in shared memory.
     const uint64_t known_words = max_words ? max_words - std::min(max_words, l.num_chunks + 1) : out.num_words;
-    const bool staged = l.slices_per_chunk == 1 && book.alphabet_size <= kSharedCodes && known_words * 8 >= n;
+    const bool staged = l.slices_per_chunk == 1 && codes.alphabet <= kSharedCodes && known_words * 8 >= n;
     // A group's stretch: its slice's longest possible chunk, at most kPackStageWords.
     const auto stretch_words = static_cast<uint32_t>(
         std::min<uint64_t>(kPackStageWords, ceil_div(uint64_t{l.slice_symbols} * book.max_length, 32) + 1));
     const size_t pack_bytes =
-        staged ? (size_t{book.alphabet_size} + 3) / 4 * 4 * sizeof(uint32_t) +
+        staged ? (size_t{codes.alphabet} + 3) / 4 * 4 * sizeof(uint32_t) +
                      size_t{kCodecThreads / 32} * (32 / l.group) * stretch_words * sizeof(uint32_t)
                : 0;
     if (!staged) out.words.zero(stream);

@@ -31,7 +31,9 @@ struct HuffmanDeviceBook {
     bool pairs = false;        // the decode root holds pair entries (huffman_table.hpp)
     bool decode_ready = false; // the decode root and subtables are built
     cuda::DeviceBuffer<uint32_t> tables;
-    const uint32_t* codes = nullptr;           // [alphabet_size] the encoder's entries (code | length << 24)
+    const uint32_t* codes = nullptr;           // [codes_count] the encoder's entries (code | length << 24)
+    uint32_t codes_base = 0;                   // of the symbols codes_base.. (huffman_upload_encoder: the coded ones)
+    uint32_t codes_count = 0;
     const uint32_t* lut = nullptr;             // decode root, packed codes, decode subtables (huffman_cuda.cu)
     const uint32_t* first_code = nullptr;      // [kHuffmanMaxCodeLength + 1]
     const uint32_t* first_index = nullptr;     // [kHuffmanMaxCodeLength + 1]

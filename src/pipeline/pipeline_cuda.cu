@@ -252,7 +252,8 @@ std::vector<uint64_t> ans_histogram_on_device(const uint16_t* d_codes, uint64_t 
 
 void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius,
                             const encode::AnsContextShape& shape, gsz_lossless mode, DeviceCodeStage& out,
-                            cudaStream_t stream, const std::function<void()>& after_histogram = {}) {
+                            cudaStream_t stream,
+                            const std::function<void(const std::vector<uint64_t>&)>& after_histogram = {}) {
     const uint32_t alphabet = 2 * radius;
     out.ans.reset();  // `out` may hold an earlier call's choice
     out.runs.reset();
@@ -262,7 +263,8 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, alphabet, out.stream, stream);
     const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
     trace.mark("histogram");
-    if (after_histogram) after_histogram();  // GPU work that overlaps the host's codebook build
+    // GPU work that overlaps the host's codebook build (it may use the histogram).
+    if (after_histogram) after_histogram(code_hist);
     cuda::DeviceBuffer<uint16_t> d_tokens;
     std::vector<uint64_t> token_hist;
     uint32_t dominant = 0;
@@ -442,7 +444,7 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     // The code stage synchronizes after its histogram (*rb is filled then);
     // the outliers are gathered while the host builds the codebook.
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
-                           stream, [&] {
+                           stream, [&](const std::vector<uint64_t>&) {
                                predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, stream);
                            });
     FiniteRange r;
@@ -603,10 +605,15 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
                                         interp_overrides(params, p.layout.rank).anchors, dc.enc, stream);
     p.config.anchors = dc.enc.anchor_mode;
     trace.mark("anchors");
-    predict::interp_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc, stream);
-    trace.mark("tiles and outliers");
+    predict::interp_encode_tiles_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc,
+                                      stream);
+    trace.mark("tiles");
+    // The outliers are the zero codes, whose number the codes' histogram gives
+    // (no waiting for it): selected while the host builds the codebook.
     code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p.layout), params.lossless, dc.codes,
-                           stream);
+                           stream, [&](const std::vector<uint64_t>& hist) {
+                               predict::interp_outliers_cuda(d_data, hist[0], dc.enc, stream);
+                           });
 }
 
 template <class T>
@@ -623,6 +630,10 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
         cuda::copy_to_host(anchors.raw, dc.enc.anchor_start.data(), dc.params.layout.num_anchors, stream);
     anchors.listed = dc.enc.listed;
     anchors.listed_residual = dc.enc.listed_residual;
+    std::vector<uint64_t> selected;
+    cuda::copy_to_host(selected, dc.enc.count.data(), 1, stream);
+    GSZ_CHECK(selected[0] == dc.enc.num_outliers, GSZ_STATUS_INTERNAL, "interp: %llu zero codes, %llu selected",
+              static_cast<unsigned long long>(dc.enc.num_outliers), static_cast<unsigned long long>(selected[0]));
     cuda::copy_to_host(outlier_index, dc.enc.outlier_index.data(), dc.enc.num_outliers, stream);
     cuda::copy_to_host(outlier_value, dc.enc.outlier_value.data(), dc.enc.num_outliers, stream);
     std::vector<uint8_t> archive =

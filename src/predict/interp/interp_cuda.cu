@@ -541,8 +541,8 @@ void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& L, const In
 }
 
 template <class T>
-void interp_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
-                        uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
+void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
+                              uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
     check_grid(L);
     GSZ_CHECK(config.anchors == out.anchor_mode && out.anchor_start.size() == L.num_anchors, GSZ_STATUS_INTERNAL,
               "interp_encode_cuda: the anchor stage does not match the config");
@@ -550,40 +550,63 @@ void interp_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConf
     const KernelConfig cfg = kernel_config(L, config);
     out.codes.allocate(n, stream);
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
-    cuda::DeviceBuffer<unsigned long long> zeros(1, stream);
-    zeros.zero(stream);
+    out.zero_codes.allocate(1, stream);
+    out.zero_codes.zero(stream);
+    unsigned long long* zeros = out.zero_codes.data();
     const uint64_t full = full_tile::full_tile_count(L);
     const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
         constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
         if (full == 0) return;
         interp_encode_full_kernel<T, R, C><<<static_cast<unsigned>(full), full_tile::Geometry<R>::threads, 0,
                                               stream>>>(d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb,
-                                                        radius, out.codes.data(), zeros.data());
+                                                        radius, out.codes.data(), zeros);
         GSZ_CUDA_LAUNCHED("interp_encode_full_kernel");
     });
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
     if (generic) {
         interp_encode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L, split), smem_bytes<T>(L), stream>>>(
-            d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros.data(), split);
+            d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros, split);
         GSZ_CUDA_LAUNCHED("interp_encode_kernel");
     }
+}
 
-    // Outliers in raster order: the indices of the zero codes, selected only
-    // when there are any (often none: the selection reads every code).
+template <class T>
+void interp_outliers_cuda(const T* d_data, uint64_t num_zero_codes, InterpDeviceEncoded<T>& out,
+                          cudaStream_t stream) {
+    const uint64_t n = out.codes.size();
+    out.num_outliers = num_zero_codes;
+    out.outlier_index.allocate(num_zero_codes, stream);
+    out.outlier_value.allocate(num_zero_codes, stream);
+    out.count.allocate(1, stream);
+    if (num_zero_codes == 0) {   // often none: the selection reads every code
+        out.count.zero(stream);
+        return;
+    }
+    // The output holds exactly the zero codes: num_zero_codes must be their count.
+    const thrust::counting_iterator<uint64_t> first(0);
+    const IsOutlier pred{out.codes.data()};
+    size_t temp_bytes = 0;
+    GSZ_CUDA(cub::DeviceSelect::If(nullptr, temp_bytes, first, out.outlier_index.data(), out.count.data(),
+                                   static_cast<int64_t>(n), pred, stream));
+    out.temp.allocate(temp_bytes, stream);
+    GSZ_CUDA(cub::DeviceSelect::If(out.temp.data(), temp_bytes, first, out.outlier_index.data(), out.count.data(),
+                                   static_cast<int64_t>(n), pred, stream));
+    gather_kernel<T><<<blocks_for(num_zero_codes), 256, 0, stream>>>(d_data, out.outlier_index.data(), num_zero_codes,
+                                                                     out.outlier_value.data());
+    GSZ_CUDA_LAUNCHED("gather_kernel");
+}
+
+template <class T>
+void interp_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
+                        uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
+    interp_encode_tiles_cuda(d_data, L, config, eb, radius, out, stream);
     std::vector<unsigned long long> zero_count;
-    cuda::copy_to_host(zero_count, zeros.data(), 1, stream);
-    out.num_outliers = 0;
-    if (zero_count[0]) {
-        out.num_outliers = select_zero_codes(out.codes.data(), n, out.outlier_index, out, stream);
-        GSZ_CHECK(out.num_outliers == zero_count[0], GSZ_STATUS_INTERNAL, "interp: %llu zero codes, %llu selected",
-                  zero_count[0], static_cast<unsigned long long>(out.num_outliers));
-    }
-    out.outlier_value.allocate(out.num_outliers, stream);
-    if (out.num_outliers) {
-        gather_kernel<T><<<blocks_for(out.num_outliers), 256, 0, stream>>>(
-            d_data, out.outlier_index.data(), out.num_outliers, out.outlier_value.data());
-        GSZ_CUDA_LAUNCHED("gather_kernel");
-    }
+    cuda::copy_to_host(zero_count, out.zero_codes.data(), 1, stream);
+    interp_outliers_cuda(d_data, zero_count[0], out, stream);
+    std::vector<uint64_t> selected;
+    cuda::copy_to_host(selected, out.count.data(), 1, stream);
+    GSZ_CHECK(selected[0] == zero_count[0], GSZ_STATUS_INTERNAL, "interp: %llu zero codes, %llu selected",
+              zero_count[0], static_cast<unsigned long long>(selected[0]));
 }
 
 struct RowOf {
@@ -691,6 +714,12 @@ template void interp_anchors_decode_cuda<double>(const uint16_t*, const double*,
                                                  uint32_t*, cudaStream_t);
 template void interp_encode_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double, uint32_t,
                                         InterpDeviceEncoded<float>&, cudaStream_t);
+template void interp_encode_tiles_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double,
+                                              uint32_t, InterpDeviceEncoded<float>&, cudaStream_t);
+template void interp_encode_tiles_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double,
+                                               uint32_t, InterpDeviceEncoded<double>&, cudaStream_t);
+template void interp_outliers_cuda<float>(const float*, uint64_t, InterpDeviceEncoded<float>&, cudaStream_t);
+template void interp_outliers_cuda<double>(const double*, uint64_t, InterpDeviceEncoded<double>&, cudaStream_t);
 template void interp_encode_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double, uint32_t,
                                          InterpDeviceEncoded<double>&, cudaStream_t);
 template void interp_decode_cuda<float>(const uint16_t*, const float*, const uint64_t*, const float*, uint64_t,

@@ -32,7 +32,8 @@ struct InterpDeviceEncoded {
     cuda::DeviceBuffer<T> outlier_value;
     uint64_t num_outliers = 0;
     cuda::DeviceBuffer<uint8_t> temp;              // scratch, kept for reuse
-    cuda::DeviceBuffer<uint64_t> count;
+    cuda::DeviceBuffer<uint64_t> count;            // the outliers selected (interp_outliers_cuda)
+    cuda::DeviceBuffer<unsigned long long> zero_codes;   // the tiles' zero codes (interp_encode_tiles_cuda)
 };
 
 // The anchor stage, as interp_anchors_encode_cpu (same codes, same choice of
@@ -42,10 +43,22 @@ void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& layout, con
                                 uint32_t radius, int requested, InterpDeviceEncoded<T>& out, cudaStream_t stream);
 
 // Encodes d_data (device, C order) after the anchor stage; `config.anchors`
-// must be `out.anchor_mode`.  Synchronizes once to learn the outlier count.
+// must be `out.anchor_mode`: the tiles, then the outliers.  Synchronizes to
+// learn the outlier count.
 template <class T>
 void interp_encode_cuda(const T* d_data, const InterpLayout& layout, const InterpConfig& config, double eb,
                         uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream);
+
+// The two steps apart, neither waiting: the tiles (codes into out.codes, the
+// number of zero codes into out.zero_codes on the device), and the outliers
+// (indices of the zero codes in raster order and their values) given that
+// number, which must be exact (the pipeline has it from the codes' histogram;
+// out.count receives the count selected).
+template <class T>
+void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& layout, const InterpConfig& config, double eb,
+                              uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream);
+template <class T>
+void interp_outliers_cuda(const T* d_data, uint64_t num_zero_codes, InterpDeviceEncoded<T>& out, cudaStream_t stream);
 
 // The anchors' start values into d_start (num_anchors), as
 // interp_anchors_decode_cpu: raw values (their codes must be `radius`), or
