@@ -31,14 +31,14 @@ struct Leaf {
     uint16_t symbol;
 };
 
-// `used` (symbols in increasing order) as leaves in (weight, symbol) order: a
+// `used` (symbols in increasing order, their weights beside) as leaves in (weight, symbol) order: a
 // stable LSD radix sort on the weight, 11 bits per pass, only the passes in use.
-std::vector<Leaf> sorted_leaves(const std::vector<uint64_t>& weight, const std::vector<uint16_t>& used) {
+std::vector<Leaf> sorted_leaves(const std::vector<uint64_t>& used_weight, const std::vector<uint16_t>& used) {
     const size_t n = used.size();
     std::vector<Leaf> sorted(n), spare(n);
     uint64_t max_weight = 0;
     for (size_t i = 0; i < n; ++i) {
-        sorted[i] = {weight[used[i]], used[i]};
+        sorted[i] = {used_weight[i], used[i]};
         max_weight = std::max(max_weight, sorted[i].weight);
     }
     for (int shift = 0; shift < 64 && (max_weight >> shift) != 0; shift += 11) {
@@ -81,12 +81,21 @@ void halve_sorted(std::vector<Leaf>& sorted) {
 // Code lengths of an optimal (unlimited) Huffman code over the sorted leaves
 // (at least two), into `lengths` (alphabet-sized; other entries untouched).
 // Returns the longest.
-uint32_t huffman_lengths(const std::vector<Leaf>& sorted, std::vector<uint8_t>& lengths) {
+// The length limit's rounds reuse it (fresh vectors of 10^4 nodes cost more
+// in page faults than the tree does).
+struct LengthScratch {
+    std::vector<uint64_t> node_weight;
+    std::vector<uint32_t> parent, depth;
+};
+
+uint32_t huffman_lengths(const std::vector<Leaf>& sorted, std::vector<uint8_t>& lengths, LengthScratch& scratch) {
     const size_t n = sorted.size();
     // Nodes 0..n-1 are the sorted leaves, n..2n-2 the merged nodes in creation
     // order; merged weights are nondecreasing, so they form the second queue.
-    std::vector<uint64_t> node_weight(2 * n - 1);
-    std::vector<uint32_t> parent(2 * n - 1, 0);
+    std::vector<uint64_t>& node_weight = scratch.node_weight;
+    std::vector<uint32_t>& parent = scratch.parent;
+    node_weight.resize(2 * n - 1);
+    parent.assign(2 * n - 1, 0);
     for (size_t i = 0; i < n; ++i) node_weight[i] = sorted[i].weight;
     size_t next_leaf = 0, next_merged = n;
     auto pop_smallest = [&](size_t end_merged) {
@@ -101,7 +110,8 @@ uint32_t huffman_lengths(const std::vector<Leaf>& sorted, std::vector<uint8_t>& 
         parent[a] = parent[b] = static_cast<uint32_t>(m);
     }
     // Depths top-down: a parent is always created after its children.
-    std::vector<uint32_t> depth(2 * n - 1, 0);
+    std::vector<uint32_t>& depth = scratch.depth;
+    depth.assign(2 * n - 1, 0);
     for (size_t m = 2 * n - 2; m-- > 0;) depth[m] = depth[parent[m]] + 1;
     uint32_t longest = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -250,20 +260,25 @@ HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
     GSZ_CHECK(!histogram.empty() && histogram.size() <= kHuffmanMaxAlphabet, GSZ_STATUS_INVALID_ARGUMENT,
               "huffman: alphabet size %zu out of [1, %u]", histogram.size(), kHuffmanMaxAlphabet);
     const auto alphabet = static_cast<uint32_t>(histogram.size());
-    std::vector<uint64_t> weight(histogram.begin(), histogram.end());
+    // The used symbols (increasing) and their weights side by side: interp's
+    // alphabet has 65,526 entries, of which 10^2..10^4 are used.
     std::vector<uint16_t> used;
+    std::vector<uint64_t> used_weight;
     for (uint32_t s = 0; s < alphabet; ++s)
-        if (weight[s] != 0) used.push_back(static_cast<uint16_t>(s));
+        if (histogram[s] != 0) {
+            used.push_back(static_cast<uint16_t>(s));
+            used_weight.push_back(histogram[s]);
+        }
     GSZ_CHECK(!used.empty(), GSZ_STATUS_INVALID_ARGUMENT, "huffman: histogram is empty");
 
     auto halve = [&] {
-        for (uint16_t s : used) weight[s] = std::max<uint64_t>(1, weight[s] >> 1);
+        for (uint64_t& w : used_weight) w = std::max<uint64_t>(1, w >> 1);
     };
     // Merged weights are bounded by the total: keep it within 64 bits.
     auto total_fits = [&] {
         uint64_t total = 0;
-        for (uint16_t s : used)
-            if (__builtin_add_overflow(total, weight[s], &total)) return false;
+        for (uint64_t w : used_weight)
+            if (__builtin_add_overflow(total, w, &total)) return false;
         return true;
     };
     while (!total_fits()) halve();
@@ -276,8 +291,9 @@ HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
     } else {
         // Terminates: with all weights 1 the depth is ceil(log2(65536)) = 16.
         book.lengths.assign(alphabet, 0);
-        std::vector<Leaf> sorted = sorted_leaves(weight, used);
-        while (huffman_lengths(sorted, book.lengths) > kMaxLen) halve_sorted(sorted);
+        std::vector<Leaf> sorted = sorted_leaves(used_weight, used);
+        LengthScratch scratch;
+        while (huffman_lengths(sorted, book.lengths, scratch) > kMaxLen) halve_sorted(sorted);
     }
     assign_canonical(book);
     return book;
