@@ -109,6 +109,48 @@ TEST(InterpGeometry, SizeOneDimsDroppedAndFourDMerged) {
     expect_geometry(layout_of({180, 1, 19, 12}), 3, {180, 19, 12}, 8, {32, 8, 8});
 }
 
+// The CUDA backend launches full and edge tiles as two grids (interp_math.hpp's
+// maps): together they must name every tile exactly once, the full ones with
+// their whole workspace inside the array and the box tile_box gives.
+TEST(InterpGeometry, FullAndEdgeTilesPartitionTheGrid) {
+    for (auto dims : std::vector<std::vector<uint64_t>>{{91, 91, 91}, {455, 455, 455}, {33, 9, 9}, {32, 8, 8},
+                                                         {65, 17, 17}, {1000, 9, 17}, {33, 17, 9}, {31, 200, 9},
+                                                         {65, 17}, {64, 16}, {4320, 2161}, {129, 33}, {1000, 17},
+                                                         {17, 1000}}) {
+        const auto L = layout_of(dims);
+        ASSERT_TRUE(L.rank == 2 || L.rank == 3);
+        SCOPED_TRACE(testing::Message() << L.dims[0] << "x" << L.dims[1] << "x" << L.dims[2]);
+        std::vector<int> seen(L.num_tiles, 0);
+        const uint64_t full = interp_full_tile_count(L);
+        for (uint64_t k = 0; k < full; ++k) {
+            const auto box = L.rank == 3 ? interp_full_tile_box<3>(L, static_cast<uint32_t>(k), L.tile[0], L.tile[1],
+                                                                    L.tile[2])
+                                         : interp_full_tile_box<2>(L, static_cast<uint32_t>(k), L.tile[0], L.tile[1],
+                                                                   L.tile[2]);
+            const uint64_t id = ((box.origin[2] / L.tile[2]) * L.grid[1] + box.origin[1] / L.tile[1]) * L.grid[0] +
+                                box.origin[0] / L.tile[0];
+            ASSERT_LT(id, L.num_tiles);
+            const auto ref = L.tile_box(id);
+            for (int d = 0; d < 3; ++d) {
+                EXPECT_EQ(box.origin[d], ref.origin[d]);
+                EXPECT_EQ(box.last[d], ref.last[d]);
+                EXPECT_EQ(box.last[d], d < static_cast<int>(L.rank) ? L.tile[d] : 0u);   // the workspace fits
+            }
+            ++seen[id];
+        }
+        for (uint64_t k = 0; k < L.num_tiles - full; ++k) {
+            const uint64_t id = interp_edge_tile_id(L, k);
+            ASSERT_LT(id, L.num_tiles);
+            const auto box = L.tile_box(id);
+            bool clipped = false;
+            for (uint32_t d = 0; d < L.rank; ++d) clipped |= box.last[d] < L.tile[d];
+            EXPECT_TRUE(clipped) << "edge tile " << id << " is full";
+            ++seen[id];
+        }
+        for (uint64_t t = 0; t < L.num_tiles; ++t) ASSERT_EQ(seen[t], 1) << "tile " << t;
+    }
+}
+
 TEST(InterpGeometry, TileBoxesCoverTheArray) {
     for (auto dims : std::vector<std::vector<uint64_t>>{{70, 19, 17}, {130, 33}, {5000}, {32, 8, 8}, {33, 9, 9}}) {
         const auto L = layout_of(dims);

@@ -78,7 +78,7 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
     // edge_only: the full tiles are interp_encode_full_kernel's.
-    const auto box = L.tile_box(edge_only ? full_tile::edge_tile_id(L, blockIdx.x) : blockIdx.x);
+    const auto box = L.tile_box(edge_only ? interp_edge_tile_id(L, blockIdx.x) : blockIdx.x);
     const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
 
     for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
@@ -327,7 +327,7 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
     // edge_only: the full tiles are interp_decode_full_kernel's.
-    const auto box = L.tile_box(edge_only ? full_tile::edge_tile_id(L, blockIdx.x) : blockIdx.x);
+    const auto box = L.tile_box(edge_only ? interp_edge_tile_id(L, blockIdx.x) : blockIdx.x);
     const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
 
     for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
@@ -553,7 +553,7 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
     out.zero_codes.allocate(1, stream);
     out.zero_codes.zero(stream);
     unsigned long long* zeros = out.zero_codes.data();
-    const uint64_t full = full_tile::full_tile_count(L);
+    const uint64_t full = interp_full_tile_count(L);
     const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
         constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
         if (full == 0) return;
@@ -680,7 +680,7 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
         check_outlier_count_kernel<<<1, 1, 0, stream>>>(zeros.data(), num_outliers, d_corrupt);
         GSZ_CUDA_LAUNCHED("check_outlier_count_kernel");
     }
-    const uint64_t full = full_tile::full_tile_count(L);
+    const uint64_t full = interp_full_tile_count(L);
     const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
         constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
         if (full == 0) return;

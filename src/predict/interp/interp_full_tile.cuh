@@ -143,65 +143,11 @@ __device__ __forceinline__ void for_each_stage(F&& stage) {
     });
 }
 
-// Tiles are numbered in raster order of the tile grid.  A tile is full when
-// its workspace (tile and far faces) lies inside the array: tile t along a
-// used dim d is full when t < grid[d] - 1 (the last one along each used dim
-// never has its far face).  The full tiles and the others ("edge" tiles) are
-// launched as two grids, each block finding its tile by these maps.
-__host__ __device__ __forceinline__ uint64_t full_tile_count(const InterpLayout& L) {
-    uint64_t n = 1;
-    for (uint32_t d = 0; d < L.rank; ++d) n *= L.grid[d] - 1;
-    return n;
-}
-
-// The box of full tile k (k < full_tile_count, so 32-bit: check_grid).
+// The box of full tile k (interp_math.hpp's tile maps) with the geometry's extents.
 template <class G>
 __device__ __forceinline__ InterpLayout::TileBox full_tile_box(const InterpLayout& L, uint32_t k) {
     using Sh = Shape<G>;
-    const uint32_t n0 = static_cast<uint32_t>(L.grid[0] - 1), n1 = static_cast<uint32_t>(L.grid[1] - 1);
-    InterpLayout::TileBox box;
-    box.origin[0] = uint64_t{k % n0} * Sh::tile0;
-    box.last[0] = Sh::tile0;
-    k /= n0;
-    if constexpr (G::rank == 3) {
-        box.origin[1] = uint64_t{k % n1} * Sh::tile1;
-        box.origin[2] = uint64_t{k / n1} * Sh::tile2;
-        box.last[2] = Sh::tile2;
-    } else {
-        box.origin[1] = uint64_t{k} * Sh::tile1;
-        box.origin[2] = 0;
-        box.last[2] = 0;
-    }
-    box.last[1] = Sh::tile1;
-    return box;
-}
-
-// Edge tile k: the tiles last along used dim d and not last along the used
-// dims before it, for d = 0, 1, ..., one group after the other.
-__device__ __forceinline__ uint64_t edge_tile_id(const InterpLayout& L, uint64_t k) {
-#pragma unroll
-    for (uint32_t d = 0; d < 3; ++d) {
-        if (d >= L.rank) break;
-        uint64_t radix[3] = {1, 1, 1}, size = 1;
-#pragma unroll
-        for (uint32_t j = 0; j < 3; ++j) {
-            if (j < L.rank) radix[j] = j < d ? L.grid[j] - 1 : j > d ? L.grid[j] : 1;
-            size *= radix[j];
-        }
-        if (k >= size) {
-            k -= size;
-            continue;
-        }
-        uint64_t t[3];
-#pragma unroll
-        for (uint32_t j = 0; j < 3; ++j) {
-            t[j] = k % radix[j];
-            k /= radix[j];
-        }
-        t[d] = L.grid[d] - 1;
-        return (t[2] * L.grid[1] + t[1]) * L.grid[0] + t[0];
-    }
-    return 0;   // k >= the number of edge tiles: not launched
+    return interp_full_tile_box<G::rank>(L, k, Sh::tile0, Sh::tile1, Sh::tile2);
 }
 
 // Fills the workspace: write(ws_offset, read(global_index)) for every point

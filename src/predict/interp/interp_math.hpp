@@ -119,6 +119,75 @@ struct InterpDivisor {
     }
 };
 
+// Tiles are numbered in raster order of the tile grid.  A tile is full when
+// its workspace (tile and far faces) lies inside the array: tile t along a
+// used dim d is full when t < grid[d] - 1 (the last one along each used dim
+// never has its far face).  The CUDA backend launches the full tiles and the
+// others ("edge" tiles) as two grids, each block finding its tile by these maps.
+GSZ_HD uint64_t interp_full_tile_count(const InterpLayout& L) {
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < L.rank; ++d) n *= L.grid[d] - 1;
+    return n;
+}
+
+// The box of full tile k (k < interp_full_tile_count, below 2^31: one CUDA
+// grid) of a layout of rank Rank (2 or 3) with tile extents tile0..2.
+template <uint32_t Rank>
+GSZ_HD InterpLayout::TileBox interp_full_tile_box(const InterpLayout& L, uint32_t k, uint32_t tile0, uint32_t tile1,
+                                                  uint32_t tile2) {
+    const uint32_t n0 = static_cast<uint32_t>(L.grid[0] - 1), n1 = static_cast<uint32_t>(L.grid[1] - 1);
+    InterpLayout::TileBox box;
+    box.origin[0] = uint64_t{k % n0} * tile0;
+    box.last[0] = tile0;
+    k /= n0;
+    if constexpr (Rank == 3) {
+        box.origin[1] = uint64_t{k % n1} * tile1;
+        box.origin[2] = uint64_t{k / n1} * tile2;
+        box.last[2] = tile2;
+    } else {
+        box.origin[1] = uint64_t{k} * tile1;
+        box.origin[2] = 0;
+        box.last[2] = 0;
+    }
+    box.last[1] = tile1;
+    return box;
+}
+
+// The raster index of edge tile k (k below num_tiles - interp_full_tile_count):
+// the tiles last along used dim d and not last along the used dims before it,
+// for d = 0, 1, ..., one group after the other.
+GSZ_HD uint64_t interp_edge_tile_id(const InterpLayout& L, uint64_t k) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (uint32_t d = 0; d < 3; ++d) {
+        if (d >= L.rank) break;
+        uint64_t radix[3] = {1, 1, 1}, size = 1;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (uint32_t j = 0; j < 3; ++j) {
+            if (j < L.rank) radix[j] = j < d ? L.grid[j] - 1 : j > d ? L.grid[j] : 1;
+            size *= radix[j];
+        }
+        if (k >= size) {
+            k -= size;
+            continue;
+        }
+        uint64_t t[3];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (uint32_t j = 0; j < 3; ++j) {
+            t[j] = k % radix[j];
+            k /= radix[j];
+        }
+        t[d] = L.grid[d] - 1;
+        return (t[2] * L.grid[1] + t[1]) * L.grid[0] + t[0];
+    }
+    return 0;   // k >= the number of edge tiles: not launched
+}
+
 // The points of one stage: per dim the first local coordinate, the step and
 // the count; point i is (first + (i mod n0)·step, ...), dim 0 fastest.
 struct InterpStage {
