@@ -109,7 +109,7 @@ struct HistConfig {
 // alphabet too large for shared memory (interp's 65,526 quant-codes) keeps a
 // window of bins around its middle there, where quant-codes cluster (code
 // radius is a zero residual), and counts the symbols outside it by global
-// atomics: one pass over the symbols (bin ranges per pass re-read them all).
+// atomics: one pass over the symbols.
 HistConfig hist_config(uint32_t alphabet, size_t smem_optin) {
     HistConfig c;
     for (uint32_t r = kHistMaxReplicas; r >= 1; r /= 2) {
@@ -177,11 +177,10 @@ __host__ __device__ inline SymbolRange lane_range(const SliceLayout& l, uint64_t
     return {b, b + l.lane_symbols < slice_end ? b + l.lane_symbols : slice_end};
 }
 
-// The encoder's view of the book: packed entries in global memory.  Symbols
-// outside the book get entry 0, i.e. length 0 (the pipeline never produces
-// them; this only keeps the table reads in bounds).
-// The encoder's entries of the symbols [base, base + alphabet): every symbol
-// the codebook codes lies there (HuffmanDeviceBook::codes_base).
+// The encoder's view of the book: packed entries in global memory of the
+// symbols [base, base + alphabet), which hold every symbol the book codes
+// (HuffmanDeviceBook::codes_base).  Other symbols get entry 0, i.e. length 0
+// (the pipeline never produces them; this only keeps the table reads in bounds).
 struct PackedCodes {
     const uint32_t* table = nullptr;  // [alphabet] code | length << 24
     uint32_t alphabet = 0;
