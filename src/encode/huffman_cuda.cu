@@ -57,7 +57,7 @@ constexpr int kHistThreads = 512;
 constexpr uint32_t kHistMaxReplicas = 8;
 constexpr size_t kHistSmallSmem = 48 * 1024;  // no opt-in needed, several blocks per SM
 constexpr size_t kHistLargeSmem = 96 * 1024;  // large alphabets: two blocks per SM on sm_90
-constexpr uint32_t kHistWindowReplicas = 4;     // large alphabets: 6,144 bins in the window
+constexpr uint32_t kHistWindowReplicas = 4;     // large alphabets: 6,112 bins in the window, 32 at the top
 constexpr uint32_t kFullMask = 0xffffffffu;
 
 constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
@@ -102,8 +102,14 @@ struct HistConfig {
     uint32_t replicas = 1;    // power of two; lane l counts into copy l % replicas
     uint32_t window_lo = 0;   // the bins [window_lo, window_lo + width) are counted in shared memory
     uint32_t width = 0;
+    uint32_t tail = 0;        // and the alphabet's last `tail` bins, after the window's
     size_t smem_bytes = 0;
 };
+
+// Bins at the top of a large alphabet kept in shared memory: the run tokens
+// of interp's codes (alphabet 65,526 + kRunClasses) lie there, and counting
+// them by global atomics on 16 addresses took 5.7 ms on wmagT.
+constexpr uint32_t kHistTail = 32;
 
 // Replicas spread the dominant symbol's updates over several counters.  An
 // alphabet too large for shared memory (interp's 65,526 quant-codes) keeps a
@@ -122,9 +128,10 @@ HistConfig hist_config(uint32_t alphabet, size_t smem_optin) {
     }
     const size_t budget = std::max(kHistSmallSmem, std::min(smem_optin, kHistLargeSmem));
     c.replicas = kHistWindowReplicas;
-    c.width = static_cast<uint32_t>(budget / (4 * c.replicas));
+    c.width = static_cast<uint32_t>(budget / (4 * c.replicas)) - kHistTail;
     c.window_lo = alphabet / 2 - c.width / 2;
-    c.smem_bytes = size_t{c.width} * 4 * c.replicas;
+    c.tail = std::min(kHistTail, alphabet - (c.window_lo + c.width));
+    c.smem_bytes = size_t{c.width + c.tail} * 4 * c.replicas;
     return c;
 }
 
@@ -433,22 +440,28 @@ __device__ inline uint32_t group_exclusive_sum(uint32_t v, uint32_t lane_in_grou
 
 __global__ void __launch_bounds__(kHistThreads)
     histogram_count_kernel(const uint16_t* __restrict__ d_symbols, uint64_t n, uint32_t alphabet, uint32_t lo,
-                           uint32_t width, uint32_t replicas, unsigned long long* __restrict__ d_hist,
+                           uint32_t width, uint32_t tail, uint32_t replicas, unsigned long long* __restrict__ d_hist,
                            uint32_t* __restrict__ d_bad_symbol) {
-    extern __shared__ uint32_t s_count[];  // [bin * replicas + replica]: a bin's copies sit in distinct banks
-    for (uint32_t i = threadIdx.x; i < width * replicas; i += blockDim.x) s_count[i] = 0;
+    // [bin * replicas + replica]: a bin's copies sit in distinct banks; the
+    // window's bins, then the tail's
+    extern __shared__ uint32_t s_count[];
+    const uint32_t bins = width + tail;
+    for (uint32_t i = threadIdx.x; i < bins * replicas; i += blockDim.x) s_count[i] = 0;
     __syncthreads();
 
     const uint32_t replica = threadIdx.x & (replicas - 1);
+    const uint32_t tail_lo = alphabet - tail;
     bool bad = false;
     auto add = [&](uint32_t s) {
         const uint32_t b = s - lo;  // wraps above width when s < lo
         if (b < width)
             atomicAdd(&s_count[b * replicas + replica], 1u);
-        else if (s < alphabet)
-            atomicAdd(d_hist + s, 1ull);   // outside the window (large alphabets only)
-        else
+        else if (s >= alphabet)
             bad = true;
+        else if (s >= tail_lo)
+            atomicAdd(&s_count[(width + s - tail_lo) * replicas + replica], 1u);
+        else
+            atomicAdd(d_hist + s, 1ull);   // outside the window and the tail (large alphabets only)
     };
     const HistPartition part = hist_partition(d_symbols, n);
     const uint64_t tid = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -463,10 +476,10 @@ __global__ void __launch_bounds__(kHistThreads)
     if (bad) *d_bad_symbol = 1;
     __syncthreads();
 
-    for (uint32_t b = threadIdx.x; b < width; b += blockDim.x) {
+    for (uint32_t b = threadIdx.x; b < bins; b += blockDim.x) {
         uint32_t sum = 0;  // < 2^32: the host sizes the grid so a block sees fewer symbols
         for (uint32_t r = 0; r < replicas; ++r) sum += s_count[b * replicas + r];
-        if (sum != 0) atomicAdd(d_hist + lo + b, static_cast<unsigned long long>(sum));
+        if (sum != 0) atomicAdd(d_hist + (b < width ? lo + b : tail_lo + (b - width)), static_cast<unsigned long long>(sum));
     }
 }
 
@@ -1120,7 +1133,8 @@ void histogram_cuda(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, ui
     // u32 shared counters: a block must see fewer than 2^32 symbols.
     blocks = std::max(blocks, ceil_div(n, uint64_t{1} << 31));
     histogram_count_kernel<<<static_cast<unsigned>(blocks), kHistThreads, cfg.smem_bytes, stream>>>(
-        d_symbols, n, alphabet, cfg.window_lo, cfg.width, cfg.replicas, reinterpret_cast<unsigned long long*>(d_hist),
+        d_symbols, n, alphabet, cfg.window_lo, cfg.width, cfg.tail, cfg.replicas,
+        reinterpret_cast<unsigned long long*>(d_hist),
         d_bad_symbol);
     GSZ_CUDA_LAUNCHED("histogram_count_kernel");
 }

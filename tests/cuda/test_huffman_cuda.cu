@@ -369,9 +369,32 @@ TEST_F(HuffmanCuda, UniformAlphabet65536) {
     const auto symbols = uniform_symbols(3000017, 65536, 2);
     expect_gpu_matches_cpu(symbols, 65536, {1000, 4096, 70000}, stream_);
     expect_gpu_matches_cpu(skewed_symbols(500001, 65536, 3), 65536, {4096}, stream_, 1);
-    expect_gpu_matches_cpu(uniform_symbols(200001, 20000, 4), 20000, {4096}, stream_);  // window of 6,144 bins
+    expect_gpu_matches_cpu(uniform_symbols(200001, 20000, 4), 20000, {4096}, stream_);  // window of 6,112 bins
     // 16000 used symbols: the decoder's symbol table stays in global memory (the search reads it there).
     expect_gpu_matches_cpu(uniform_symbols(200001, 16000, 8), 16000, {4096, 1000}, stream_);
+}
+
+TEST_F(HuffmanCuda, HistogramTailOfLargeAlphabet) {
+    // Interp's run tokens: the codes cluster around the alphabet's middle, the
+    // tokens are its last 16 symbols (counted in shared memory with the
+    // window's bins), a few codes lie in between (global atomics).
+    const uint32_t alphabet = 65520 + 16;
+    std::vector<uint16_t> symbols(1000003);
+    XorShift rng{21};
+    for (auto& s : symbols) {
+        const uint64_t r = rng();
+        s = static_cast<uint16_t>((r & 3) == 0 ? alphabet - 1 - (r >> 8) % 16
+                                  : (r & 31) == 1 ? (r >> 8) % alphabet
+                                                  : 32760 - 8 + (r >> 8) % 17);
+    }
+    const std::vector<uint64_t> expect = histogram_cpu(symbols, alphabet, 0);
+    auto d_symbols = to_device(symbols, stream_);
+    cuda::DeviceBuffer<uint64_t> d_hist(alphabet, stream_);
+    cuda::DeviceBuffer<uint32_t> d_bad(1, stream_);
+    d_bad.zero(stream_);
+    histogram_cuda(d_symbols.data(), symbols.size(), alphabet, d_hist.data(), d_bad.data(), stream_);
+    EXPECT_EQ(to_host(d_bad.data(), 1, stream_)[0], 0u);
+    EXPECT_EQ(to_host(d_hist.data(), alphabet, stream_), expect);
 }
 
 TEST_F(HuffmanCuda, LongCodes) {
