@@ -156,7 +156,7 @@ uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits) {
     // 64 bits of state and word count per lane, ~2% of the payload.
     const uint64_t lanes = std::max<uint64_t>(1, payload_bits / 3200);
     uint64_t s = n / lanes + (n % lanes != 0);
-    s = std::clamp<uint64_t>((s + 63) / 64 * 64, 256, uint64_t{1} << 24);
+    s = std::clamp<uint64_t>((s + 63) / 64 * 64, 256, kAnsMaxLaneSymbols);
     return static_cast<uint32_t>(s);
 }
 
@@ -306,7 +306,8 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
     const uint32_t classes = in.get<uint8_t>("classes");
     const uint32_t alphabet = in.get<uint8_t>("alphabet");
     const uint32_t scale_bits = in.get<uint8_t>("scale bits");
-    GSZ_CHECK(v.lane_symbols >= 1, kCorrupt, "ans_tables: lanes of 0 codes");
+    GSZ_CHECK(v.lane_symbols >= 1 && v.lane_symbols <= kAnsMaxLaneSymbols, kCorrupt, "ans_tables: lanes of %u codes",
+              v.lane_symbols);
     GSZ_CHECK(stored_levels == levels && classes == kAnsClasses && alphabet == kAnsAlphabet &&
                   scale_bits == kAnsScaleBits,
               kCorrupt, "ans_tables: %u levels, %u classes, %u symbols, %u-bit tables (expected %u, %u, %u, %u)",

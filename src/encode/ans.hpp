@@ -58,7 +58,12 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels)
 // uniform bits; lane states and tables not included).
 uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> histogram);
 
-// Lane length for n codes of about `payload_bits`: a multiple of 64, at least 256.
+// The longest lane an archive may have (what ans_lane_symbols gives at most):
+// a lane's words then fit 32-bit counts on the GPU.
+inline constexpr uint32_t kAnsMaxLaneSymbols = 1u << 24;
+
+// Lane length for n codes of about `payload_bits`: a multiple of 64, at least
+// 256, at most kAnsMaxLaneSymbols.
 uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits);
 
 // Bytes of the ans_tables section for these tables.

@@ -7,6 +7,7 @@
 
 #include <cub/device/device_scan.cuh>
 
+#include <algorithm>
 #include <vector>
 
 namespace gsz::encode {
@@ -14,7 +15,7 @@ namespace {
 
 constexpr int kHistThreads = 256;
 constexpr uint32_t kHistCodesPerThread = 64;  // consecutive codes: one cursor seek per 64
-constexpr int kLaneThreads = 64;  // few lanes at low bit rates: spread them over every SM
+constexpr int kLaneMaxThreads = 256;
 
 // Counts (context, symbol) over runs of 64 consecutive codes per thread; a
 // bin repeated back to back (the dominant code's runs) is added once.
@@ -62,26 +63,11 @@ __global__ void __launch_bounds__(kHistThreads)
 
 // Division by a frequency (1..4096) as a multiply: q = umulhi64(x, ceil(2^64
 // / f)) is exact for every 32-bit x (the error term x * e * f < 2^56 < 2^64),
-// so the words equal the CPU's, which divides.
-struct EncodeEntry {
-    uint32_t freq, cum;
-    unsigned long long rcp;  // ceil(2^64 / freq), 0 for freq 1
-};
-
-__device__ __forceinline__ uint32_t divide(uint32_t x, const EncodeEntry& e) {
-    return e.freq == 1 ? x : static_cast<uint32_t>(__umul64hi(x, e.rcp));
-}
-
-// The rANS encoder step of ans_encode_put, with the division above.
-__device__ __forceinline__ bool encode_put(uint32_t& x, const EncodeEntry& e, uint16_t& word) {
-    const bool emit = x >= (static_cast<unsigned long long>(e.freq) << (32 - kAnsScaleBits));
-    if (emit) {
-        word = static_cast<uint16_t>(x & 0xFFFFu);
-        x >>= 16;
-    }
-    const uint32_t q = divide(x, e);
-    x = (q << kAnsScaleBits) + (x - q * e.freq) + e.cum;
-    return emit;
+// so the words equal the CPU's, which divides.  The reciprocals are a table
+// by frequency (d_rcp[f], 0 for f = 1), read through the L1.
+__global__ void ans_reciprocal_kernel(unsigned long long* __restrict__ d_rcp) {
+    const uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
+    if (f <= kAnsScale) d_rcp[f] = f > 1 ? ~0ull / f + 1 : 0ull;  // exactly 2^64 / f for a power of 2
 }
 
 // Words of one lane, written backwards from the end of its slot (2 words per
@@ -92,7 +78,7 @@ struct SlotWriter {
     unsigned long long pack = 0;
     uint32_t held = 0;
 
-    __device__ void put(uint16_t w) {
+    __device__ void put(uint32_t w) {
         pack = pack << 16 | w;
         if (++held == 4) {
             end -= 4;
@@ -105,84 +91,152 @@ struct SlotWriter {
     }
 };
 
-// One lane, last code first, as ans_encode_cpu's loop, into its slot; codes
-// are read eight at a time when the array is 16-byte aligned.  Levels: the
-// contexts depend on the position (interp), else the cursor is skipped.
+// Lanes are processed in groups of eight codes (offsets 8g .. 8g + 7 inside
+// the lane): the per-code work that does not depend on the rANS state (the
+// symbol, its context, its table entry) is done for the whole group first,
+// so that the state's serial chain (one lane per thread, few lanes at low
+// bit rates) is all that is left between codes.
+struct CodeGroup {
+    uint32_t w[4] = {0, 0, 0, 0};  // code 2m in the low half of word m
+    __device__ uint32_t operator[](int j) const { return (w[j >> 1] >> (16 * (j & 1))) & 0xFFFFu; }
+};
+
+// The lane's codes [first, first + 8); those outside [0, count) read as 0.
+__device__ __forceinline__ CodeGroup load_group(const uint16_t* __restrict__ lane_codes, int64_t first,
+                                                uint32_t count, bool vec) {
+    CodeGroup g;
+    if (vec && first >= 0 && first + 8 <= count) {
+        const uint4 q = __ldg(reinterpret_cast<const uint4*>(lane_codes + first));
+        g.w[0] = q.x, g.w[1] = q.y, g.w[2] = q.z, g.w[3] = q.w;
+        return g;
+    }
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        const int64_t a = first + 2 * m;
+        const uint32_t lo = a >= 0 && a < count ? __ldg(lane_codes + a) : 0u;
+        const uint32_t hi = a + 1 >= 0 && a + 1 < count ? __ldg(lane_codes + a + 1) : 0u;
+        g.w[m] = lo | hi << 16;
+    }
+    return g;
+}
+
+// Bit j: code j of the group is a zero residual (== radius).
+__device__ __forceinline__ uint32_t zero_flags(const CodeGroup& g, uint32_t radius) {
+    const uint32_t rr = radius | radius << 16;  // radius <= 32768
+    uint32_t f = 0;
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        const uint32_t eq = __vcmpeq2(g.w[m], rr);  // 0xFFFF per equal half
+        f |= (eq & 1u) << (2 * m) | (eq >> 31) << (2 * m + 1);
+    }
+    return f;
+}
+
+// The levels of the eight codes from the one the cursor is at: inside a row
+// min(ctz(x | y | z), levels - 1) is the lowest set bit of the low 32 bits of
+// x | y | z | 2^(levels - 1); a group across rows steps the cursor.
+__device__ __forceinline__ void group_levels(const AnsCursor& cur, uint32_t (&lv)[8]) {
+    const uint32_t cap = 1u << (cur.levels - 1);
+    if (cur.x + 7 < cur.nx) {
+        const uint32_t yz = static_cast<uint32_t>(cur.y | cur.z) | cap;
+        const uint32_t x0 = static_cast<uint32_t>(cur.x);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) lv[j] = static_cast<uint32_t>(__ffs(static_cast<int>((x0 + j) | yz))) - 1u;
+        return;
+    }
+    AnsCursor c = cur;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        lv[j] = c.level();
+        c.next();
+    }
+}
+
+// One lane, last code first, as ans_encode_cpu's loop, into its slot.
+// Levels: the contexts depend on the position (interp), else no cursor.
 template <bool Levels>
-__global__ void __launch_bounds__(kLaneThreads)
-    ans_encode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries, const uint16_t* __restrict__ codes,
-                      uint64_t n, uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
+__global__ void __launch_bounds__(kLaneMaxThreads)
+    ans_encode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries,
+                      const unsigned long long* __restrict__ d_rcp, const uint16_t* __restrict__ codes, uint64_t n,
+                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
                       uint16_t* __restrict__ slots, uint64_t slot_words, uint32_t* __restrict__ lane_state,
                       uint32_t* __restrict__ lane_words, uint64_t* __restrict__ lane_count) {
-    extern __shared__ unsigned long long s_enc[];
-    EncodeEntry* s_entry = reinterpret_cast<EncodeEntry*>(s_enc);
-    for (uint32_t i = threadIdx.x; i < num_entries; i += blockDim.x) {
-        const uint32_t e = d_entry[i], f = e & 0xFFFFu;
-        s_entry[i] = {f, e >> 16, f > 1 ? ~0ull / f + 1 : 0ull};  // ceil(2^64 / f); exactly 2^64 / f for a power of 2
-    }
+    extern __shared__ uint32_t s_entry[];  // the tables' freq | cum << 16
+    for (uint32_t i = threadIdx.x; i < num_entries; i += blockDim.x) s_entry[i] = d_entry[i];
     __syncthreads();
     const uint64_t lane = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (lane >= lanes) return;
     const uint64_t begin = lane * lane_symbols;
-    const uint64_t end = min(n, begin + lane_symbols);
+    const uint32_t count = static_cast<uint32_t>(min(n, begin + lane_symbols) - begin);
+    const uint16_t* lane_codes = codes + begin;
+    const bool vec = (reinterpret_cast<uintptr_t>(lane_codes) & 15) == 0;
+    int64_t g = (count - 1) / 8;  // the last group
+    // Groups g, g - 1, g - 2 (the look-back of 16 codes) and g - 3 in flight.
+    CodeGroup c0 = load_group(lane_codes, 8 * g, count, vec), c1 = load_group(lane_codes, 8 * g - 8, count, vec),
+              c2 = load_group(lane_codes, 8 * g - 16, count, vec), c3 = load_group(lane_codes, 8 * g - 24, count, vec);
+    // Bit b: the code at 8g - 16 + b is a zero residual (b < 24).
+    uint32_t zf = zero_flags(c2, radius) | zero_flags(c1, radius) << 8 | zero_flags(c0, radius) << 16;
     AnsCursor cur = shape;
-    if constexpr (Levels) cur.seek(end - 1);
+    if constexpr (Levels) cur.seek(begin + 8 * static_cast<uint64_t>(g));
     uint32_t x = kAnsStateLow;
     uint32_t emitted = 0;
     SlotWriter out{slots + (lane + 1) * slot_words};
-    uint16_t word;
-    const bool vec = (reinterpret_cast<uintptr_t>(codes) & 15) == 0;
-    // Two readers, each holding an aligned group of eight codes in registers:
-    // one for the code before i, one for the code kAnsLookBack + 1 before.
-    struct GroupReader {
-        unsigned long long lo = 0, hi = 0;
-        uint64_t group = ~uint64_t{0};
-    } near, far;
-    const auto code_at = [&](GroupReader& r, uint64_t k) -> uint32_t {
-        if (!vec || (k | 7) >= n) return __ldg(codes + k);  // the array's partial last group: one by one
-        if ((k & ~uint64_t{7}) != r.group) {
-            r.group = k & ~uint64_t{7};
-            const ulonglong2 q = __ldg(reinterpret_cast<const ulonglong2*>(codes + r.group));
-            r.lo = q.x;
-            r.hi = q.y;
+    for (;;) {
+        uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if constexpr (Levels) group_levels(cur, lv);
+        uint32_t freq[8], cum[8], bits[8], extra[8];
+        unsigned long long rcp[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const uint32_t k = static_cast<uint32_t>(8 * g) + j;
+            const AnsSymbol s = ans_symbol_of(c0[j], radius);
+            // The 16 codes before k are bits j .. j + 15 of zf; its run of zeros ends at bit j + 15.
+            const uint32_t zeros = static_cast<uint32_t>(__clz(~((zf >> j) << 16)));
+            const uint32_t cls = ans_context_class(k, zeros, ans_class_of(j ? c0[j - 1] : c1[7], radius));
+            const uint32_t e = s_entry[(lv[j] * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
+            freq[j] = e & 0xFFFFu;
+            cum[j] = e >> 16;
+            bits[j] = s.extra_bits;
+            extra[j] = s.extra;
+            rcp[j] = __ldg(d_rcp + min(freq[j], kAnsScale));
         }
-        const uint32_t j = static_cast<uint32_t>(k & 7);
-        return static_cast<uint32_t>(((j < 4 ? r.lo : r.hi) >> (16 * (j & 3))) & 0xFFFFu);
-    };
-    // The code at i, the one before it, and a mask of which of the
-    // kAnsLookBack codes before i are residual 0 (bit k: codes[i - 1 - k]),
-    // inside the lane; shifted down one code per step.
-    uint32_t code = code_at(near, end - 1);
-    uint32_t before = end - 1 > begin ? code_at(near, end - 2) : 0u;
-    uint32_t zmask = 0;
-    for (uint32_t k = 0; k < kAnsLookBack && end - 1 - k > begin; ++k)
-        zmask |= static_cast<uint32_t>(code_at(far, end - 2 - k) == radius) << k;
-    uint64_t i = end;
-    while (i-- > begin) {
-        const AnsSymbol s = ans_symbol_of(code, radius);
-        const uint32_t cls = ans_context_class(i - begin, ans_zeros_in_mask(zmask), ans_class_of(before, radius));
-        code = before;
-        before = i >= begin + 2 ? code_at(near, i - 2) : 0u;
-        zmask = zmask >> 1 |
-                (i >= begin + kAnsLookBack + 1 ? static_cast<uint32_t>(code_at(far, i - kAnsLookBack - 1) == radius)
-                                              : 0u) << (kAnsLookBack - 1);
-        uint32_t level = 0;
-        if constexpr (Levels) {
-            level = cur.level();
-            cur.prev();
-        }
-        const EncodeEntry e = s_entry[(level * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
-        if (s.extra_bits) {  // uniform bits: frequency 1 of 2^k
-            if (x >= (1u << (32 - s.extra_bits))) {
-                out.put(static_cast<uint16_t>(x & 0xFFFFu));
+        // The state's chain, last code first.
+        const auto put = [&](int j) {
+            if (bits[j]) {  // uniform bits: frequency 1 of 2^k
+                if (x >= (1u << (32 - bits[j]))) {
+                    out.put(x & 0xFFFFu);
+                    x >>= 16;
+                    ++emitted;
+                }
+                x = (x << bits[j]) + extra[j];
+            }
+            if ((x >> (32 - kAnsScaleBits)) >= freq[j]) {  // x >= freq << 20, without overflow at 4096
+                out.put(x & 0xFFFFu);
                 x >>= 16;
                 ++emitted;
             }
-            x = (x << s.extra_bits) + s.extra;
+            const uint32_t q = freq[j] == 1 ? x : static_cast<uint32_t>(__umul64hi(x, rcp[j]));
+            x = (q << kAnsScaleBits) + (x - q * freq[j]) + cum[j];
+        };
+        if (static_cast<uint32_t>(8 * g) + 8 <= count) {
+#pragma unroll
+            for (int j = 7; j >= 0; --j) put(j);
+        } else {  // the lane's last group, partial
+#pragma unroll
+            for (int j = 7; j >= 0; --j)
+                if (static_cast<uint32_t>(8 * g) + j < count) put(j);
         }
-        if (encode_put(x, e, word)) {
-            out.put(word);
-            ++emitted;
+        if (g == 0) break;
+        --g;
+        c0 = c1, c1 = c2, c2 = c3;
+        c3 = load_group(lane_codes, 8 * g - 24, count, vec);
+        zf = (zf << 8 | zero_flags(c2, radius)) & 0xFFFFFFu;
+        if constexpr (Levels) {
+            if (cur.x >= 8) {
+                cur.x -= 8;
+            } else {
+                for (int j = 0; j < 8; ++j) cur.prev();
+            }
         }
     }
     out.flush();
@@ -202,105 +256,135 @@ __global__ void ans_pack_kernel(const uint16_t* __restrict__ slots, uint64_t slo
     for (uint64_t k = threadIdx.x & 31; k < count; k += 32) words[out + k] = src[k];
 }
 
-// Per context, the first symbol of each 16-slot bucket of the table: the
-// decoder starts there and steps forward to the slot's symbol (one step
-// at most for most slots).  0xFF: the context has no table.
+// The decoder's tables in shared memory, a block of 512 bytes per context:
+// the first symbol of each 16-slot bucket (256 bytes; 0xFF: the context has
+// no table), then 64 entries of 4 bytes per symbol: frequency (13 bits), cum
+// (12), the symbol's uniform bits (4) and the class it gives the next code
+// (3), so that one load answers all of it (0: absent symbol).  Entries 56..63
+// end every walk (frequency 4096): an absent context decodes harmlessly
+// until the lane is rejected.
 constexpr uint32_t kBucketShift = 4;
 constexpr uint32_t kBuckets = kAnsScale >> kBucketShift;
+constexpr uint32_t kRowEntries = 64;
+constexpr uint32_t kContextBytes = kBuckets + 4 * kRowEntries;
+constexpr uint32_t kDecEnd = kAnsScale;  // frequency 4096, cum 0
+__host__ __device__ constexpr uint32_t dec_freq(uint32_t e) { return e & 0x1FFFu; }
+__host__ __device__ constexpr uint32_t dec_cum(uint32_t e) { return (e >> 13) & 0xFFFu; }
+__host__ __device__ constexpr uint32_t dec_bits(uint32_t e) { return (e >> 25) & 0xFu; }
+__host__ __device__ constexpr uint32_t dec_class(uint32_t e) { return e >> 29; }
 
-// One lane, first code first, as ans_decode_cpu's loop; codes are stored
-// eight at a time when the output is 16-byte aligned.
+// One lane, first code first, as ans_decode_cpu's loop, eight codes per
+// group (stored at once when the output is 16-byte aligned).  What remains
+// between two codes is the serial chain: the slot's bucket and entry (two
+// shared-memory loads, the next entry loaded beside the first for a bucket
+// of two symbols), the state's advance and its refills, the next context;
+// the next word is loaded one refill ahead.
 template <bool Levels>
-__global__ void __launch_bounds__(kLaneThreads)
-    ans_decode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries, const uint8_t* __restrict__ bucket,
-                      const uint16_t* __restrict__ words, const uint32_t* __restrict__ lane_state,
-                      const uint64_t* __restrict__ lane_offset, uint64_t n, uint32_t radius, AnsCursor shape,
-                      uint32_t lane_symbols, uint64_t lanes, uint16_t* __restrict__ codes,
-                      uint32_t* __restrict__ d_corrupt) {
-    extern __shared__ uint32_t s_dec[];
-    uint32_t* s_entry = s_dec;
-    uint8_t* s_bucket = reinterpret_cast<uint8_t*>(s_dec + num_entries);
-    const uint32_t contexts = num_entries / kAnsAlphabet;
-    for (uint32_t i = threadIdx.x; i < num_entries; i += blockDim.x) s_entry[i] = d_entry[i];
-    for (uint32_t i = threadIdx.x; i < contexts * kBuckets / 4; i += blockDim.x)
-        reinterpret_cast<uint32_t*>(s_bucket)[i] = reinterpret_cast<const uint32_t*>(bucket)[i];
+__global__ void __launch_bounds__(kLaneMaxThreads)
+    ans_decode_kernel(const uint32_t* __restrict__ d_tables, uint32_t table_words, const uint16_t* __restrict__ words,
+                      const uint32_t* __restrict__ lane_state, const uint64_t* __restrict__ lane_offset, uint64_t n,
+                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
+                      uint16_t* __restrict__ codes, uint32_t* __restrict__ d_corrupt) {
+    extern __shared__ uint32_t s_tables[];
+    for (uint32_t i = threadIdx.x; i < table_words; i += blockDim.x) s_tables[i] = d_tables[i];
     __syncthreads();
+    const uint8_t* s_bytes = reinterpret_cast<const uint8_t*>(s_tables);
     const uint64_t lane = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (lane >= lanes) return;
     const uint64_t begin = lane * lane_symbols;
-    const uint64_t end = min(n, begin + lane_symbols);
-    uint64_t pos = lane_offset[lane];
-    const uint64_t stop = lane_offset[lane + 1];
+    const uint32_t count = static_cast<uint32_t>(min(n, begin + lane_symbols) - begin);
+    const uint16_t* lane_words = words + lane_offset[lane];
+    const uint32_t num_words = static_cast<uint32_t>(lane_offset[lane + 1] - lane_offset[lane]);  // <= 2^25
+    uint32_t wi = 0;
     uint32_t x = lane_state[lane];
-    uint32_t prev_class = 0, zeros = 0;
+    uint32_t next_word = num_words ? __ldg(lane_words) : 0u;
+    uint32_t next_block = 0, zeros = 0;  // the next code's class, as its block offset
     AnsCursor cur = shape;
     if constexpr (Levels) cur.seek(begin);
-    bool ok = true;
-    const auto refill = [&] {  // false: the lane ran out of words
-        if (!ans_decode_needs_word(x)) return true;
-        if (pos == stop) return false;
-        x = x << 16 | __ldg(words + pos++);
-        return true;
-    };
-    // Whole groups of eight codes are stored at once when they are 16-byte
-    // aligned (gsz's lanes are multiples of 64 codes); the loop runs on the
-    // lane's own 32-bit index.
-    const uint32_t count = static_cast<uint32_t>(end - begin);
     uint16_t* out = codes + begin;
     const bool vec = (reinterpret_cast<uintptr_t>(out) & 15) == 0;
-    unsigned long long lo = 0, hi = 0;  // the group of eight codes being filled
-    uint32_t k = 0;
-    for (; k < count; ++k) {
-        uint32_t ctx = ans_context_class(k, zeros, prev_class);
+    bool bad = false;
+    const auto refill = [&] {
+        const bool need = ans_decode_needs_word(x);
+        bad |= need && wi >= num_words;
+        x = need ? (x << 16 | next_word) : x;
+        wi += need;
+        if (need) next_word = wi < num_words ? __ldg(lane_words + wi) : 0u;
+    };
+    uint32_t k = 0;  // codes decoded
+    while (k < count && !bad) {
+        uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if constexpr (Levels) group_levels(cur, lv);
+        uint32_t code[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        const auto decode = [&](int j) {
+            const uint32_t block = lv[j] * (kAnsClasses * kContextBytes) +
+                                   (k + j < kAnsLookBack ? kAnsStartClass * kContextBytes : next_block);
+            const uint32_t slot = x & (kAnsScale - 1);
+            uint32_t s = s_bytes[block + (slot >> kBucketShift)];
+            const uint32_t* row = reinterpret_cast<const uint32_t*>(s_bytes + block + kBuckets);
+            uint32_t e = row[s & (kRowEntries - 1)];
+            const uint32_t e1 = row[(s + 1) & (kRowEntries - 1)];
+            const bool step = slot >= dec_cum(e) + dec_freq(e);
+            e = step ? e1 : e;
+            s += step;
+            while (slot >= dec_cum(e) + dec_freq(e)) e = row[++s];  // rare: a bucket of three symbols or more
+            x = dec_freq(e) * (x >> kAnsScaleBits) + slot - dec_cum(e);
+            refill();
+            const uint32_t b = dec_bits(e);
+            const uint32_t extra = x & ((1u << b) - 1u);
+            x >>= b;
+            refill();
+            const uint32_t c = ans_code_of(s, extra, radius);
+            bad |= c == kAnsBadCode || s >= kAnsAlphabet;
+            code[j] = c;
+            zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsLookBack) : 0u;
+            next_block = (zeros >= 2 ? ans_context_class(kAnsLookBack, zeros, 0) : dec_class(e)) * kContextBytes;
+        };
+        if (k + 8 <= count) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) decode(j);
+        } else {  // the lane's last group, partial
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+                if (k + j < count) decode(j);
+        }
+        if (vec && k + 8 <= count) {
+            *reinterpret_cast<uint4*>(out + k) =
+                make_uint4(code[0] | code[1] << 16, code[2] | code[3] << 16, code[4] | code[5] << 16,
+                           code[6] | code[7] << 16);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+                if (k + j < count) out[k + j] = static_cast<uint16_t>(code[j]);
+        }
+        k = min(k + 8, count);
         if constexpr (Levels) {
-            ctx += cur.level() * kAnsClasses;
-            cur.next();
-        }
-        const uint32_t slot = x & (kAnsScale - 1);
-        uint32_t s = s_bucket[ctx * kBuckets + (slot >> kBucketShift)];
-        if (s == 0xFF) break;
-        const uint32_t* row = s_entry + ctx * kAnsAlphabet;
-        uint32_t e = row[s];
-        while (slot >= (e >> 16) + (e & 0xFFFFu)) e = row[++s];  // the bucket's symbols are present: ends in range
-        x = ans_decode_advance(x, e & 0xFFFFu, e >> 16, kAnsScaleBits);
-        if (!refill()) break;
-        uint32_t extra = 0;
-        if (const uint32_t bits = ans_extra_bits(s)) {
-            extra = x & ((1u << bits) - 1u);
-            x >>= bits;
-            if (!refill()) break;
-        }
-        const uint32_t code = ans_code_of(s, extra, radius);
-        if (code == kAnsBadCode) break;
-        prev_class = ans_class_of_symbol(s);
-        zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsLookBack) : 0u;
-        if (!vec) {
-            out[k] = static_cast<uint16_t>(code);
-            continue;
-        }
-        const uint32_t j = k & 7;
-        if (j < 4)
-            lo |= static_cast<unsigned long long>(code) << (16 * j);
-        else
-            hi |= static_cast<unsigned long long>(code) << (16 * (j - 4));
-        if (j == 7) {
-            *reinterpret_cast<ulonglong2*>(out + k - 7) = make_ulonglong2(lo, hi);
-            lo = hi = 0;
+            if (cur.x + 8 < cur.nx) {
+                cur.x += 8;
+            } else {
+                for (int j = 0; j < 8; ++j) cur.next();
+            }
         }
     }
-    ok = k == count;
-    if (ok && vec)  // the lane's partial last group
-        for (uint32_t m = count & ~7u; m < count; ++m) {
-            const uint32_t j = m & 7;
-            out[m] = static_cast<uint16_t>((j < 4 ? lo : hi) >> (16 * (j & 3)));
-        }
-    if (!(ok && x == kAnsStateLow && pos == stop)) *d_corrupt = 1;
+    if (!(!bad && k == count && x == kAnsStateLow && wi == num_words)) *d_corrupt = 1;
 }
 
 AnsCursor cursor_of(const AnsContextShape& shape) { return shape.cursor(); }
 
 uint32_t grid_of(uint64_t items, uint32_t per_block) {
     return static_cast<uint32_t>((items + per_block - 1) / per_block);
+}
+
+// Threads per block for one lane each: 64 spread few lanes (low bit rates:
+// ~11K on a 300 MB field at rel 1e-2) over every SM; with many lanes,
+// larger blocks load the tables into shared memory fewer times.
+uint32_t lane_threads(uint64_t lanes) {
+    int device = 0, sms = 1;
+    GSZ_CUDA(cudaGetDevice(&device));
+    GSZ_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    for (uint32_t t = kLaneMaxThreads; t > 64; t /= 2)
+        if (lanes >= uint64_t(sms) * t * 2) return t;
+    return 64;
 }
 
 }  // namespace
@@ -334,13 +418,15 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     // rounded to whole 8-byte stores.
     const uint64_t slot_words = (2 * uint64_t{lane_symbols} + 3) / 4 * 4;
     cuda::DeviceBuffer<uint16_t> slots(lanes * slot_words, stream);
+    cuda::DeviceBuffer<unsigned long long> d_rcp(kAnsScale + 1, stream);
+    ans_reciprocal_kernel<<<grid_of(kAnsScale + 1, 256), 256, 0, stream>>>(d_rcp.data());
+    GSZ_CUDA_LAUNCHED("ans_reciprocal_kernel");
     const auto kernel = shape.levels > 1 ? ans_encode_kernel<true> : ans_encode_kernel<false>;
-    const size_t smem = entries * sizeof(EncodeEntry);  // up to 84 KB with 8 levels: opt in above 48 KB
-    if (smem > 48 * 1024)
-        GSZ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, smem, stream>>>(
-        d_entry.data(), entries, d_codes, n, radius, cursor_of(shape), lane_symbols, lanes, slots.data(), slot_words,
-        out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
+    const size_t smem = entries * sizeof(uint32_t);  // <= 21.5 KB (8 levels)
+    const uint32_t threads = lane_threads(lanes);
+    kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
+        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), lane_symbols, lanes, slots.data(),
+        slot_words, out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
     GSZ_CUDA_LAUNCHED("ans_encode_kernel");
     size_t temp_bytes = 0;
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, out.lane_word_offset.data(), lanes + 1, stream));
@@ -360,27 +446,35 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
                      const uint64_t* d_lane_word_offset, uint64_t n, uint32_t lane_symbols, uint32_t radius,
                      const AnsContextShape& shape, uint16_t* d_codes, uint32_t* d_corrupt, cudaStream_t stream) {
     if (n == 0) return;
+    GSZ_CHECK(lane_symbols >= 1 && lane_symbols <= kAnsMaxLaneSymbols, GSZ_STATUS_INVALID_ARGUMENT,
+              "ans decode: lanes of %u codes", lane_symbols);
     const uint64_t lanes = n / lane_symbols + (n % lane_symbols != 0);
-    const uint32_t entries = static_cast<uint32_t>(tables.entry.size());
     const uint32_t contexts = tables.num_contexts();
-    // The bucket table: the symbol holding each bucket's first slot.
-    std::vector<uint8_t> bucket(size_t{contexts} * kBuckets, 0xFF);
-    for (uint32_t c = 0; c < contexts; ++c)
+    // The decoder's tables (see kContextBytes): per context the symbol
+    // holding each bucket's first slot, then the entries.
+    std::vector<uint32_t> table(size_t{contexts} * kContextBytes / 4, 0);
+    for (uint32_t c = 0; c < contexts; ++c) {
+        uint8_t* bucket = reinterpret_cast<uint8_t*>(table.data()) + size_t{c} * kContextBytes;
+        uint32_t* row = reinterpret_cast<uint32_t*>(bucket + kBuckets);
+        std::fill_n(bucket, kBuckets, uint8_t{0xFF});
+        std::fill_n(row + kAnsAlphabet, kRowEntries - kAnsAlphabet, kDecEnd);
         for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
             const uint32_t e = tables.entry[size_t{c} * kAnsAlphabet + s];
+            if (e == 0) continue;
             const uint32_t lo = AnsTables::cum(e), hi = lo + AnsTables::freq(e);  // slots [lo, hi)
+            row[s] = AnsTables::freq(e) | lo << 13 | ans_extra_bits(s) << 25 | ans_class_of_symbol(s) << 29;
             for (uint32_t b = (lo + (1u << kBucketShift) - 1) >> kBucketShift; (b << kBucketShift) < hi; ++b)
-                bucket[size_t{c} * kBuckets + b] = static_cast<uint8_t>(s);
+                bucket[b] = static_cast<uint8_t>(s);
         }
-    cuda::DeviceBuffer<uint32_t> d_entry(entries, stream);
-    cuda::DeviceBuffer<uint8_t> d_bucket(bucket.size(), stream);
-    GSZ_CUDA(cudaMemcpyAsync(d_entry.data(), tables.entry.data(), entries * sizeof(uint32_t), cudaMemcpyHostToDevice,
+    }
+    cuda::DeviceBuffer<uint32_t> d_table(table.size(), stream);
+    GSZ_CUDA(cudaMemcpyAsync(d_table.data(), table.data(), table.size() * sizeof(uint32_t), cudaMemcpyHostToDevice,
                              stream));
-    GSZ_CUDA(cudaMemcpyAsync(d_bucket.data(), bucket.data(), bucket.size(), cudaMemcpyHostToDevice, stream));
-    const size_t smem = entries * sizeof(uint32_t) + bucket.size();
+    const size_t smem = table.size() * sizeof(uint32_t);  // <= 48 KB (8 levels)
     const auto kernel = shape.levels > 1 ? ans_decode_kernel<true> : ans_decode_kernel<false>;
-    kernel<<<grid_of(lanes, kLaneThreads), kLaneThreads, smem, stream>>>(
-        d_entry.data(), entries, d_bucket.data(), d_words, d_lane_state, d_lane_word_offset, n, radius,
+    const uint32_t threads = lane_threads(lanes);
+    kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
+        d_table.data(), static_cast<uint32_t>(table.size()), d_words, d_lane_state, d_lane_word_offset, n, radius,
         cursor_of(shape), lane_symbols, lanes, d_codes, d_corrupt);
     GSZ_CUDA_LAUNCHED("ans_decode_kernel");
     // No synchronization: copies from pageable memory return once the source is staged.

@@ -65,13 +65,18 @@ struct AnsSymbol {
     uint32_t extra;       // < 2^extra_bits
 };
 
+// Written with selects rather than early returns: the GPU coders compute it
+// for several codes at once, ahead of the state's serial chain.
 GSZ_HD AnsSymbol ans_symbol_of(uint32_t code, uint32_t radius) {
-    if (code == 0) return {kAnsOutlier, 0, 0};
     const int32_t v = static_cast<int32_t>(code) - static_cast<int32_t>(radius);
     const uint32_t a = static_cast<uint32_t>(v < 0 ? -v : v);
-    if (a <= static_cast<uint32_t>(kAnsExact)) return {static_cast<uint32_t>(v + kAnsExact), 0, 0};
-    const uint32_t k = ans_floor_log2(a);
-    return {kAnsFirstBucket + 2 * (k - kAnsFirstBucketLog) + (v < 0 ? 1u : 0u), k, a - (1u << k)};
+    const uint32_t k = ans_floor_log2(a | 1u);
+    const bool exact = a <= static_cast<uint32_t>(kAnsExact);
+    AnsSymbol s{exact ? static_cast<uint32_t>(v + kAnsExact)
+                      : kAnsFirstBucket + 2 * (k - kAnsFirstBucketLog) + (v < 0 ? 1u : 0u),
+                exact ? 0u : k, exact ? 0u : a - (1u << k)};
+    if (code == 0) s = {kAnsOutlier, 0, 0};
+    return s;
 }
 
 // Uniform bits after a symbol (0 for exact residuals and outliers).
@@ -83,30 +88,34 @@ GSZ_HD uint32_t ans_extra_bits(uint32_t symbol) {
 // The code of a symbol and its extra bits, or kAnsBadCode when the residual
 // is not below the radius (only a corrupt stream gives one).
 GSZ_HD uint32_t ans_code_of(uint32_t symbol, uint32_t extra, uint32_t radius) {
-    if (symbol == kAnsOutlier) return 0;
-    int32_t v;
-    if (symbol < kAnsFirstBucket) {
-        v = static_cast<int32_t>(symbol) - kAnsExact;
-    } else {
-        const uint32_t k = ans_extra_bits(symbol);
-        const int32_t a = static_cast<int32_t>((1u << k) + extra);
-        v = ((symbol - kAnsFirstBucket) & 1u) ? -a : a;
-    }
+    const uint32_t k = ans_extra_bits(symbol);  // 0 unless a bucket symbol
+    const int32_t a = static_cast<int32_t>((1u << k) + extra);
+    const int32_t v = k ? (((symbol - kAnsFirstBucket) & 1u) ? -a : a) : static_cast<int32_t>(symbol) - kAnsExact;
     const int32_t r = static_cast<int32_t>(radius);
-    return v > -r && v < r ? static_cast<uint32_t>(v + r) : kAnsBadCode;
+    const uint32_t code = v > -r && v < r ? static_cast<uint32_t>(v + r) : kAnsBadCode;
+    return symbol == kAnsOutlier ? 0u : code;
 }
 
 // The class a residual magnitude gives the next code's context: a function
 // of the symbol alone (bucket symbols are all class 6), so a decoder knows
 // the next context before it has the uniform bits.
-GSZ_HD uint32_t ans_class_of_magnitude(uint32_t a) {
+GSZ_HD constexpr uint32_t ans_class_of_magnitude(uint32_t a) {
     return a <= 2 ? a : a <= 4 ? 3u : a <= 8 ? 4u : a <= static_cast<uint32_t>(kAnsExact) ? 5u : 6u;
 }
 
+// The classes of the magnitudes 0..16, three bits each (16 stands for every
+// larger one): a shift instead of a chain of comparisons.
+inline constexpr uint64_t kAnsMagnitudeClasses = [] {
+    uint64_t c = 0;
+    for (uint32_t a = 0; a <= 16; ++a) c |= uint64_t{ans_class_of_magnitude(a)} << (3 * a);
+    return c;
+}();
+
 GSZ_HD uint32_t ans_class_of(uint32_t code, uint32_t radius) {
-    if (code == 0) return 7;
     const int32_t v = static_cast<int32_t>(code) - static_cast<int32_t>(radius);
-    return ans_class_of_magnitude(static_cast<uint32_t>(v < 0 ? -v : v));
+    const uint32_t a = static_cast<uint32_t>(v < 0 ? -v : v);
+    const uint32_t c = static_cast<uint32_t>(kAnsMagnitudeClasses >> (3 * (a < 16 ? a : 16u))) & 7u;
+    return code == 0 ? 7u : c;
 }
 
 GSZ_HD uint32_t ans_class_of_symbol(uint32_t symbol) {

@@ -948,59 +948,63 @@ TEST(CudaBackend, AnsKernelsMatchCpu) {
                     ASSERT_EQ(got_hist, hist);
 
                     const AnsTables tables = ans_build_tables(hist, levels);
-                    const uint32_t lane = ans_lane_symbols(n, ans_estimated_bits(tables, hist));
-                    const AnsStream want = ans_encode_cpu(tables, in, radius, shape, lane, 2);
-                    AnsDeviceStream got;
-                    ans_encode_cuda(tables, d_codes.data() + shift, n, radius, shape, lane, got, s);
-                    std::vector<uint32_t> state, words_per_lane;
-                    std::vector<uint16_t> words;
-                    gsz::cuda::copy_to_host(state, got.lane_state.data(), got.num_lanes, s);
-                    gsz::cuda::copy_to_host(words_per_lane, got.lane_words.data(), got.num_lanes, s);
-                    gsz::cuda::copy_to_host(words, got.words.data(), got.num_words, s);
-                    ASSERT_EQ(state, want.lane_state);
-                    ASSERT_EQ(words_per_lane, want.lane_words);
-                    ASSERT_EQ(words, want.words);
+                    const uint32_t auto_lane = ans_lane_symbols(n, ans_estimated_bits(tables, hist));
+                    // gsz's lane length (a multiple of 64), and lanes whose groups of eight codes are unaligned
+                    for (const uint32_t lane : {auto_lane, 100u, 13u}) {
+                        SCOPED_TRACE("lane " + std::to_string(lane));
+                        const AnsStream want = ans_encode_cpu(tables, in, radius, shape, lane, 2);
+                        AnsDeviceStream got;
+                        ans_encode_cuda(tables, d_codes.data() + shift, n, radius, shape, lane, got, s);
+                        std::vector<uint32_t> state, words_per_lane;
+                        std::vector<uint16_t> words;
+                        gsz::cuda::copy_to_host(state, got.lane_state.data(), got.num_lanes, s);
+                        gsz::cuda::copy_to_host(words_per_lane, got.lane_words.data(), got.num_lanes, s);
+                        gsz::cuda::copy_to_host(words, got.words.data(), got.num_words, s);
+                        ASSERT_EQ(state, want.lane_state);
+                        ASSERT_EQ(words_per_lane, want.lane_words);
+                        ASSERT_EQ(words, want.words);
 
-                    // Decode, and decode with one lane's state changed: the same verdict as the CPU's.
-                    for (const bool lie : {false, true}) {
-                        AnsStream sent = want;
-                        if (lie) sent.lane_state[sent.num_lanes() / 2] ^= 0x00F0F000u;
-                        gsz::ByteWriter t, l, w;
-                        ans_tables_write(tables, lane, t);
-                        ans_lanes_write(sent, l);
-                        ans_stream_write(sent, w);
-                        AnsStreamView view;
-                        try {
-                            view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, levels);
-                        } catch (const gsz::Error&) {
-                            continue;  // a state below 2^16: rejected before any decoding
-                        }
-                        std::vector<uint16_t> cpu(n);
-                        bool cpu_ok = true;
-                        try {
-                            ans_decode_cpu(view, radius, shape, cpu, 2);
-                        } catch (const gsz::Error&) {
-                            cpu_ok = false;
-                        }
-                        gsz::cuda::DeviceBuffer<uint16_t> d_words(sent.words.size(), s), d_out(n, s);
-                        gsz::cuda::DeviceBuffer<uint32_t> d_state(sent.num_lanes(), s);
-                        gsz::cuda::DeviceBuffer<uint64_t> d_offset(view.lane_word_offset.size(), s);
-                        cudaMemcpy(d_words.data(), sent.words.data(), sent.words.size() * 2, cudaMemcpyHostToDevice);
-                        cudaMemcpy(d_state.data(), sent.lane_state.data(), sent.num_lanes() * 4, cudaMemcpyHostToDevice);
-                        cudaMemcpy(d_offset.data(), view.lane_word_offset.data(), view.lane_word_offset.size() * 8,
-                                   cudaMemcpyHostToDevice);
-                        d_flag.zero(s);
-                        ans_decode_cuda(tables, d_words.data(), d_state.data(), d_offset.data(), n, lane, radius,
-                                        shape, d_out.data(), d_flag.data(), s);
-                        uint32_t corrupt = 2;
-                        std::vector<uint16_t> back(n);
-                        ASSERT_EQ(cudaMemcpy(back.data(), d_out.data(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-                        ASSERT_EQ(cudaMemcpy(&corrupt, d_flag.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
-                        EXPECT_EQ(corrupt == 0, cpu_ok) << (lie ? "state changed" : "as encoded");
-                        if (!lie) {
-                            EXPECT_TRUE(std::equal(back.begin(), back.end(), in.begin()));
-                        } else if (cpu_ok) {
-                            EXPECT_EQ(back, cpu);
+                        // Decode, and decode with one lane's state changed: the same verdict as the CPU's.
+                        for (const bool lie : {false, true}) {
+                            AnsStream sent = want;
+                            if (lie) sent.lane_state[sent.num_lanes() / 2] ^= 0x00F0F000u;
+                            gsz::ByteWriter t, l, w;
+                            ans_tables_write(tables, lane, t);
+                            ans_lanes_write(sent, l);
+                            ans_stream_write(sent, w);
+                            AnsStreamView view;
+                            try {
+                                view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, levels);
+                            } catch (const gsz::Error&) {
+                                continue;  // a state below 2^16: rejected before any decoding
+                            }
+                            std::vector<uint16_t> cpu(n);
+                            bool cpu_ok = true;
+                            try {
+                                ans_decode_cpu(view, radius, shape, cpu, 2);
+                            } catch (const gsz::Error&) {
+                                cpu_ok = false;
+                            }
+                            gsz::cuda::DeviceBuffer<uint16_t> d_words(sent.words.size(), s), d_out(n, s);
+                            gsz::cuda::DeviceBuffer<uint32_t> d_state(sent.num_lanes(), s);
+                            gsz::cuda::DeviceBuffer<uint64_t> d_offset(view.lane_word_offset.size(), s);
+                            cudaMemcpy(d_words.data(), sent.words.data(), sent.words.size() * 2, cudaMemcpyHostToDevice);
+                            cudaMemcpy(d_state.data(), sent.lane_state.data(), sent.num_lanes() * 4, cudaMemcpyHostToDevice);
+                            cudaMemcpy(d_offset.data(), view.lane_word_offset.data(), view.lane_word_offset.size() * 8,
+                                       cudaMemcpyHostToDevice);
+                            d_flag.zero(s);
+                            ans_decode_cuda(tables, d_words.data(), d_state.data(), d_offset.data(), n, lane, radius,
+                                            shape, d_out.data(), d_flag.data(), s);
+                            uint32_t corrupt = 2;
+                            std::vector<uint16_t> back(n);
+                            ASSERT_EQ(cudaMemcpy(back.data(), d_out.data(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+                            ASSERT_EQ(cudaMemcpy(&corrupt, d_flag.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+                            EXPECT_EQ(corrupt == 0, cpu_ok) << (lie ? "state changed" : "as encoded");
+                            if (!lie) {
+                                EXPECT_TRUE(std::equal(back.begin(), back.end(), in.begin()));
+                            } else if (cpu_ok) {
+                                EXPECT_EQ(back, cpu);
+                            }
                         }
                     }
                 }

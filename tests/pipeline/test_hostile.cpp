@@ -607,6 +607,7 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         // ans_tables: lane length u32 @0, levels @4, classes @5, alphabet @6, scale bits @7, then the tables.
         expect_corrupt(SectionKind::ans_tables, patched(tables, 0, uint32_t{0}), "lanes of 0 codes");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 0, uint32_t{7}), "lane length changed");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 0, uint32_t{(1u << 24) + 64}), "lanes too long");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 4, static_cast<uint8_t>(tables[4] + 1)), "levels");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 5, uint8_t{8}), "classes");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 6, uint8_t{57}), "alphabet");
