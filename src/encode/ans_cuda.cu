@@ -17,50 +17,6 @@ constexpr int kHistThreads = 256;
 constexpr uint32_t kHistCodesPerThread = 64;  // consecutive codes: one cursor seek per 64
 constexpr int kLaneMaxThreads = 256;
 
-// Counts (context, symbol) over runs of 64 consecutive codes per thread; a
-// bin repeated back to back (the dominant code's runs) is added once.
-__global__ void __launch_bounds__(kHistThreads)
-    ans_histogram_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint32_t radius, AnsCursor shape,
-                         uint32_t bins, unsigned long long* __restrict__ d_hist, uint32_t* __restrict__ d_bad) {
-    extern __shared__ uint32_t s_hist[];
-    for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x) s_hist[i] = 0;
-    __syncthreads();
-    const uint64_t begin = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kHistCodesPerThread;
-    bool bad = false;
-    if (begin < n) {
-        const uint64_t end = min(n, begin + kHistCodesPerThread);
-        AnsCursor cur = shape;
-        if (cur.levels > 1) cur.seek(begin);
-        const uint32_t limit = 2 * radius - 1;
-        uint32_t prev_class = begin == 0 ? 0u : ans_class_of(min(static_cast<uint32_t>(codes[begin - 1]), limit), radius);
-        uint32_t zeros = 0;  // residual-0 codes just before codes[begin], up to kAnsLookBack
-        while (zeros < kAnsLookBack && begin > zeros && codes[begin - zeros - 1] == radius) ++zeros;
-        uint32_t run_bin = 0xFFFFFFFFu, run = 0;
-        for (uint64_t i = begin; i < end; ++i) {
-            const uint32_t raw = codes[i];
-            bad |= raw > limit;
-            const uint32_t code = min(raw, limit);
-            const uint32_t level = cur.level();
-            if (cur.levels > 1) cur.next();
-            const uint32_t bin = (level * kAnsClasses + ans_context_class(i, zeros, prev_class)) * kAnsAlphabet +
-                                 ans_symbol_of(code, radius).symbol;
-            if (bin != run_bin) {
-                if (run) atomicAdd(&s_hist[run_bin], run);
-                run_bin = bin;
-                run = 0;
-            }
-            ++run;
-            prev_class = ans_class_of(code, radius);
-            zeros = code == radius ? min(zeros + 1, kAnsLookBack) : 0u;
-        }
-        if (run) atomicAdd(&s_hist[run_bin], run);
-    }
-    if (bad) *d_bad = 1;
-    __syncthreads();
-    for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x)
-        if (s_hist[i]) atomicAdd(d_hist + i, static_cast<unsigned long long>(s_hist[i]));
-}
-
 // Division by a frequency (1..4096) as a multiply: q = umulhi64(x, ceil(2^64
 // / f)) is exact for every 32-bit x (the error term x * e * f < 2^56 < 2^64),
 // so the words equal the CPU's, which divides.  The reciprocals are a table
@@ -150,6 +106,91 @@ __device__ __forceinline__ void group_levels(const AnsCursor& cur, uint32_t (&lv
         lv[j] = c.level();
         c.next();
     }
+}
+
+// Counts (context, symbol) over runs of 64 consecutive codes per thread,
+// eight at a time as the coders read them; a bin repeated back to back (the
+// dominant code's runs) is added once.  Every code's context is taken with
+// its array index as the offset (ans_histogram_cpu), so the look-back crosses
+// the threads' ranges.
+template <bool Levels>
+__global__ void __launch_bounds__(kHistThreads)
+    ans_histogram_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint32_t radius, AnsCursor shape,
+                         uint32_t bins, unsigned long long* __restrict__ d_hist, uint32_t* __restrict__ d_bad) {
+    extern __shared__ uint32_t s_hist[];
+    for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x) s_hist[i] = 0;
+    __syncthreads();
+    const uint64_t begin = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kHistCodesPerThread;
+    bool bad = false;
+    if (begin < n) {
+        const uint32_t count = static_cast<uint32_t>(min(n - begin, uint64_t{kHistCodesPerThread}));
+        // Offsets relative to `begin`; the two groups before it are the look-back
+        // (codes before the array read as 0: not zero residuals, and the array's
+        // first 16 codes take the start class anyway).
+        const uint16_t* base = codes + begin;
+        const uint64_t before = min(begin, uint64_t{16});  // codes readable before `begin`
+        const auto load = [&](int64_t first) {
+            CodeGroup g;
+#pragma unroll
+            for (int m = 0; m < 4; ++m) {
+                const int64_t a = first + 2 * m;
+                const uint32_t lo = a >= -static_cast<int64_t>(before) && a < count ? __ldg(base + a) : 0u;
+                const uint32_t hi = a + 1 >= -static_cast<int64_t>(before) && a + 1 < count ? __ldg(base + a + 1) : 0u;
+                g.w[m] = lo | hi << 16;
+            }
+            return g;
+        };
+        const bool vec = (reinterpret_cast<uintptr_t>(base) & 15) == 0 && count == kHistCodesPerThread && begin >= 16;
+        const auto load_fast = [&](int64_t first) {
+            if (!vec) return load(first);
+            CodeGroup g;
+            const uint4 q = __ldg(reinterpret_cast<const uint4*>(base + first));
+            g.w[0] = q.x, g.w[1] = q.y, g.w[2] = q.z, g.w[3] = q.w;
+            return g;
+        };
+        const uint32_t limit = 2 * radius - 1;
+        CodeGroup c1 = load_fast(-8), c0 = load_fast(0);
+        uint32_t zf = zero_flags(load_fast(-16), radius) | zero_flags(c1, radius) << 8 | zero_flags(c0, radius) << 16;
+        AnsCursor cur = shape;
+        if constexpr (Levels) cur.seek(begin);
+        uint32_t run_bin = 0xFFFFFFFFu, run = 0;
+        for (uint32_t q = 0; q < count; q += 8) {
+            uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            if constexpr (Levels) group_levels(cur, lv);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                if (q + j >= count) break;
+                const uint32_t raw = c0[j];
+                bad |= raw > limit;
+                const uint32_t code = min(raw, limit);
+                const uint32_t prev = min(j ? c0[j - 1] : c1[7], limit);
+                const uint32_t zeros = static_cast<uint32_t>(__clz(~((zf >> j) << 16)));
+                const uint32_t cls = ans_context_class(begin + q + j, zeros, ans_class_of(prev, radius));
+                const uint32_t bin = (lv[j] * kAnsClasses + cls) * kAnsAlphabet + ans_symbol_of(code, radius).symbol;
+                if (bin != run_bin) {
+                    if (run) atomicAdd(&s_hist[run_bin], run);
+                    run_bin = bin;
+                    run = 0;
+                }
+                ++run;
+            }
+            c1 = c0;
+            c0 = q + 16 <= count ? load_fast(q + 8) : load(q + 8);
+            zf = zf >> 8 | zero_flags(c0, radius) << 16;
+            if constexpr (Levels) {
+                if (cur.x + 8 < cur.nx) {
+                    cur.x += 8;
+                } else {
+                    for (int j = 0; j < 8; ++j) cur.next();
+                }
+            }
+        }
+        if (run) atomicAdd(&s_hist[run_bin], run);
+    }
+    if (bad) *d_bad = 1;
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x)
+        if (s_hist[i]) atomicAdd(d_hist + i, static_cast<unsigned long long>(s_hist[i]));
 }
 
 // One lane, last code first, as ans_encode_cpu's loop, into its slot.
@@ -395,7 +436,8 @@ void ans_histogram_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, co
     GSZ_CUDA(cudaMemsetAsync(d_hist, 0, bins * sizeof(uint64_t), stream));
     if (n == 0) return;
     const uint32_t blocks = grid_of((n + kHistCodesPerThread - 1) / kHistCodesPerThread, kHistThreads);
-    ans_histogram_kernel<<<blocks, kHistThreads, bins * sizeof(uint32_t), stream>>>(
+    const auto kernel = shape.levels > 1 ? ans_histogram_kernel<true> : ans_histogram_kernel<false>;
+    kernel<<<blocks, kHistThreads, bins * sizeof(uint32_t), stream>>>(
         d_codes, n, radius, cursor_of(shape), bins, reinterpret_cast<unsigned long long*>(d_hist), d_bad_code);
     GSZ_CUDA_LAUNCHED("ans_histogram_kernel");
 }
