@@ -216,6 +216,8 @@ struct DeviceCodeStage {
     encode::AnsDeviceStream ans_stream;
     cuda::DeviceBuffer<uint64_t> hist;           // kept across calls
     cuda::PinnedBuffer<uint64_t> hist_host;
+    cuda::DeviceBuffer<uint64_t> ans_hist;       // "ans": (context, symbol) counts, kept across calls
+    cuda::PinnedBuffer<uint64_t> ans_hist_host;
     encode::HuffmanDeviceBook device_book;       // the encoder's table, its buffer kept across calls
 };
 
@@ -224,11 +226,14 @@ struct DeviceCodeStage {
 std::vector<uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
                                           cudaStream_t stream, cuda::DeviceBuffer<uint64_t>& d_hist,
                                           cuda::PinnedBuffer<uint64_t>& h_hist) {
-    d_hist.allocate(alphabet + 1, stream);  // the last entry flags a bad symbol
+    // The last entry flags a bad symbol.  Room for the run tokens' larger
+    // alphabet from the start: growing the page-locked buffer between the
+    // codes' and the tokens' histograms cost ~1.5 ms per call on the H100 host.
+    d_hist.allocate(alphabet + 1 + encode::kRunClasses, stream);
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
     encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
-    h_hist.allocate(alphabet + 1);
+    h_hist.allocate(alphabet + 1 + encode::kRunClasses);
     GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist.data(), (alphabet + 1) * sizeof(uint64_t), cudaMemcpyDeviceToHost,
                              stream));
     GSZ_CUDA(cudaStreamSynchronize(stream));
@@ -236,18 +241,26 @@ std::vector<uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n,
     return std::vector<uint64_t>(h_hist.data(), h_hist.data() + alphabet);
 }
 
-std::vector<uint64_t> ans_histogram_on_device(const uint16_t* d_codes, uint64_t n, uint32_t radius,
-                                              const encode::AnsContextShape& shape, cudaStream_t stream) {
+// The (context, symbol) histogram of "ans" counted and copied to page-locked
+// memory, without waiting: the codes' histogram's synchronization covers it.
+void ans_histogram_launch(const uint16_t* d_codes, uint64_t n, uint32_t radius, const encode::AnsContextShape& shape,
+                          DeviceCodeStage& out, cudaStream_t stream) {
     const uint32_t bins = shape.num_contexts() * encode::kAnsAlphabet;
-    cuda::DeviceBuffer<uint64_t> d_hist(bins + 1, stream);  // the last entry flags a bad code
-    uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + bins);
+    out.ans_hist.allocate(bins + 1, stream);  // the last entry flags a bad code
+    uint32_t* d_bad = reinterpret_cast<uint32_t*>(out.ans_hist.data() + bins);
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
-    encode::ans_histogram_cuda(d_codes, n, radius, shape, d_hist.data(), d_bad, stream);
-    std::vector<uint64_t> histogram;
-    cuda::copy_to_host(histogram, d_hist.data(), bins + 1, stream);
-    GSZ_CHECK(histogram[bins] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
-    histogram.pop_back();
-    return histogram;
+    encode::ans_histogram_cuda(d_codes, n, radius, shape, out.ans_hist.data(), d_bad, stream);
+    out.ans_hist_host.allocate(encode::kAnsMaxContexts * encode::kAnsAlphabet + 1);
+    GSZ_CUDA(cudaMemcpyAsync(out.ans_hist_host.data(), out.ans_hist.data(), (bins + 1) * sizeof(uint64_t),
+                             cudaMemcpyDeviceToHost, stream));
+}
+
+// The launched histogram, once the stream has been synchronized.
+std::vector<uint64_t> ans_histogram_read(const encode::AnsContextShape& shape, const DeviceCodeStage& out) {
+    const uint32_t bins = shape.num_contexts() * encode::kAnsAlphabet;
+    const uint64_t* h = out.ans_hist_host.data();
+    GSZ_CHECK(h[bins] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
+    return std::vector<uint64_t>(h, h + bins);
 }
 
 void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius,
@@ -261,8 +274,11 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     // Huffman's look-back states, initialized before the histogram's synchronization.
     if (mode == GSZ_LOSSLESS_NONE)
         encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, alphabet, out.stream, stream);
+    // Both histograms before one synchronization (the codes' is needed first).
+    const bool try_ans = code_stage_try_ans(mode);
+    if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, out, stream);
     const std::vector<uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
-    trace.mark("histogram");
+    trace.mark(try_ans ? "histograms" : "histogram");
     // GPU work that overlaps the host's codebook build (it may use the histogram).
     if (after_histogram) after_histogram(code_hist);
     cuda::DeviceBuffer<uint16_t> d_tokens;
@@ -277,10 +293,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         trace.mark("run tokens");
     }
     std::vector<uint64_t> ans_hist;
-    if (code_stage_try_ans(mode)) {
-        ans_hist = ans_histogram_on_device(d_codes, n, radius, shape, stream);
-        trace.mark("ans histogram");
-    }
+    if (try_ans) ans_hist = ans_histogram_read(shape, out);
     CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, shape.levels, n);
     trace.mark("codebook (host)");
     if (choice.ans) {
@@ -875,15 +888,19 @@ void copy_to_host(void* h_dst, const void* d_src, size_t bytes, void* stream) {
 
 namespace {
 
-// What the fast and lorenzo pipelines keep from one repetition to the next, as an
-// application compressing every time step would: its device buffers, grown
-// by the warm-up, so that timed calls make no allocation calls.
+// What each pipeline keeps from one repetition to the next, as an
+// application compressing every time step would: its device buffers (and
+// page-locked host buffers), grown by the warm-up, so that timed calls make
+// no allocation calls.  (Interp's were made per call until 2026-11-25: a
+// page-locked allocation then cost up to 1.5 ms per compression.)
 template <class T>
 struct BenchBuffers {
     FastDeviceCompressed<T> compressed;
     FastDeviceArchive<T> archive;
     DeviceCompressed<T> lorenzo_compressed;
     DeviceArchive<T> lorenzo_archive;
+    InterpDeviceCompressed<T> interp_compressed;
+    InterpDeviceArchive<T> interp_archive;
 };
 
 // Device-resident compression time: input in device memory -> every section
@@ -894,7 +911,7 @@ double bench_typed_compress(const gsz_params& params, const void* d_in, cudaStre
                             std::vector<uint8_t>& archive, BenchBuffers<T>& fast) {
     const T* d_data = static_cast<const T*>(d_in);
     if (params.pipeline == GSZ_PIPELINE_INTERP) {
-        InterpDeviceCompressed<T> ic;
+        InterpDeviceCompressed<T>& ic = fast.interp_compressed;
         const double t = timed([&] { interp_compress_on_device(params, d_data, ic, s); });
         archive = interp_fetch_archive(ic, d_data, static_cast<const T*>(nullptr), params_num_elements(params), s);
         return t;
@@ -923,7 +940,7 @@ double bench_typed_decompress(const std::vector<uint8_t>& archive, void* d_out, 
         return timed([&] { fast_decode_on_device(fa, static_cast<T*>(d_out), s); });
     }
     if (parsed.header.pipeline == GSZ_PIPELINE_INTERP) {
-        InterpDeviceArchive<T> ia;
+        InterpDeviceArchive<T>& ia = fast.interp_archive;
         interp_upload_archive(parsed, ia, s);
         return timed([&] { interp_decode_on_device(ia, parsed.header.num_elements(), static_cast<T*>(d_out), s); });
     }
