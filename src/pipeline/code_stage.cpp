@@ -59,10 +59,14 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
         c.ans_lane_symbols = encode::ans_lane_symbols(n, encode::ans_estimated_bits(*c.ans, ans_histogram));
         ans_bytes = encode::ans_estimated_bytes(*c.ans, ans_histogram, n);
         // rANS wins outright when it beats what any Huffman code of the codes
-        // could reach and run tokens are not in play (this skips the codebook
-        // build, a millisecond on the GPU's path).
+        // (and of the run tokens, with their 8 bytes of parameters) could
+        // reach: the choice below would be the same, and the codebook builds
+        // (up to a millisecond on the GPU's path) are skipped.
         if (mode == GSZ_LOSSLESS_ANS) return c;
-        if (token_histogram.empty() && ans_bytes < huffman_lower_bound_bytes(code_histogram)) return c;
+        uint64_t huffman_floor = huffman_lower_bound_bytes(code_histogram);
+        if (!token_histogram.empty())
+            huffman_floor = std::min(huffman_floor, huffman_lower_bound_bytes(token_histogram) + 8);
+        if (ans_bytes < huffman_floor) return c;
     }
     encode::HuffmanCodebook runs_book, plain_book;
     if (token_histogram.empty()) {

@@ -1,6 +1,9 @@
 // The context-modelled rANS coder ("ans" lossless stage): symbol mapping,
 // contexts, tables, round trips, and that it spends what the model says.
 #include "encode/ans.hpp"
+#include "encode/huffman.hpp"
+#include "encode/run_tokens.hpp"
+#include "pipeline/code_stage.hpp"
 #include "runtime/status.hpp"
 
 #include <gtest/gtest.h>
@@ -263,6 +266,54 @@ TEST(Ans, ReaderRejectsInconsistentSections) {
     auto odd = w.bytes();
     odd.push_back(0);
     EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), odd, codes.size(), 1), Error);
+}
+
+// The auto choice skips the codebook builds when rANS beats every Huffman
+// code's lower bound; it must then choose exactly what the full comparison
+// (both codebooks built, every estimate) chooses.
+TEST(Ans, AutoChoiceMatchesTheFullComparison) {
+    int ans_wins = 0, huffman_wins = 0;
+    for (const double quiet : {0.02, 0.05, 0.2, 0.6}) {
+        for (const uint32_t seed : {1u, 2u, 3u}) {
+            // Runs of the zero residual broken by busy stretches (quiet: how often one starts).
+            std::mt19937 rng(seed);
+            std::uniform_real_distribution<double> u(0, 1);
+            const uint32_t radius = 512;
+            std::vector<uint16_t> codes(200000);
+            bool busy = false;
+            for (auto& c : codes) {
+                busy = busy ? u(rng) < 0.8 : u(rng) < quiet;
+                const double sd = seed == 3 ? 40 : 2;
+                const int32_t v = busy ? static_cast<int32_t>(std::lround(std::normal_distribution<double>(0, sd)(rng))) : 0;
+                c = static_cast<uint16_t>(std::clamp<int32_t>(v, 1 - 512, 511) + static_cast<int32_t>(radius));
+            }
+            AnsContextShape shape;
+            const uint32_t alphabet = 2 * radius;
+            const auto code_hist = histogram_cpu(codes, alphabet, 2);
+            const uint32_t dominant = run_dominant_code(code_hist);
+            const auto tokens = run_tokens_encode_cpu(codes, dominant, alphabet, 2);
+            const auto token_hist = histogram_cpu(tokens, alphabet + kRunClasses, 2);
+            const auto ans_hist = ans_histogram_cpu(codes, radius, shape, 2);
+            const auto choice = pipeline::code_stage_choose(GSZ_LOSSLESS_AUTO, code_hist, token_hist, dominant,
+                                                            ans_hist, shape.levels, codes.size());
+            // The full comparison.
+            const AnsTables tables = ans_build_tables(ans_hist, shape.levels);
+            const uint64_t ans_bytes = ans_estimated_bytes(tables, ans_hist, codes.size());
+            const uint64_t plain =
+                huffman_estimated_bytes(huffman_build(code_hist), code_hist, pipeline::kHuffmanChunkSymbols);
+            const uint64_t runs =
+                huffman_estimated_bytes(huffman_build(token_hist), token_hist, pipeline::kHuffmanChunkSymbols) + 8;
+            SCOPED_TRACE("quiet " + std::to_string(quiet) + " seed " + std::to_string(seed) + ": ans " +
+                         std::to_string(ans_bytes) + ", plain " + std::to_string(plain) + ", runs " +
+                         std::to_string(runs));
+            const bool want_ans = ans_bytes < std::min(plain, runs);
+            EXPECT_EQ(choice.ans.has_value(), want_ans);
+            if (!want_ans) EXPECT_EQ(choice.runs.has_value(), runs < plain);
+            (want_ans ? ans_wins : huffman_wins) += 1;
+        }
+    }
+    EXPECT_GT(ans_wins, 0);  // both outcomes are exercised
+    EXPECT_GT(huffman_wins, 0);
 }
 
 }  // namespace
