@@ -2,6 +2,7 @@
 #include "encode/run_tokens_cuda.hpp"
 
 #include "runtime/cuda/cuda_check.hpp"
+#include "runtime/status.hpp"
 
 #include <cub/device/device_scan.cuh>
 #include <thrust/execution_policy.h>
@@ -85,16 +86,45 @@ __device__ uint32_t lane_tokens(const LaneRun& r, uint32_t dominant, uint32_t al
     return tz.tokens;
 }
 
+// Tokens per segment into counts[s]; with `digits`, also the binary digits of
+// the runs the tokens spell (runs with bit k set at digits[k - 1], k =
+// 1..kRunClasses; runs of odd length, whose last token is the dominant code,
+// at digits[kRunClasses]): with the codes' histogram that is the tokens'.
 __global__ void __launch_bounds__(kThreads)
 run_count_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint64_t segments, uint32_t dominant,
-                 uint32_t alphabet, uint64_t* __restrict__ counts) {
+                 uint32_t alphabet, uint64_t* __restrict__ counts, unsigned long long* __restrict__ digits) {
+    __shared__ uint32_t s_digits[kRunClasses + 1];
+    if (digits && threadIdx.x <= kRunClasses) s_digits[threadIdx.x] = 0;
+    if (digits) __syncthreads();
     const uint64_t s = blockIdx.x * uint64_t{kWarps} + threadIdx.x / 32;
-    if (s >= segments) return;  // whole warps leave together
-    const int lane = threadIdx.x % 32;
-    const LaneRun r = load_lane(codes, n, s, dominant, lane);
-    uint32_t t = lane_tokens(r, dominant, alphabet, [](uint16_t) {});
-    for (int d = 16; d > 0; d >>= 1) t += __shfl_down_sync(kFull, t, d);
-    if (lane == 0) counts[s] = t;
+    if (s < segments) {  // whole warps take this branch together
+        const int lane = threadIdx.x % 32;
+        const LaneRun r = load_lane(codes, n, s, dominant, lane);
+        // A lane flushes at most 32 runs: a 6-bit field per digit holds its count
+        // (registers, where an array indexed by the token would go to local memory).
+        unsigned long long fields = 0;
+        uint32_t odd = 0;
+        uint32_t t = lane_tokens(r, dominant, alphabet, [&](uint16_t token) {
+            if (token >= alphabet)
+                fields += 1ull << (6 * (token - alphabet));
+            else if (token == dominant)
+                ++odd;
+        });
+        for (int d = 16; d > 0; d >>= 1) t += __shfl_down_sync(kFull, t, d);
+        if (lane == 0) counts[s] = t;
+        if (digits) {
+#pragma unroll
+            for (uint32_t k = 0; k <= kRunClasses; ++k) {
+                uint32_t c = k < kRunClasses ? static_cast<uint32_t>(fields >> (6 * k)) & 63u : odd;
+                for (int d = 16; d > 0; d >>= 1) c += __shfl_down_sync(kFull, c, d);
+                if (lane == 0 && c) atomicAdd(&s_digits[k], c);
+            }
+        }
+    }
+    if (!digits) return;
+    __syncthreads();
+    if (threadIdx.x <= kRunClasses && s_digits[threadIdx.x])
+        atomicAdd(digits + threadIdx.x, static_cast<unsigned long long>(s_digits[threadIdx.x]));
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -154,31 +184,57 @@ run_place_literals_kernel(const uint16_t* __restrict__ tokens, const uint64_t* _
 
 }  // namespace
 
-uint64_t run_tokens_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
-                                cuda::DeviceBuffer<uint16_t>& d_tokens, cudaStream_t stream) {
+std::vector<uint64_t> run_tokens_count_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
+                                            std::span<const uint64_t> code_histogram, RunTokenPlan& plan,
+                                            cudaStream_t stream) {
+    GSZ_CHECK(alphabet <= kRunMaxAlphabet && dominant < alphabet && code_histogram.size() == alphabet,
+              GSZ_STATUS_INTERNAL, "run tokens: alphabet %u, dominant code %u, histogram of %zu", alphabet, dominant,
+              code_histogram.size());
     const uint64_t segments = (n + kRunSegment - 1) / kRunSegment;
-    cuda::DeviceBuffer<uint64_t> offsets(segments + 1, stream);
-    GSZ_CUDA(cudaMemsetAsync(offsets.data() + segments, 0, sizeof(uint64_t), stream));
+    // [segments + 1] token counts, scanned in place into offsets, then the digits.
+    plan.offsets.allocate(segments + 1 + kRunClasses + 1, stream);
+    uint64_t* digits = plan.offsets.data() + segments + 1;
+    GSZ_CUDA(cudaMemsetAsync(plan.offsets.data() + segments, 0, (kRunClasses + 2) * sizeof(uint64_t), stream));
     if (segments) {
-        run_count_kernel<<<warp_blocks_for(segments), kThreads, 0, stream>>>(d_codes, n, segments, dominant, alphabet,
-                                                                        offsets.data());
+        run_count_kernel<<<warp_blocks_for(segments), kThreads, 0, stream>>>(
+            d_codes, n, segments, dominant, alphabet, plan.offsets.data(), reinterpret_cast<unsigned long long*>(digits));
         GSZ_CUDA_LAUNCHED("run tokens");
     }
     size_t temp_bytes = 0;
-    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, offsets.data(), offsets.data(), segments + 1, stream));
-    cuda::DeviceBuffer<uint8_t> temp(temp_bytes, stream);
-    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, offsets.data(), offsets.data(), segments + 1,
+    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, plan.offsets.data(), plan.offsets.data(), segments + 1,
                                            stream));
-    uint64_t total = 0;
-    GSZ_CUDA(cudaMemcpyAsync(&total, offsets.data() + segments, sizeof total, cudaMemcpyDeviceToHost, stream));
+    cuda::DeviceBuffer<uint8_t> temp(temp_bytes, stream);
+    GSZ_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, plan.offsets.data(), plan.offsets.data(),
+                                           segments + 1, stream));
+    uint64_t back[kRunClasses + 2];  // the total, then the digits
+    GSZ_CUDA(cudaMemcpyAsync(back, plan.offsets.data() + segments, sizeof back, cudaMemcpyDeviceToHost, stream));
     GSZ_CUDA(cudaStreamSynchronize(stream));
-    d_tokens.allocate(total, stream);
-    if (segments) {
-        run_write_kernel<<<warp_blocks_for(segments), kThreads, 0, stream>>>(d_codes, n, segments, dominant, alphabet,
-                                                                        offsets.data(), d_tokens.data());
+    plan.num_tokens = back[0];
+    plan.segments = segments;
+    std::vector<uint64_t> hist(alphabet + kRunClasses);
+    std::copy(code_histogram.begin(), code_histogram.end(), hist.begin());
+    hist[dominant] = back[1 + kRunClasses];  // each odd run ends in the dominant code; the others are in runs
+    for (uint32_t k = 1; k <= kRunClasses; ++k) hist[alphabet + k - 1] = back[k];
+    return hist;
+}
+
+void run_tokens_write_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
+                           const RunTokenPlan& plan, cuda::DeviceBuffer<uint16_t>& d_tokens, cudaStream_t stream) {
+    d_tokens.allocate(plan.num_tokens, stream);
+    if (plan.segments) {
+        run_write_kernel<<<warp_blocks_for(plan.segments), kThreads, 0, stream>>>(
+            d_codes, n, plan.segments, dominant, alphabet, plan.offsets.data(), d_tokens.data());
         GSZ_CUDA_LAUNCHED("run tokens");
     }
-    return total;
+}
+
+uint64_t run_tokens_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
+                                cuda::DeviceBuffer<uint16_t>& d_tokens, cudaStream_t stream) {
+    const std::vector<uint64_t> no_codes(alphabet, 0);
+    RunTokenPlan plan;
+    run_tokens_count_cuda(d_codes, n, dominant, alphabet, no_codes, plan, stream);
+    run_tokens_write_cuda(d_codes, n, dominant, alphabet, plan, d_tokens, stream);
+    return plan.num_tokens;
 }
 
 void run_tokens_decode_cuda(const uint16_t* d_tokens, uint64_t num_tokens, uint32_t dominant, uint32_t alphabet,

@@ -8,12 +8,32 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace gsz::encode {
 
-// Tokens of d_codes[0..n) into d_tokens (allocated here); returns their
-// number.  One thread per segment counts, a scan places the segments, and
-// the same threads write: no atomics, so the order is fixed.
+// The run tokens of d_codes[0..n) counted, not written: a warp per segment
+// counts its tokens and the binary digits of its runs, a scan places the
+// segments.  Returns the tokens' histogram (alphabet + kRunClasses bins, as
+// histogram_cpu of run_tokens_encode_cpu's tokens gives it), built from the
+// codes' histogram (every code but the dominant one is its own token) and the
+// digits; `plan` keeps the number of tokens and the segments' places.
+struct RunTokenPlan {
+    uint64_t num_tokens = 0;
+    uint64_t segments = 0;
+    cuda::DeviceBuffer<uint64_t> offsets;  // [segments + 1], then the digits
+};
+std::vector<uint64_t> run_tokens_count_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
+                                            std::span<const uint64_t> code_histogram, RunTokenPlan& plan,
+                                            cudaStream_t stream);
+
+// The counted tokens into d_tokens (allocated here): the same warps write
+// them where the scan placed their segments, so the order is fixed.
+void run_tokens_write_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
+                           const RunTokenPlan& plan, cuda::DeviceBuffer<uint16_t>& d_tokens, cudaStream_t stream);
+
+// Both: the tokens of d_codes[0..n) into d_tokens; returns their number.
 uint64_t run_tokens_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
                                 cuda::DeviceBuffer<uint16_t>& d_tokens, cudaStream_t stream);
 

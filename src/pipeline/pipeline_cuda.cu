@@ -281,15 +281,13 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     trace.mark(try_ans ? "histograms" : "histogram");
     // GPU work that overlaps the host's codebook build (it may use the histogram).
     if (after_histogram) after_histogram(code_hist);
-    cuda::DeviceBuffer<uint16_t> d_tokens;
+    // Run tokens counted, their histogram derived; written only if chosen.
+    encode::RunTokenPlan token_plan;
     std::vector<uint64_t> token_hist;
     uint32_t dominant = 0;
-    uint64_t num_tokens = 0;
     if (code_stage_try_runs(mode, radius, code_hist)) {
         dominant = encode::run_dominant_code(code_hist);
-        num_tokens = encode::run_tokens_encode_cuda(d_codes, n, dominant, alphabet, d_tokens, stream);
-        token_hist = histogram_on_device(d_tokens.data(), num_tokens, alphabet + encode::kRunClasses, stream, out.hist,
-                                         out.hist_host);
+        token_hist = encode::run_tokens_count_cuda(d_codes, n, dominant, alphabet, code_hist, token_plan, stream);
         trace.mark("run tokens");
     }
     std::vector<uint64_t> ans_hist;
@@ -305,7 +303,10 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     }
     out.runs = choice.runs;
     out.book = std::move(choice.book);
+    const uint64_t num_tokens = token_plan.num_tokens;
     out.num_symbols = out.runs ? num_tokens : n;
+    cuda::DeviceBuffer<uint16_t> d_tokens;
+    if (out.runs) encode::run_tokens_write_cuda(d_codes, n, dominant, alphabet, token_plan, d_tokens, stream);
     encode::huffman_upload_encoder(out.book, out.device_book, stream);
     const encode::HuffmanDeviceBook& d_book = out.device_book;
     // The word count's bound from the histogram: the encoder need not wait for the exact count.

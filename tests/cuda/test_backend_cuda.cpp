@@ -873,6 +873,12 @@ TEST(CudaBackend, RunTokenKernelsMatchCpu) {
                 std::vector<uint16_t> got(nt);
                 ASSERT_EQ(cudaMemcpy(got.data(), d_tokens.data(), nt * 2, cudaMemcpyDeviceToHost), cudaSuccess);
                 ASSERT_EQ(got, want);
+                // Counted without writing: the tokens' histogram from the codes' and the runs' digits.
+                RunTokenPlan plan;
+                const auto token_hist = run_tokens_count_cuda(d_codes.data() + shift, n, dominant, alphabet,
+                                                              histogram_cpu(in, alphabet, 2), plan, s);
+                EXPECT_EQ(plan.num_tokens, want.size());
+                EXPECT_EQ(token_hist, histogram_cpu(want, alphabet + kRunClasses, 2));
                 gsz::cuda::DeviceBuffer<uint32_t> d_corrupt(1, s);
                 d_corrupt.zero(s);
                 run_tokens_decode_cuda(d_tokens.data(), nt, dominant, alphabet, d_back.data(), n, d_corrupt.data(), s);
