@@ -357,9 +357,12 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
         uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if constexpr (Levels) group_levels(cur, lv);
         uint32_t code[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        const auto decode = [&](int j) {
-            const uint32_t block = lv[j] * (kAnsClasses * kContextBytes) +
-                                   (k + j < kAnsLookBack ? kAnsStartClass * kContextBytes : next_block);
+        // maybe_start: the group may hold a lane's first 16 codes (a constant
+        // once inlined: the groups past them skip the test).
+        const auto decode = [&](int j, bool maybe_start) {
+            const uint32_t block =
+                lv[j] * (kAnsClasses * kContextBytes) +
+                (maybe_start && k + j < kAnsLookBack ? kAnsStartClass * kContextBytes : next_block);
             const uint32_t slot = x & (kAnsScale - 1);
             uint32_t s = s_bytes[block + (slot >> kBucketShift)];
             const uint32_t* row = reinterpret_cast<const uint32_t*>(s_bytes + block + kBuckets);
@@ -371,23 +374,28 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
             while (slot >= dec_cum(e) + dec_freq(e)) e = row[++s];  // rare: a bucket of three symbols or more
             x = dec_freq(e) * (x >> kAnsScaleBits) + slot - dec_cum(e);
             refill();
-            const uint32_t b = dec_bits(e);
-            const uint32_t extra = x & ((1u << b) - 1u);
-            x >>= b;
-            refill();
+            uint32_t extra = 0;
+            if (const uint32_t b = dec_bits(e)) {  // a bucket symbol's uniform bits: rare at low bit rates
+                extra = x & ((1u << b) - 1u);
+                x >>= b;
+                refill();
+            }
             const uint32_t c = ans_code_of(s, extra, radius);
             bad |= c == kAnsBadCode || s >= kAnsAlphabet;
             code[j] = c;
             zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsLookBack) : 0u;
             next_block = (zeros >= 2 ? ans_context_class(kAnsLookBack, zeros, 0) : dec_class(e)) * kContextBytes;
         };
-        if (k + 8 <= count) {
+        if (k + 8 <= count && k >= kAnsLookBack) {
 #pragma unroll
-            for (int j = 0; j < 8; ++j) decode(j);
+            for (int j = 0; j < 8; ++j) decode(j, false);
+        } else if (k + 8 <= count) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) decode(j, true);
         } else {  // the lane's last group, partial
 #pragma unroll
             for (int j = 0; j < 8; ++j)
-                if (k + j < count) decode(j);
+                if (k + j < count) decode(j, true);
         }
         if (vec && k + 8 <= count) {
             *reinterpret_cast<uint4*>(out + k) =
