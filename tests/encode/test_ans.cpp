@@ -308,7 +308,9 @@ TEST(Ans, AutoChoiceMatchesTheFullComparison) {
                          std::to_string(runs));
             const bool want_ans = ans_bytes < std::min(plain, runs);
             EXPECT_EQ(choice.ans.has_value(), want_ans);
-            if (!want_ans) EXPECT_EQ(choice.runs.has_value(), runs < plain);
+            if (!want_ans) {
+                EXPECT_EQ(choice.runs.has_value(), runs < plain);
+            }
             (want_ans ? ans_wins : huffman_wins) += 1;
         }
     }
