@@ -472,17 +472,23 @@ TEST(HuffmanTable, TablesAndSearchFindTheCanonicalCode) {
             uint32_t e = huffman_lookup(t.root.data(), t.sub.data(), window);
             if (HuffmanEntry::length(e) == 0) {
                 ++searched;
-                if (length != 0) ASSERT_GT(length, static_cast<uint32_t>(kHuffmanRootBits)) << "book " << b;
+                if (length != 0) {
+                    ASSERT_GT(length, static_cast<uint32_t>(kHuffmanRootBits)) << "book " << b;
+                }
                 e = huffman_search(t.limit.data(), book.first_code.data(), book.first_index.data(), book.max_length,
                                    static_cast<uint32_t>(book.sorted_symbols.size()), window);
                 if (HuffmanEntry::length(e) != 0)
                     e = HuffmanEntry::make(book.sorted_symbols[HuffmanEntry::symbol(e)], HuffmanEntry::length(e));
             }
             ASSERT_EQ(HuffmanEntry::length(e), length) << "book " << b << " window " << window;
-            if (length != 0) ASSERT_EQ(HuffmanEntry::symbol(e), symbol) << "book " << b << " window " << window;
+            if (length != 0) {
+                ASSERT_EQ(HuffmanEntry::symbol(e), symbol) << "book " << b << " window " << window;
+            }
         }
         // Codes of up to kHuffmanRootBits + kHuffmanSubMaxBits bits take no search while the subtables fit.
-        if (b < 3) EXPECT_LT(double(searched), 1e-3 * double(windows.size())) << "book " << b;
+        if (b < 3) {
+            EXPECT_LT(double(searched), 1e-3 * double(windows.size())) << "book " << b;
+        }
         RecordProperty("book" + std::to_string(b) + "_searched", static_cast<int>(searched));
     }
 }
@@ -515,7 +521,9 @@ TEST(HuffmanTable, PairEntriesHoldTheTwoCodesAtTheWindowsTop) {
             }
         }
         // Short codes (spread 0.3: ~1.5 bits each) make most indices pairs; long ones (40: ~7 bits) few.
-        if (spread < 1) EXPECT_GT(pairs, kHuffmanRootSize / 2);
+        if (spread < 1) {
+            EXPECT_GT(pairs, kHuffmanRootSize / 2);
+        }
         RecordProperty("pairs_spread_" + std::to_string(static_cast<int>(spread * 10)), static_cast<int>(pairs));
     }
 }
@@ -602,9 +610,10 @@ TEST(Huffman, ChunkBitCountsAreNarrowFromVersion4) {
             EXPECT_EQ(view.chunk_bits, stream.chunk_bits);
             // Read with the other width, the table's length does not add up.
             const uint32_t other = version == 3 ? kHuffmanNarrowCountsVersion : 3u;
-            if (width == 2 || chunk <= kHuffmanNarrowChunkSymbols)
+            if (width == 2 || chunk <= kHuffmanNarrowChunkSymbols) {
                 EXPECT_EQ(status_of([&] { huffman_stream_read(table.bytes(), bits.bytes(), symbols.size(), other); }),
                           GSZ_STATUS_CORRUPT);
+            }
         }
     }
 }
