@@ -226,14 +226,11 @@ struct DeviceCodeStage {
 std::vector<uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
                                           cudaStream_t stream, cuda::DeviceBuffer<uint64_t>& d_hist,
                                           cuda::PinnedBuffer<uint64_t>& h_hist) {
-    // The last entry flags a bad symbol.  Room for the run tokens' larger
-    // alphabet from the start: growing the page-locked buffer between the
-    // codes' and the tokens' histograms cost ~1.5 ms per call on the H100 host.
-    d_hist.allocate(alphabet + 1 + encode::kRunClasses, stream);
+    d_hist.allocate(alphabet + 1, stream);  // the last entry flags a bad symbol
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
     encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
-    h_hist.allocate(alphabet + 1 + encode::kRunClasses);
+    h_hist.allocate(alphabet + 1);
     GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist.data(), (alphabet + 1) * sizeof(uint64_t), cudaMemcpyDeviceToHost,
                              stream));
     GSZ_CUDA(cudaStreamSynchronize(stream));
