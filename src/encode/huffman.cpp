@@ -1,8 +1,8 @@
 // Canonical length-limited Huffman coding, CPU side.
 //
 // Code lengths: two-queue Huffman (leaves sorted by (count, symbol), ties
-// between a leaf and a merged node go to the leaf), rebuilt with halved counts
-// until the longest code fits kHuffmanMaxCodeLength.  Canonical codes: symbols
+// between a leaf and a merged node go to the leaf); a tree deeper than
+// kHuffmanMaxCodeLength is cut to it by limit_lengths.  Canonical codes: symbols
 // ranked by (length, symbol); shorter codes are numerically smaller prefixes,
 // so in a left-aligned 24-bit window the codes of length l occupy
 // [limit(l-1), limit(l)), which is what the decoder compares against.
@@ -33,9 +33,12 @@ struct Leaf {
 
 // `used` (symbols in increasing order, their weights beside) as leaves in (weight, symbol) order: a
 // stable LSD radix sort on the weight, 11 bits per pass, only the passes in use.
-std::vector<Leaf> sorted_leaves(const std::vector<uint64_t>& used_weight, const std::vector<uint16_t>& used) {
+// The result is the calling thread's buffer, valid until its next call.
+const std::vector<Leaf>& sorted_leaves(const std::vector<uint64_t>& used_weight, const std::vector<uint16_t>& used) {
     const size_t n = used.size();
-    std::vector<Leaf> sorted(n), spare(n);
+    thread_local std::vector<Leaf> sorted, spare;
+    sorted.resize(n);
+    spare.resize(n);
     uint64_t max_weight = 0;
     for (size_t i = 0; i < n; ++i) {
         sorted[i] = {used_weight[i], used[i]};
@@ -51,49 +54,15 @@ std::vector<Leaf> sorted_leaves(const std::vector<uint64_t>& used_weight, const 
     return sorted;
 }
 
-// Halves every weight (at least 1) and restores the (weight, symbol) order
-// without sorting again: halving keeps the weight order, so only leaves whose
-// weights became equal need merging, and those are a few runs each already in
-// symbol order.  (The length limit may halve several times; interp's alphabets
-// have 10^4 symbols, where a sort per round cost milliseconds.)
-void halve_sorted(std::vector<Leaf>& sorted) {
-    for (Leaf& l : sorted) l.weight = std::max<uint64_t>(1, l.weight >> 1);
-    const auto by_symbol = [](const Leaf& x, const Leaf& y) { return x.symbol < y.symbol; };
-    for (size_t i = 0, n = sorted.size(); i < n;) {
-        size_t end = i + 1;
-        while (end < n && sorted[end].weight == sorted[i].weight) ++end;
-        size_t run_end = i + 1;   // merge each ascending run into the sorted prefix [i, run_end)
-        while (run_end < end) {
-            size_t next = run_end;
-            if (sorted[next].symbol > sorted[next - 1].symbol) {
-                ++run_end;
-                continue;
-            }
-            while (next + 1 < end && sorted[next + 1].symbol > sorted[next].symbol) ++next;
-            std::inplace_merge(sorted.begin() + static_cast<ptrdiff_t>(i), sorted.begin() + static_cast<ptrdiff_t>(run_end),
-                               sorted.begin() + static_cast<ptrdiff_t>(next + 1), by_symbol);
-            run_end = next + 1;
-        }
-        i = end;
-    }
-}
-
 // Code lengths of an optimal (unlimited) Huffman code over the sorted leaves
-// (at least two), into `lengths` (alphabet-sized; other entries untouched).
-// Returns the longest.
-// The length limit's rounds reuse it (fresh vectors of 10^4 nodes cost more
-// in page faults than the tree does).
-struct LengthScratch {
-    std::vector<uint64_t> node_weight;
-    std::vector<uint32_t> parent, depth;
-};
-
-uint32_t huffman_lengths(const std::vector<Leaf>& sorted, std::vector<uint8_t>& lengths, LengthScratch& scratch) {
+// (at least two): depth[i] is leaf i's.  Returns the longest.
+uint32_t huffman_depths(const std::vector<Leaf>& sorted, std::vector<uint32_t>& depth) {
     const size_t n = sorted.size();
     // Nodes 0..n-1 are the sorted leaves, n..2n-2 the merged nodes in creation
     // order; merged weights are nondecreasing, so they form the second queue.
-    std::vector<uint64_t>& node_weight = scratch.node_weight;
-    std::vector<uint32_t>& parent = scratch.parent;
+    // Kept per thread: fresh vectors of 10^4 nodes cost more in page faults than the tree does.
+    thread_local std::vector<uint64_t> node_weight;
+    thread_local std::vector<uint32_t> parent;
     node_weight.resize(2 * n - 1);
     parent.assign(2 * n - 1, 0);
     for (size_t i = 0; i < n; ++i) node_weight[i] = sorted[i].weight;
@@ -110,15 +79,39 @@ uint32_t huffman_lengths(const std::vector<Leaf>& sorted, std::vector<uint8_t>& 
         parent[a] = parent[b] = static_cast<uint32_t>(m);
     }
     // Depths top-down: a parent is always created after its children.
-    std::vector<uint32_t>& depth = scratch.depth;
     depth.assign(2 * n - 1, 0);
     for (size_t m = 2 * n - 2; m-- > 0;) depth[m] = depth[parent[m]] + 1;
-    uint32_t longest = 0;
-    for (size_t i = 0; i < n; ++i) {
-        lengths[sorted[i].symbol] = static_cast<uint8_t>(std::min<uint32_t>(depth[i], 255));
-        longest = std::max(longest, depth[i]);
+    depth.resize(n);
+    return *std::max_element(depth.begin(), depth.end());
+}
+
+// Cuts a too deep tree's lengths to kMaxLen (DEFLATE encoders' rule, as in
+// miniz): every code longer than kMaxLen becomes kMaxLen, then while the
+// lengths overfill Kraft's sum (measured in units of 2^-kMaxLen) one code of
+// length kMaxLen is taken away and the longest shorter code split into two
+// one bit longer, each step lowering the sum by one unit.  The lengths, so
+// many of each, go back to the leaves in weight order, shortest to heaviest.
+// One tree and O(n + excess * kMaxLen) steps: rebuilding the tree with
+// halved weights took three or four trees of 10^4 leaves on interp's tight
+// bounds (a millisecond on the GPU pipeline's path, bench/NOTES.md).
+void limit_lengths(std::vector<uint32_t>& depth) {
+    std::array<uint64_t, kMaxLen + 1> count{};
+    for (const uint32_t d : depth) ++count[std::min<uint32_t>(d, kMaxLen)];
+    uint64_t kraft = 0;  // <= 65,536 * 2^24
+    for (int len = 1; len <= kMaxLen; ++len) kraft += count[len] << (kMaxLen - len);
+    for (; kraft > (uint64_t{1} << kMaxLen); --kraft) {
+        --count[kMaxLen];
+        for (int len = kMaxLen - 1; len >= 1; --len)
+            if (count[len] != 0) {
+                --count[len];
+                count[len + 1] += 2;
+                break;
+            }
     }
-    return longest;
+    // depth[i] belongs to sorted leaf i (lightest first): the longest lengths go first.
+    size_t i = 0;
+    for (int len = kMaxLen; len >= 1; --len)
+        for (uint64_t k = 0; k < count[len]; ++k) depth[i++] = static_cast<uint32_t>(len);
 }
 
 // Derives canonical codes and decoding tables from `book.lengths`, which must
@@ -289,11 +282,11 @@ HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
         book.lengths.assign(alphabet, 0);
         book.lengths[used[0]] = 1;
     } else {
-        // Terminates: with all weights 1 the depth is ceil(log2(65536)) = 16.
         book.lengths.assign(alphabet, 0);
-        std::vector<Leaf> sorted = sorted_leaves(used_weight, used);
-        LengthScratch scratch;
-        while (huffman_lengths(sorted, book.lengths, scratch) > kMaxLen) halve_sorted(sorted);
+        const std::vector<Leaf>& sorted = sorted_leaves(used_weight, used);
+        thread_local std::vector<uint32_t> depth;
+        if (huffman_depths(sorted, depth) > kMaxLen) limit_lengths(depth);
+        for (size_t i = 0; i < sorted.size(); ++i) book.lengths[sorted[i].symbol] = static_cast<uint8_t>(depth[i]);
     }
     assign_canonical(book);
     return book;
