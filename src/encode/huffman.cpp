@@ -115,17 +115,18 @@ void limit_lengths(std::vector<uint32_t>& depth) {
 }
 
 // Derives canonical codes and decoding tables from `book.lengths`, which must
-// satisfy Kraft (checked by every caller).
-void assign_canonical(HuffmanCodebook& book) {
+// satisfy Kraft (checked by every caller); `used` lists the symbols with a
+// nonzero length in increasing order (interp's alphabet has 65,526 entries,
+// of which 10^2..10^4 are used).
+void assign_canonical(HuffmanCodebook& book, std::span<const uint16_t> used) {
     const uint32_t alphabet = book.alphabet_size;
     book.codes.assign(alphabet, 0);
     book.first_code.assign(kMaxLen + 1, 0);
     book.first_index.assign(kMaxLen + 1, 0);
     book.count.assign(kMaxLen + 1, 0);
     book.max_length = 0;
-    for (uint32_t s = 0; s < alphabet; ++s) {
+    for (const uint16_t s : used) {
         const uint32_t len = book.lengths[s];
-        if (len == 0) continue;
         ++book.count[len];
         book.max_length = std::max(book.max_length, len);
     }
@@ -139,11 +140,10 @@ void assign_canonical(HuffmanCodebook& book) {
     book.sorted_symbols.assign(index, 0);
     std::array<uint32_t, kMaxLen + 1> next{};
     for (int len = 1; len <= kMaxLen; ++len) next[len] = book.first_index[len];
-    for (uint32_t s = 0; s < alphabet; ++s) {
+    for (const uint16_t s : used) {
         const uint32_t len = book.lengths[s];
-        if (len == 0) continue;
         const uint32_t rank = next[len]++;
-        book.sorted_symbols[rank] = static_cast<uint16_t>(s);
+        book.sorted_symbols[rank] = s;
         book.codes[s] = book.first_code[len] + (rank - book.first_index[len]);
     }
 }
@@ -288,7 +288,7 @@ HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
         if (huffman_depths(sorted, depth) > kMaxLen) limit_lengths(depth);
         for (size_t i = 0; i < sorted.size(); ++i) book.lengths[sorted[i].symbol] = static_cast<uint8_t>(depth[i]);
     }
-    assign_canonical(book);
+    assign_canonical(book, used);
     return book;
 }
 
@@ -438,10 +438,12 @@ HuffmanCodebook huffman_codebook_read(ByteReader& in, uint32_t max_alphabet) {
     HuffmanCodebook book;
     book.alphabet_size = alphabet;
     book.lengths.assign(alphabet, 0);
+    std::vector<uint16_t> used(num_used);
     uint64_t kraft = 0;  // sum of 2^(24 - len); at most 65536 * 2^23, no overflow
     int64_t previous = -1;
     for (uint32_t i = 0; i < num_used; ++i) {
         const auto symbol = in.get<uint16_t>("huffman symbol");
+        used[i] = symbol;
         const auto len = in.get<uint8_t>("huffman code length");
         GSZ_CHECK(symbol > previous && symbol < alphabet, GSZ_STATUS_CORRUPT,
                   "huffman codebook: symbol %u out of order or >= %u", symbol, alphabet);
@@ -455,7 +457,7 @@ HuffmanCodebook huffman_codebook_read(ByteReader& in, uint32_t max_alphabet) {
               "huffman codebook: code lengths violate the Kraft inequality");
     GSZ_CHECK(num_used > 1 || book.lengths[previous] == 1, GSZ_STATUS_CORRUPT,
               "huffman codebook: a single symbol must have a 1-bit code");
-    assign_canonical(book);
+    assign_canonical(book, used);
     return book;
 }
 
