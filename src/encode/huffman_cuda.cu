@@ -217,6 +217,29 @@ __device__ inline SharedCodes stage_codes(const PackedCodes& book, uint32_t* s_t
     return {s_table, book.alphabet, book.base};
 }
 
+// The one-pass encoder's view of a book wider than its shared-memory table
+// (interp's quant-codes at tight bounds span 10^4 symbols): `count` entries
+// from symbol `lo`, around the most frequent symbol, in shared memory; the
+// rare symbols outside them are read from the global table.
+struct WindowedCodes {
+    const uint32_t* table = nullptr;  // shared memory
+    uint32_t lo = 0;
+    uint32_t count = 0;
+    PackedCodes global;
+    __device__ uint32_t entry(uint32_t s) const {
+        const uint32_t k = s - lo;  // wraps below lo
+        return k < count ? table[k] : global.entry(s);
+    }
+};
+
+// Copies the window's entries to shared memory; every thread of the block calls it.
+__device__ inline WindowedCodes stage_window(const PackedCodes& book, uint32_t lo, uint32_t count,
+                                             uint32_t* s_table) {
+    for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) s_table[i] = load_ro(book.table + (lo - book.base) + i);
+    __syncthreads();
+    return {s_table, lo, count, book};
+}
+
 // Calls f(entry) for the entries of p[begin..end) in order.  In the aligned
 // body the next 16-byte vector is loaded, and all 8 gathers issued, before
 // any entry is used: the latency of one table lookup covers eight.
@@ -679,17 +702,24 @@ using WordsPrefixOp = cub::TilePrefixCallbackOp<uint64_t, AddWords, WordsTileSta
 
 __global__ void words_tile_init_kernel(WordsTileState state, int tiles) { state.InitializeStatus(tiles); }
 
+// kWindowed: a book wider than kTileMaxAlphabet symbols, whose entries from
+// `window_lo` on are in shared memory (WindowedCodes).
+template <bool kWindowed>
 __global__ void __launch_bounds__(kCodecThreads)
     huffman_encode_tiles_kernel(const uint16_t* __restrict__ d_symbols, SliceLayout l, PackedCodes codes,
-                                WordsTileState tile_state, uint32_t* __restrict__ d_chunk_bits,
+                                uint32_t window_lo, WordsTileState tile_state, uint32_t* __restrict__ d_chunk_bits,
                                 uint64_t* __restrict__ d_chunk_word_offset, uint32_t* __restrict__ d_words,
                                 uint32_t stage_words) {
     __shared__ uint32_t s_chunk_words[kTileMaxChunks];
     __shared__ uint64_t s_prefix;
     __shared__ typename WordsPrefixOp::TempStorage s_lookback;
-    extern __shared__ uint32_t s_mem[];  // the code table, then the tile's stage
-    const SharedCodes book = stage_codes(codes, s_mem);
-    uint32_t* stage = s_mem + (codes.alphabet + 3) / 4 * 4;
+    extern __shared__ uint32_t s_mem[];  // the code table (or its window), then the tile's stage
+    const uint32_t table_entries = kWindowed ? kTileMaxAlphabet : codes.alphabet;
+    const auto book = [&] {
+        if constexpr (kWindowed) return stage_window(codes, window_lo, kTileMaxAlphabet, s_mem);
+        else return stage_codes(codes, s_mem);
+    }();
+    uint32_t* stage = s_mem + (table_entries + 3) / 4 * 4;
 
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x / 32;
     const uint32_t j = lane % l.group;            // lane in its group
@@ -1202,6 +1232,7 @@ void huffman_upload_book(const HuffmanCodebook& book, HuffmanDeviceBook& d, cuda
     d.codes = base + kLutSize;
     d.codes_base = 0;
     d.codes_count = book.alphabet_size;
+    d.window_base = 0;
     d.first_code = base + lut_words;
     d.first_index = d.first_code + kTable;
     d.count = d.first_index + kTable;
@@ -1262,6 +1293,13 @@ void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, c
     const auto [lo, hi] = std::minmax_element(book.sorted_symbols.begin(), book.sorted_symbols.end());
     d.codes_base = *lo;
     d.codes_count = uint32_t{*hi} - *lo + 1;
+    // The one-pass encoder's shared-memory window: centred on the shortest
+    // code's symbol (sorted_symbols is in (length, symbol) order).
+    d.window_base = d.codes_base;
+    if (d.codes_count > kTileMaxAlphabet) {
+        const uint32_t centred = book.sorted_symbols[0] - std::min<uint32_t>(book.sorted_symbols[0], kTileMaxAlphabet / 2);
+        d.window_base = std::clamp(centred, d.codes_base, d.codes_base + d.codes_count - kTileMaxAlphabet);
+    }
     upload_tables(d, d.codes_count, stream,
                   [&](uint32_t* h) { encoder_entries(book, std::span<uint32_t>(h, d.codes_count), d.codes_base); });
     d.codes = d.tables.data();
@@ -1287,8 +1325,8 @@ void huffman_stream_read_words(HuffmanDeviceStream& out, cudaStream_t stream) {
 
 namespace {
 
-bool one_pass(const SliceLayout& l, uint32_t alphabet) {
-    return l.slices_per_chunk == 1 && l.chunk_symbols >= kTileMinChunkSymbols && alphabet <= kTileMaxAlphabet;
+bool one_pass(const SliceLayout& l) {
+    return l.slices_per_chunk == 1 && l.chunk_symbols >= kTileMinChunkSymbols;
 }
 
 uint64_t one_pass_tiles(const SliceLayout& l) { return ceil_div(l.num_chunks, kCodecThreads / l.group); }
@@ -1315,8 +1353,8 @@ WordsTileState tile_state_for(HuffmanDeviceStream& out, uint64_t tiles, cudaStre
 }
 
 // The one-pass encoder's launch (huffman_encode_tiles_kernel).
-void encode_tiles(const PackedCodes& codes, uint32_t max_length, const uint16_t* d_symbols, const SliceLayout& l,
-                  HuffmanDeviceStream& out, cudaStream_t stream, uint64_t max_words) {
+void encode_tiles(const PackedCodes& codes, uint32_t window_lo, uint32_t max_length, const uint16_t* d_symbols,
+                  const SliceLayout& l, HuffmanDeviceStream& out, cudaStream_t stream, uint64_t max_words) {
     const uint32_t tile_chunks = kCodecThreads / l.group;
     const uint64_t tiles = one_pass_tiles(l);
     // Words: the histogram's bound, or the longest code's.
@@ -1325,7 +1363,11 @@ void encode_tiles(const PackedCodes& codes, uint32_t max_length, const uint16_t*
     out.words.allocate(bound, stream);
     // The stage: twice the average tile (a denser tile is packed in place),
     // within the shared-memory budget and no more than a tile can take.
-    const size_t table_bytes = (size_t{codes.alphabet} + 3) / 4 * 4 * sizeof(uint32_t);
+    const bool windowed = codes.alphabet > kTileMaxAlphabet;
+    GSZ_CHECK(!windowed || (window_lo >= codes.base && window_lo - codes.base <= codes.alphabet - kTileMaxAlphabet),
+              GSZ_STATUS_INVALID_ARGUMENT, "huffman: encoder window at %u outside the book's %u symbols from %u",
+              window_lo, codes.alphabet, codes.base);
+    const size_t table_bytes = (size_t{windowed ? kTileMaxAlphabet : codes.alphabet} + 3) / 4 * 4 * sizeof(uint32_t);
     const uint64_t average = ceil_div(bound, tiles);
     const uint64_t stage_words = std::min<uint64_t>({std::max<uint64_t>(2 * average, 1024),
                                                      uint64_t{tile_chunks} * longest_chunk_words,
@@ -1333,8 +1375,9 @@ void encode_tiles(const PackedCodes& codes, uint32_t max_length, const uint16_t*
     const size_t smem = table_bytes + stage_words * sizeof(uint32_t);
 
     const WordsTileState state = tile_state_for(out, tiles, stream);
-    huffman_encode_tiles_kernel<<<static_cast<unsigned>(tiles), kCodecThreads, smem, stream>>>(
-        d_symbols, l, codes, state, out.chunk_bits.data(), out.chunk_word_offset.data(), out.words.data(),
+    const auto kernel = windowed ? huffman_encode_tiles_kernel<true> : huffman_encode_tiles_kernel<false>;
+    kernel<<<static_cast<unsigned>(tiles), kCodecThreads, smem, stream>>>(
+        d_symbols, l, codes, window_lo, state, out.chunk_bits.data(), out.chunk_word_offset.data(), out.words.data(),
         static_cast<uint32_t>(stage_words));
     GSZ_CUDA_LAUNCHED("huffman_encode_tiles_kernel");
     if (max_words) {
@@ -1373,8 +1416,8 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     const DeviceProps props = device_props();
 
     const PackedCodes codes{book.codes, book.codes_count, book.codes_base};
-    if (one_pass(l, codes.alphabet)) {
-        encode_tiles(codes, book.max_length, d_symbols, l, out, stream, max_words);
+    if (one_pass(l)) {
+        encode_tiles(codes, book.window_base, book.max_length, d_symbols, l, out, stream, max_words);
         return;
     }
 
@@ -1443,11 +1486,10 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
     GSZ_CUDA_LAUNCHED("huffman_pack_kernel");
 }
 
-void huffman_encode_prepare(uint64_t n, uint32_t chunk_symbols, uint32_t alphabet, HuffmanDeviceStream& out,
-                            cudaStream_t stream) {
+void huffman_encode_prepare(uint64_t n, uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream) {
     if (n == 0 || chunk_symbols < 1 || chunk_symbols > kMaxChunkSymbols) return;
     const SliceLayout l = make_slice_layout(n, chunk_symbols);
-    if (!one_pass(l, alphabet)) return;
+    if (!one_pass(l)) return;
     const uint64_t tiles = one_pass_tiles(l);
     out.ready_tiles = 0;
     tile_state_for(out, tiles, stream);

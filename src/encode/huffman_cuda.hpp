@@ -34,6 +34,7 @@ struct HuffmanDeviceBook {
     const uint32_t* codes = nullptr;           // [codes_count] the encoder's entries (code | length << 24)
     uint32_t codes_base = 0;                   // of the symbols codes_base.. (huffman_upload_encoder: the coded ones)
     uint32_t codes_count = 0;
+    uint32_t window_base = 0;                  // the one-pass encoder's 4,096 shared-memory entries from here, if wider
     const uint32_t* lut = nullptr;             // decode root, packed codes, decode subtables (huffman_cuda.cu)
     const uint32_t* first_code = nullptr;      // [kHuffmanMaxCodeLength + 1]
     const uint32_t* first_index = nullptr;     // [kHuffmanMaxCodeLength + 1]
@@ -85,12 +86,11 @@ void huffman_encode_cuda(const HuffmanDeviceBook& book, const uint16_t* d_symbol
                          uint64_t max_words = 0);
 
 // Optional, before huffman_encode_cuda on the same stream: initializes what
-// the encode of n symbols in chunks of chunk_symbols over an alphabet of that
-// size will need before any symbol is read (the one-pass encoder's look-back
-// states), so that the work runs while the host builds the codebook.  An
-// encode of another shape initializes its own.
-void huffman_encode_prepare(uint64_t n, uint32_t chunk_symbols, uint32_t alphabet, HuffmanDeviceStream& out,
-                            cudaStream_t stream);
+// the encode of n symbols in chunks of chunk_symbols will need before any
+// symbol is read (the one-pass encoder's look-back states), so that the work
+// runs while the host builds the codebook.  An encode of another shape
+// initializes its own.
+void huffman_encode_prepare(uint64_t n, uint32_t chunk_symbols, HuffmanDeviceStream& out, cudaStream_t stream);
 
 // Sets out.num_words from the device (synchronizes) after an encode with max_words.
 void huffman_stream_read_words(HuffmanDeviceStream& out, cudaStream_t stream);

@@ -227,7 +227,7 @@ void expect_gpu_matches_cpu(const std::vector<uint16_t>& symbols, uint32_t alpha
 
         // As the pipeline encodes: words sized by the histogram's bound, the count read back after.
         HuffmanDeviceStream bounded;
-        huffman_encode_prepare(n, chunk, alphabet, bounded, stream);  // look-back states before the codebook
+        huffman_encode_prepare(n, chunk, bounded, stream);  // look-back states before the codebook
         huffman_encode_cuda(d_encoder, d_sym, n, chunk, bounded, stream, huffman_max_words(hist, book, n, chunk));
         huffman_stream_read_words(bounded, stream);
         ASSERT_EQ(bounded.num_words, cpu.words.size());
@@ -372,6 +372,26 @@ TEST_F(HuffmanCuda, UniformAlphabet65536) {
     expect_gpu_matches_cpu(uniform_symbols(200001, 20000, 4), 20000, {4096}, stream_);  // window of 6,112 bins
     // 16000 used symbols: the decoder's symbol table stays in global memory (the search reads it there).
     expect_gpu_matches_cpu(uniform_symbols(200001, 16000, 8), 16000, {4096, 1000}, stream_);
+}
+
+TEST_F(HuffmanCuda, WindowOfAWideBook) {
+    // Interp's quant-codes at tight bounds: two-sided geometric around the
+    // middle, spread over ~10^4 symbols with rare ones far out; the one-pass
+    // encoder keeps 4,096 entries around the middle in shared memory and
+    // reads the others (both sides of the window) from global memory.
+    const uint32_t alphabet = 65526;
+    std::vector<uint16_t> symbols(2000003);
+    XorShift rng{31};
+    for (auto& s : symbols) {
+        const uint64_t r = rng();
+        const double u = static_cast<double>((r >> 11) & 0xFFFFF) / 0x100000 + 0x1p-21;
+        const auto magnitude = static_cast<uint32_t>(-700.0 * std::log(u));  // up to ~10,000
+        const uint32_t mid = alphabet / 2;
+        s = static_cast<uint16_t>((r & 511) == 0 ? (r >> 32) % alphabet
+                                  : (r & 1024) ? mid + std::min(magnitude, mid - 1) : mid - std::min(magnitude, mid));
+    }
+    expect_gpu_matches_cpu(symbols, alphabet, {1024, 1000, 300}, stream_);
+    expect_gpu_matches_cpu(symbols, alphabet, {1024}, stream_, 1);  // unaligned: symbols read where they lie
 }
 
 TEST_F(HuffmanCuda, HistogramTailOfLargeAlphabet) {
