@@ -53,7 +53,7 @@ struct DeviceRange {
 
 // Where the last CTA leaves the range, and how it knows it is the last.
 struct RangeFinish {
-    DeviceRange* out = nullptr;  // null: the host combines the partials
+    DeviceRange* out = nullptr;
     unsigned* done = nullptr;    // CTAs finished; zero between launches (the last CTA resets it)
     bool rel = false;
     double bound = 0;
@@ -62,7 +62,7 @@ struct RangeFinish {
 };
 
 // Per-block min/max of the finite values, combined by the last CTA to finish
-// (RangeFinish) or by the host.  min and max are exact and order-independent,
+// (RangeFinish).  min and max are exact and order-independent,
 // so the result matches the CPU.  16-byte loads, four in flight per thread,
 // keep HBM busy (a memory-bound pass).
 template <class T>
@@ -106,7 +106,6 @@ __global__ void __launch_bounds__(kRangeThreads)
     __syncthreads();
     const T block_hi = BlockReduce(storage).Reduce(hi, [](T a, T b) { return a > b ? a : b; });
     if (threadIdx.x == 0) partials[blockIdx.x] = {block_lo, block_hi};
-    if (!finish.out) return;
 
     // The last CTA (threadFenceReduction's pattern): partials written, fenced, counted.
     __shared__ bool last;
@@ -137,27 +136,6 @@ __global__ void __launch_bounds__(kRangeThreads)
         if (finish.quant) *finish.quant = predict::QuantParams::from_bound(eb_abs, finish.radius);
         *finish.done = 0;
     }
-}
-
-template <class T>
-FiniteRange finite_range_cuda(const T* d_data, uint64_t n, cudaStream_t stream) {
-    const auto blocks = static_cast<unsigned>(
-        std::min<uint64_t>(kRangeMaxBlocks, (n + kRangeThreads * 8 - 1) / (kRangeThreads * 8)));
-    cuda::DeviceBuffer<MinMax<T>> d_partials(blocks, stream);
-    finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, d_partials.data(), RangeFinish{});
-    GSZ_CUDA_LAUNCHED("finite_range_kernel");
-    std::vector<MinMax<T>> partials;
-    cuda::copy_to_host(partials, d_partials.data(), blocks, stream);
-    T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
-    for (const auto& p : partials) {
-        lo = std::min(lo, p.lo);
-        hi = std::max(hi, p.hi);
-    }
-    FiniteRange r;
-    r.any = lo <= hi;
-    r.min = r.any ? static_cast<double>(lo) : std::numeric_limits<double>::quiet_NaN();
-    r.max = r.any ? static_cast<double>(hi) : std::numeric_limits<double>::quiet_NaN();
-    return r;
 }
 
 // Launches the range pass, whose last CTA leaves a DeviceRange at
@@ -270,7 +248,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     cuda::StageTrace trace(stream, "code stage");
     // Huffman's look-back states, initialized before the histogram's synchronization.
     if (mode == GSZ_LOSSLESS_NONE)
-        encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, alphabet, out.stream, stream);
+        encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, out.stream, stream);
     // Both histograms before one synchronization (the codes' is needed first).
     const bool try_ans = code_stage_try_ans(mode);
     if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, out, stream);
@@ -593,25 +571,42 @@ struct InterpDeviceCompressed {
     InterpParams params;
     DeviceCodeStage codes;
     predict::InterpDeviceEncoded<T> enc;
+    // The range pass's and the tuner's sample's buffers, kept across calls.
+    cuda::DeviceBuffer<uint8_t> range_scratch;
+    cuda::PinnedBuffer<DeviceRange> range_host;
+    cuda::DeviceBuffer<T> tune_values;
+    cuda::PinnedBuffer<T> tune_host;
 };
 
+// The range and the tuner's sample come back together (one synchronization);
+// the host then plans the header and tunes.
 template <class T>
 void interp_compress_on_device(const gsz_params& params, const T* d_data, InterpDeviceCompressed<T>& dc,
                                cudaStream_t stream) {
     const uint64_t n = params_num_elements(params);
     cuda::StageTrace trace(stream, "interp compress");
-    dc.header = plan_header(params, finite_range_cuda(d_data, n, stream));
-    trace.mark("finite range");
-    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     InterpParams& p = dc.params;
+    p.layout = predict::interp_layout(params.rank, params.dims);
+    const uint64_t num_samples =
+        predict::interp_tune_sample_launch(d_data, p.layout, dc.tune_values, dc.tune_host, stream);
+    const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream);
+    dc.range_host.allocate(1);
+    GSZ_CUDA(cudaMemcpyAsync(dc.range_host.data(), d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    const DeviceRange& range = *dc.range_host.data();
+    FiniteRange r;
+    r.any = range.any != 0;
+    r.min = r.any ? range.lo : std::numeric_limits<double>::quiet_NaN();
+    r.max = r.any ? range.hi : std::numeric_limits<double>::quiet_NaN();
+    dc.header = plan_header(params, r);
+    trace.mark("finite range, tuning sample");
+    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     p.radius = quant_radius(params);
-    p.layout = predict::interp_layout(dc.header.rank, dc.header.dims);
-    const std::vector<double> samples =
-        predict::interp_tune_sample_cuda(d_data, p.layout, stream);
+    const std::vector<double> samples(dc.tune_host.data(), dc.tune_host.data() + num_samples);
     p.config = predict::interp_configure(p.layout, samples, dc.header.error_bound_abs,
                                          dc.header.value_max - dc.header.value_min,
                                          interp_overrides(params, p.layout.rank));
-    trace.mark("tuning");
+    trace.mark("tuning choice");
     predict::interp_anchors_encode_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius,
                                         interp_overrides(params, p.layout.rank).anchors, dc.enc, stream);
     p.config.anchors = dc.enc.anchor_mode;

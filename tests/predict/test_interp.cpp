@@ -415,6 +415,25 @@ void expect_same_config(const InterpConfig& a, const InterpConfig& b) {
     for (uint32_t l = 0; l < kInterpMaxLevels; ++l) EXPECT_EQ(a.level_eb[l], b.level_eb[l]);
 }
 
+TEST(InterpConfigure, SampleIndicesFollowThePointOrder) {
+    // The host lists the sample by per-dim coordinate tables, the device
+    // (tune_sample_kernel) by interp_tune_point per point: the same values in
+    // the same order, on 1-D to 3-D shapes smaller and larger than the sample grid.
+    for (const std::vector<uint64_t>& dims : std::vector<std::vector<uint64_t>>{
+             {100000}, {3000}, {7}, {455, 300}, {40, 9}, {455, 455, 455}, {91, 13, 5}, {3, 3, 3}}) {
+        const auto L = layout_of(dims);
+        uint64_t k[3];
+        interp_tune_counts(L, k);
+        std::vector<uint64_t> expect;
+        for (uint64_t p = 0; p < k[0] * k[1] * k[2]; ++p) {
+            uint64_t g[3];
+            interp_tune_point(L, k, p, g);
+            for (uint32_t j = 0; j <= 4 * L.rank; ++j) expect.push_back(interp_tune_index(L, g, j));
+        }
+        EXPECT_EQ(interp_tune_indices(L), expect) << dims.size() << "-D, dims[0] " << dims[0];
+    }
+}
+
 TEST(InterpConfigure, OrderLeastToMostSmoothDeterministic) {
     const std::vector<uint64_t> dims = {64, 48, 40};
     const auto v = anisotropic_field(dims[0], dims[1], dims[2]);

@@ -81,15 +81,24 @@ double interp_alpha_for(double e) {
 
 namespace {
 
+// Calls f(g) with the coordinates of every sample point, in the order of
+// interp_tune_point (dim 0 fastest).  Each dim's coordinates are computed
+// once: a 128-bit division per coordinate and point cost ~0.1 ms per
+// compression on the GPU pipeline's host path.
 template <class F>
 void for_each_tune_point(const InterpLayout& L, F&& f) {
     uint64_t k[3];
     interp_tune_counts(L, k);
+    std::vector<uint64_t> at[3];
+    for (int d = 0; d < 3; ++d)
+        for (uint64_t i = 0; i < k[d]; ++i) at[d].push_back(interp_tune_coordinate(L.dims[d], k[d], i));
     uint64_t g[3];
-    for (uint64_t p = 0, n = k[0] * k[1] * k[2]; p < n; ++p) {
-        interp_tune_point(L, k, p, g);
-        f(static_cast<const uint64_t*>(g));
-    }
+    for (uint64_t z = 0; z < k[2]; ++z)
+        for (uint64_t y = 0; y < k[1]; ++y)
+            for (uint64_t x = 0; x < k[0]; ++x) {
+                g[0] = at[0][x], g[1] = at[1][y], g[2] = at[2][z];
+                f(static_cast<const uint64_t*>(g));
+            }
 }
 
 }  // namespace

@@ -467,16 +467,26 @@ bool dispatch_full_tiles(const InterpLayout& L, const KernelConfig& cfg, Launch&
 }  // namespace
 
 template <class T>
-std::vector<double> interp_tune_sample_cuda(const T* d_data, const InterpLayout& L, cudaStream_t stream) {
+uint64_t interp_tune_sample_launch(const T* d_data, const InterpLayout& L, cuda::DeviceBuffer<T>& d_values,
+                                   cuda::PinnedBuffer<T>& h_values, cudaStream_t stream) {
     uint64_t k[3];
     interp_tune_counts(L, k);
     const uint64_t points = k[0] * k[1] * k[2], n = points * (1 + 4 * L.rank);
-    cuda::DeviceBuffer<T> d_values(n, stream);
+    d_values.allocate(n, stream);
     tune_sample_kernel<T><<<blocks_for(points), 256, 0, stream>>>(d_data, L, k[0], k[1], k[2], d_values.data());
     GSZ_CUDA_LAUNCHED("tune_sample_kernel");
-    std::vector<T> values;   // as T: half the copy for f32; widened exactly on the host
-    cuda::copy_to_host(values, d_values.data(), n, stream);
-    return {values.begin(), values.end()};
+    h_values.allocate(n);  // as T: half the copy for f32; widened exactly on the host
+    GSZ_CUDA(cudaMemcpyAsync(h_values.data(), d_values.data(), n * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    return n;
+}
+
+template <class T>
+std::vector<double> interp_tune_sample_cuda(const T* d_data, const InterpLayout& L, cudaStream_t stream) {
+    cuda::DeviceBuffer<T> d_values;
+    cuda::PinnedBuffer<T> h_values;
+    const uint64_t n = interp_tune_sample_launch(d_data, L, d_values, h_values, stream);
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    return {h_values.data(), h_values.data() + n};
 }
 
 // The indices (increasing) of the zero codes among n into `index`; returns
@@ -698,6 +708,10 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
     }
 }
 
+template uint64_t interp_tune_sample_launch<float>(const float*, const InterpLayout&, cuda::DeviceBuffer<float>&,
+                                                   cuda::PinnedBuffer<float>&, cudaStream_t);
+template uint64_t interp_tune_sample_launch<double>(const double*, const InterpLayout&, cuda::DeviceBuffer<double>&,
+                                                    cuda::PinnedBuffer<double>&, cudaStream_t);
 template std::vector<double> interp_tune_sample_cuda<float>(const float*, const InterpLayout&, cudaStream_t);
 template std::vector<double> interp_tune_sample_cuda<double>(const double*, const InterpLayout&, cudaStream_t);
 template void interp_anchors_encode_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double,

@@ -13,7 +13,14 @@
 namespace gsz::predict {
 
 // The tuner's sample of d_data (the values at interp_tune_indices, in that
-// order, as double) on the host; the indices are generated on the device.
+// order): gathered into `d_values` on the device (the indices are generated
+// there) and copied to `h_values` (page-locked), without waiting; the host
+// reads it after the stream's next synchronization.  Returns the count.
+// The buffers may be kept across calls.
+template <class T>
+uint64_t interp_tune_sample_launch(const T* d_data, const InterpLayout& layout, cuda::DeviceBuffer<T>& d_values,
+                                   cuda::PinnedBuffer<T>& h_values, cudaStream_t stream);
+// The same, waited for and widened to double.
 template <class T>
 std::vector<double> interp_tune_sample_cuda(const T* d_data, const InterpLayout& layout, cudaStream_t stream);
 
