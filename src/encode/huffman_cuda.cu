@@ -1305,7 +1305,7 @@ void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, c
     d.codes = d.tables.data();
 }
 
-uint64_t huffman_max_words(const std::vector<uint64_t>& histogram, const HuffmanCodebook& book, uint64_t n,
+uint64_t huffman_max_words(std::span<const uint64_t> histogram, const HuffmanCodebook& book, uint64_t n,
                            uint32_t chunk_symbols) {
     uint64_t bits = 0;
     for (size_t s = 0; s < histogram.size() && s < book.lengths.size(); ++s) bits += histogram[s] * book.lengths[s];

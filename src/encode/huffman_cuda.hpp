@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace gsz::encode {
@@ -96,7 +97,7 @@ void huffman_encode_prepare(uint64_t n, uint32_t chunk_symbols, HuffmanDeviceStr
 void huffman_stream_read_words(HuffmanDeviceStream& out, cudaStream_t stream);
 
 // Words a chunked stream of these symbol counts and code lengths can take at most.
-uint64_t huffman_max_words(const std::vector<uint64_t>& histogram, const HuffmanCodebook& book, uint64_t n,
+uint64_t huffman_max_words(std::span<const uint64_t> histogram, const HuffmanCodebook& book, uint64_t n,
                            uint32_t chunk_symbols);
 
 // Decode a stream whose chunk table was validated on the host

@@ -58,8 +58,11 @@ std::vector<uint64_t> interp_tune_indices(const InterpLayout& layout);
 // Tunes (per-dim cubic spline, dimension order from least to most smooth,
 // alpha) from the gathered samples, applies the overrides and derives the
 // level bounds e_l = eb / min(alpha^l, beta).  Deterministic: sums in double
-// in a fixed order.
+// in a fixed order.  Float samples are widened exactly: the same choice as
+// from their double copies.
 InterpConfig interp_configure(const InterpLayout& layout, std::span<const double> samples, double eb_abs,
+                              double value_range, const InterpOverrides& overrides);
+InterpConfig interp_configure(const InterpLayout& layout, std::span<const float> samples, double eb_abs,
                               double value_range, const InterpOverrides& overrides);
 
 // The quantizer of coded anchors: half the coarsest level's bound (lattice

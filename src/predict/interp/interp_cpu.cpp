@@ -111,8 +111,11 @@ std::vector<uint64_t> interp_tune_indices(const InterpLayout& L) {
     return idx;
 }
 
-InterpConfig interp_configure(const InterpLayout& L, std::span<const double> samples, double eb_abs,
-                              double value_range, const InterpOverrides& ov) {
+namespace {
+
+template <class S>
+InterpConfig configure(const InterpLayout& L, std::span<const S> samples, double eb_abs, double value_range,
+                       const InterpOverrides& ov) {
     InterpConfig cfg;
     // Per dim and spline, the summed |prediction - value| at unit stride,
     // over the sample points with room on both sides and finite neighbours.
@@ -121,7 +124,7 @@ InterpConfig interp_configure(const InterpLayout& L, std::span<const double> sam
     GSZ_CHECK(samples.size() % group == 0, GSZ_STATUS_INTERNAL, "interp tuning: %zu samples", samples.size());
     size_t at = 0;
     for_each_tune_point(L, [&](const uint64_t* g) {
-        const double* v = samples.data() + at;
+        const S* v = samples.data() + at;
         at += group;
         for (uint32_t d = 0; d < L.rank; ++d) {
             if (!interp_tune_room(L, g, d)) continue;
@@ -161,6 +164,18 @@ InterpConfig interp_configure(const InterpLayout& L, std::span<const double> sam
         power *= cfg.alpha;
     }
     return cfg;
+}
+
+}  // namespace
+
+InterpConfig interp_configure(const InterpLayout& L, std::span<const double> samples, double eb_abs,
+                              double value_range, const InterpOverrides& ov) {
+    return configure(L, samples, eb_abs, value_range, ov);
+}
+
+InterpConfig interp_configure(const InterpLayout& L, std::span<const float> samples, double eb_abs,
+                              double value_range, const InterpOverrides& ov) {
+    return configure(L, samples, eb_abs, value_range, ov);
 }
 
 namespace {
