@@ -254,14 +254,20 @@ HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
               "huffman: alphabet size %zu out of [1, %u]", histogram.size(), kHuffmanMaxAlphabet);
     const auto alphabet = static_cast<uint32_t>(histogram.size());
     // The used symbols (increasing) and their weights side by side: interp's
-    // alphabet has 65,526 entries, of which 10^2..10^4 are used.
-    std::vector<uint16_t> used;
-    std::vector<uint64_t> used_weight;
-    for (uint32_t s = 0; s < alphabet; ++s)
-        if (histogram[s] != 0) {
-            used.push_back(static_cast<uint16_t>(s));
-            used_weight.push_back(histogram[s]);
-        }
+    // alphabet has 65,526 entries, of which 10^2..10^4 are used.  Kept per
+    // thread, sized once.
+    thread_local std::vector<uint16_t> used;
+    thread_local std::vector<uint64_t> used_weight;
+    used.resize(alphabet);
+    used_weight.resize(alphabet);
+    size_t num_used = 0;
+    for (uint32_t s = 0; s < alphabet; ++s) {
+        used[num_used] = static_cast<uint16_t>(s);
+        used_weight[num_used] = histogram[s];
+        num_used += histogram[s] != 0;
+    }
+    used.resize(num_used);
+    used_weight.resize(num_used);
     GSZ_CHECK(!used.empty(), GSZ_STATUS_INVALID_ARGUMENT, "huffman: histogram is empty");
 
     auto halve = [&] {

@@ -413,12 +413,15 @@ constexpr double kPairRootShare = 0.9;
 
 // The encoder's entry per symbol, code | length << 24, of the symbols
 // first, first + 1, ... (as many as `out` holds; all of them by default).
+// Only the coded symbols are visited (interp's alphabet has 65,526 entries,
+// of which 10^2..10^4 are used); the others get entry 0.
 void encoder_entries(const HuffmanCodebook& book, std::span<uint32_t> out, uint32_t first = 0) {
-    for (uint32_t i = 0; i < out.size(); ++i) {
-        const uint32_t s = first + i;
-        GSZ_CHECK(book.lengths[s] <= kMaxLen && (book.codes[s] >> book.lengths[s]) == 0, GSZ_STATUS_INVALID_ARGUMENT,
-                  "huffman: codebook tables are inconsistent");
-        out[i] = book.codes[s] | (uint32_t{book.lengths[s]} << kCodeLengthShift);
+    std::fill(out.begin(), out.end(), 0u);
+    for (const uint16_t s : book.sorted_symbols) {
+        GSZ_CHECK(s >= first && s - first < out.size() && book.lengths[s] >= 1 && book.lengths[s] <= kMaxLen &&
+                      (book.codes[s] >> book.lengths[s]) == 0,
+                  GSZ_STATUS_INVALID_ARGUMENT, "huffman: codebook tables are inconsistent");
+        out[s - first] = book.codes[s] | (uint32_t{book.lengths[s]} << kCodeLengthShift);
     }
 }
 
@@ -1307,8 +1310,9 @@ void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, c
 
 uint64_t huffman_max_words(std::span<const uint64_t> histogram, const HuffmanCodebook& book, uint64_t n,
                            uint32_t chunk_symbols) {
-    uint64_t bits = 0;
-    for (size_t s = 0; s < histogram.size() && s < book.lengths.size(); ++s) bits += histogram[s] * book.lengths[s];
+    uint64_t bits = 0;  // over the coded symbols: a symbol without a code has no count
+    for (const uint16_t s : book.sorted_symbols)
+        if (s < histogram.size()) bits += histogram[s] * book.lengths[s];
     // Every chunk starts on a word: at most one partial word per chunk.
     return bits / 32 + ceil_div(n, uint64_t{chunk_symbols}) + 1;
 }
