@@ -52,6 +52,15 @@ struct DeviceRange {
     uint32_t any;
 };
 
+// The host's view of a range the device left.
+FiniteRange finite_range_of(const DeviceRange& d) {
+    FiniteRange r;
+    r.any = d.any != 0;
+    r.min = r.any ? d.lo : std::numeric_limits<double>::quiet_NaN();
+    r.max = r.any ? d.hi : std::numeric_limits<double>::quiet_NaN();
+    return r;
+}
+
 // Where the last CTA leaves the range, and how it knows it is the last.
 struct RangeFinish {
     DeviceRange* out = nullptr;
@@ -440,11 +449,7 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
                            stream, [&](std::span<const uint64_t>) {
                                predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, stream);
                            });
-    FiniteRange r;
-    r.any = rb->range.any != 0;
-    r.min = r.any ? rb->range.lo : std::numeric_limits<double>::quiet_NaN();
-    r.max = r.any ? rb->range.hi : std::numeric_limits<double>::quiet_NaN();
-    dc.header = plan_header(params, r);
+    dc.header = plan_header(params, finite_range_of(rb->range));
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     GSZ_CHECK(dc.header.error_bound_abs == rb->range.eb_abs, GSZ_STATUS_INTERNAL,
               "lorenzo: the device derived bound %.17g, the host %.17g", rb->range.eb_abs, dc.header.error_bound_abs);
@@ -497,11 +502,7 @@ void fast_compress_on_device(const gsz_params& params, const T* d_data, FastDevi
     DeviceRange range;
     predict::fast_encode_cuda_sizes(dc.layout, dc.streams, stream, &range, sizeof range);
     trace.mark("sizes");
-    FiniteRange r;
-    r.any = range.any != 0;
-    r.min = r.any ? range.lo : std::numeric_limits<double>::quiet_NaN();
-    r.max = r.any ? range.hi : std::numeric_limits<double>::quiet_NaN();
-    dc.header = plan_header(params, r);
+    dc.header = plan_header(params, finite_range_of(range));
     GSZ_CHECK(dc.header.pipeline == GSZ_PIPELINE_STORE || dc.header.error_bound_abs == range.eb_abs,
               GSZ_STATUS_INTERNAL, "fast: the device derived bound %.17g, the host %.17g", range.eb_abs,
               dc.header.error_bound_abs);
@@ -597,12 +598,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     dc.range_host.allocate(1);
     GSZ_CUDA(cudaMemcpyAsync(dc.range_host.data(), d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
     GSZ_CUDA(cudaStreamSynchronize(stream));
-    const DeviceRange& range = *dc.range_host.data();
-    FiniteRange r;
-    r.any = range.any != 0;
-    r.min = r.any ? range.lo : std::numeric_limits<double>::quiet_NaN();
-    r.max = r.any ? range.hi : std::numeric_limits<double>::quiet_NaN();
-    dc.header = plan_header(params, r);
+    dc.header = plan_header(params, finite_range_of(*dc.range_host.data()));
     trace.mark("finite range, tuning sample");
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     p.radius = quant_radius(params);
