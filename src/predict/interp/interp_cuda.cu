@@ -69,6 +69,29 @@ __device__ bool inside(const InterpLayout::TileBox& box, const uint32_t* c) {
     return c[0] <= box.last[0] && c[1] <= box.last[1] && c[2] <= box.last[2];
 }
 
+// The generic kernels' stage walk: every stage of every level, coarsest
+// first, a barrier after each; f(s, i, w, along, u, spline, level) for this
+// thread's points i of stage s (workspace offset w, coordinate along the
+// stage's dim).
+template <class F>
+__device__ void for_each_stage_point(const InterpLayout& L, const KernelConfig& cfg,
+                                     const InterpLayout::TileBox& box, F&& f) {
+    const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
+    for (uint32_t l = L.num_levels; l-- > 0;) {
+        const uint32_t u = 1u << l;
+        for (uint32_t k = 0; k < L.rank; ++k) {
+            const InterpStage s = interp_stage(L, order, k, u, box.last);
+            const uint32_t spline = cfg.spline[s.dim];
+            for (uint32_t i = threadIdx.x; i < s.total; i += blockDim.x) {
+                uint32_t w, along;
+                s.locate(i, w, along);
+                f(s, i, w, along, u, spline, l);
+            }
+            __syncthreads();
+        }
+    }
+}
+
 template <class T>
 __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                                      const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg,
@@ -79,7 +102,6 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
     // edge_only: the full tiles are interp_encode_full_kernel's.
     const auto box = L.tile_box(edge_only ? interp_edge_tile_id(L, blockIdx.x) : blockIdx.x);
-    const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
 
     for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
         const uint32_t c[3] = {x, y, z};
@@ -94,20 +116,11 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
         }
     });
     __syncthreads();
-    for (uint32_t l = L.num_levels; l-- > 0;) {
-        const uint32_t u = 1u << l;
-        const InterpLevelQuant lq = cfg.level[l];
-        for (uint32_t k = 0; k < L.rank; ++k) {
-            const InterpStage s = interp_stage(L, order, k, u, box.last);
-            const uint32_t spline = cfg.spline[s.dim];
-            for (uint32_t i = threadIdx.x; i < s.total; i += blockDim.x) {
-                uint32_t w, along;
-                s.locate(i, w, along);
-                tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, lq, eb, radius);
-            }
-            __syncthreads();
-        }
-    }
+    for_each_stage_point(L, cfg, box,
+                         [&](const InterpStage& s, uint32_t, uint32_t w, uint32_t along, uint32_t u, uint32_t spline,
+                             uint32_t l) {
+                             tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, cfg.level[l], eb, radius);
+                         });
     // Written codes, counting the zeros (a warp adds its count once): with
     // none, the caller skips the outlier selection.
     for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
@@ -328,7 +341,6 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
     // edge_only: the full tiles are interp_decode_full_kernel's.
     const auto box = L.tile_box(edge_only ? interp_edge_tile_id(L, blockIdx.x) : blockIdx.x);
-    const InterpOrder order{{cfg.order[0], cfg.order[1], cfg.order[2]}};
 
     for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
         const uint32_t c[3] = {x, y, z};
@@ -337,34 +349,25 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
         if (L.is_anchor(c)) ws[i] = anchors[L.anchor_index(box.origin, c)];
     });
     __syncthreads();
-    for (uint32_t l = L.num_levels; l-- > 0;) {
-        const uint32_t u = 1u << l;
-        const InterpLevelQuant lq = cfg.level[l];
-        for (uint32_t k = 0; k < L.rank; ++k) {
-            const InterpStage s = interp_stage(L, order, k, u, box.last);
-            const uint32_t spline = cfg.spline[s.dim];
-            for (uint32_t i = threadIdx.x; i < s.total; i += blockDim.x) {
-                uint32_t w, along;
-                s.locate(i, w, along);
-                const uint16_t code = tile_codes[w];
-                if (code != 0) {
-                    const double pred = interp_point_prediction(ws, s, w, along, u, spline);
-                    ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
-                } else {
-                    uint32_t c[3];
-                    s.point(i, c);
-                    uint64_t pos;
-                    if (find_index(outlier_index, num_outliers, L.global_index(box.origin, c), pos)) {
-                        ws[w] = outlier_value[pos];
-                    } else {
-                        atomicOr(corrupt, 1u);
-                        ws[w] = T(0);
-                    }
-                }
-            }
-            __syncthreads();
-        }
-    }
+    for_each_stage_point(L, cfg, box,
+                         [&](const InterpStage& s, uint32_t i, uint32_t w, uint32_t along, uint32_t u,
+                             uint32_t spline, uint32_t l) {
+                             const uint16_t code = tile_codes[w];
+                             if (code != 0) {
+                                 const double pred = interp_point_prediction(ws, s, w, along, u, spline);
+                                 ws[w] = interp_reconstruct<T>(code, pred, cfg.level[l], radius);
+                             } else {
+                                 uint32_t c[3];
+                                 s.point(i, c);
+                                 uint64_t pos;
+                                 if (find_index(outlier_index, num_outliers, L.global_index(box.origin, c), pos)) {
+                                     ws[w] = outlier_value[pos];
+                                 } else {
+                                     atomicOr(corrupt, 1u);
+                                     ws[w] = T(0);
+                                 }
+                             }
+                         });
     for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
         uint32_t c[3];
         tile_coords(L, i, c);
