@@ -727,6 +727,49 @@ TEST(CudaBackend, InterpKernelsMatchCpu) {
     }
 }
 
+// The outliers' selection (interp_outliers_cuda): zero codes appended by
+// warps in any order, then sorted.  Zeros where it has its corners: all eight
+// codes of a vector, a zero in every vector of a warp's round, the codes
+// after the last whole vector, long stretches without any, every code zero.
+TEST(CudaBackend, InterpOutlierSelection) {
+    REQUIRE_GPU();
+    namespace pr = gsz::predict;
+    std::mt19937_64 rng(5);
+    for (const uint64_t n : {uint64_t{1}, uint64_t{13}, uint64_t{4096}, uint64_t{1000003}}) {
+        for (int pattern = 0; pattern < 4; ++pattern) {
+            std::vector<uint16_t> codes(n, 7);
+            for (uint64_t i = 0; i < n; ++i) {
+                const bool zero = pattern == 0   ? i % 8 == 5 || (i >= 800 && i < 808)
+                                  : pattern == 1 ? rng() % 5000 == 0 || i + 3 >= n
+                                  : pattern == 2 ? true
+                                                 : false;
+                if (zero) codes[i] = 0;
+            }
+            std::vector<uint64_t> expect;
+            for (uint64_t i = 0; i < n; ++i)
+                if (codes[i] == 0) expect.push_back(i);
+            std::vector<float> data(n);
+            for (uint64_t i = 0; i < n; ++i) data[i] = static_cast<float>(i) * 0.5f;
+            pr::InterpDeviceEncoded<float> enc;
+            enc.codes.allocate(n, nullptr);
+            gsz::cuda::DeviceBuffer<float> d_data(n, nullptr);
+            ASSERT_EQ(cudaMemcpy(enc.codes.data(), codes.data(), n * sizeof(uint16_t), cudaMemcpyHostToDevice),
+                      cudaSuccess);
+            ASSERT_EQ(cudaMemcpy(d_data.data(), data.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+            pr::interp_outliers_cuda(d_data.data(), expect.size(), enc, nullptr);
+            std::vector<uint64_t> count, index;
+            std::vector<float> value;
+            gsz::cuda::copy_to_host(count, enc.count.data(), 1, nullptr);
+            gsz::cuda::copy_to_host(index, enc.outlier_index.data(), expect.size(), nullptr);
+            gsz::cuda::copy_to_host(value, enc.outlier_value.data(), expect.size(), nullptr);
+            SCOPED_TRACE(testing::Message() << "n " << n << ", pattern " << pattern << ", zeros " << expect.size());
+            EXPECT_EQ(count[0], expect.size());
+            EXPECT_TRUE(index == expect);
+            for (size_t k = 0; k < expect.size() && k < value.size(); ++k) ASSERT_EQ(value[k], data[expect[k]]);
+        }
+    }
+}
+
 // The full-tile kernels are compiled per dimension order: every order of the
 // 3-D and 2-D geometries, both splines, f32 and f64, against the CPU (the
 // fields hold full tiles and edge tiles along every dim).
