@@ -694,7 +694,7 @@ __device__ inline void pack_range_staged(Entries&& entries, uint32_t start_bit, 
     tail = pending > 0 ? static_cast<uint32_t>(acc << (32 - pending)) : 0u;
 }
 constexpr uint32_t kTileMinChunkSymbols = 257;  // group >= 8: at most 32 chunks per tile
-constexpr uint32_t kTileMaxAlphabet = 4096;     // 16 KiB of code table
+constexpr uint32_t kTileMaxAlphabet = 4096;     // 16 KiB of code table; wider books keep this many entries (kWindowed)
 constexpr size_t kTileSmemBudget = 36 * 1024;   // table + stage; registers allow 4 CTAs per SM (64 each)
 
 struct AddWords {

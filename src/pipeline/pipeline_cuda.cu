@@ -211,8 +211,8 @@ struct DeviceCodeStage {
 
 // The histogram of d_symbols, read back through page-locked memory (one
 // synchronization); `d_hist` and `h_hist` are reused across calls.  The
-// result lies in `h_hist` (valid until its next use): a fresh host vector
-// per call cost ~0.1-0.2 ms of page faults on the lent H100 hosts.
+// result lies in `h_hist` (valid until its next use): copying it to a fresh
+// host vector cost ~0.1 ms per call on the lent H100 hosts.
 std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
                                           cudaStream_t stream, cuda::DeviceBuffer<uint64_t>& d_hist,
                                           cuda::PinnedBuffer<uint64_t>& h_hist) {
@@ -602,7 +602,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     trace.mark("finite range, tuning sample");
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     p.radius = quant_radius(params);
-    // Read where they lie: a host copy (0.4 MB) cost ~0.2 ms of page faults on the lent hosts.
+    // Read where they lie: a host copy (0.4 MB as double) cost ~0.2 ms on the lent hosts.
     const std::span<const T> samples(dc.tune_host.data(), num_samples);
     p.config = predict::interp_configure(p.layout, samples, dc.header.error_bound_abs,
                                          dc.header.value_max - dc.header.value_min,

@@ -83,8 +83,8 @@ namespace {
 
 // Calls f(g) with the coordinates of every sample point, in the order of
 // interp_tune_point (dim 0 fastest).  Each dim's coordinates are computed
-// once: a 128-bit division per coordinate and point cost ~0.1 ms per
-// compression on the GPU pipeline's host path.
+// once, not a 128-bit division per coordinate and point (the GPU pipeline
+// tunes on the host, on its critical path).
 template <class F>
 void for_each_tune_point(const InterpLayout& L, F&& f) {
     uint64_t k[3];
