@@ -321,6 +321,7 @@ json info_json(const gsz_archive_info& a) {
         j["interp_spline"] = splines;
         j["interp_anchors"] = a.interp_anchors == GSZ_INTERP_ANCHORS_RAW ? "raw" : "coded";
         j["interp_listed_anchors"] = a.interp_listed_anchors;
+        j["interp_jump"] = a.interp_jump;   // 0: jump guard off
     }
     if (a.pipeline == GSZ_PIPELINE_FAST) {
         j["block_size"] = a.block_size;
@@ -343,6 +344,7 @@ struct ArrayArgs {
     uint32_t block = 128;
     double interp_alpha = 0, interp_beta = 0;
     std::string interp_spline = "auto", interp_order = "auto", interp_anchors = "auto", lossless = "auto";
+    std::string interp_jump_guard = "on";
     int threads = 0;
     bool json = false;
 };
@@ -377,6 +379,11 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
     c->add_option("--interp-anchors", a.interp_anchors,
                   "interp: anchors coded (quantized at half the coarsest level's bound, Lorenzo over the anchor grid, "
                   "Huffman), raw (stored exactly, as cuSZ-i), or auto (coded unless too many would be outliers)")
+        ->capture_default_str();
+    c->add_option("--interp-jump-guard", a.interp_jump_guard,
+                  "interp: where neighbours differ by more than half the value range (fill values next to data), "
+                  "copy the nearer one across the jump and predict linearly next to it (on), or keep the paper's "
+                  "splines everywhere as cuSZ-i does (off); fields without such jumps compress the same either way")
         ->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
                                         "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32763)")
@@ -421,6 +428,9 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     else if (a.interp_anchors == "coded") p.interp_anchors = GSZ_INTERP_ANCHORS_CODED;
     else if (a.interp_anchors == "raw") p.interp_anchors = GSZ_INTERP_ANCHORS_RAW;
     else die("--interp-anchors " + a.interp_anchors + ": expected auto, coded or raw");
+    if (a.interp_jump_guard == "on") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_ON;
+    else if (a.interp_jump_guard == "off") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_OFF;
+    else die("--interp-jump-guard " + a.interp_jump_guard + ": expected on or off");
     if (a.interp_order != "auto") {
         if (a.interp_order.empty() || a.interp_order.size() > 3) die("--interp-order " + a.interp_order + ": expected auto or up to 3 letters x, y, z");
         std::snprintf(p.interp_order, sizeof p.interp_order, "%s", a.interp_order.c_str());
@@ -673,6 +683,10 @@ int run_info(const std::string& input, bool as_json) {
         for (uint32_t d = 0; d < info.interp_rank; ++d)
             std::printf(" %c:%s", 'x' + d, info.interp_spline[d] == 'n' ? "natural" : "not-a-knot");
         std::printf("\n");
+        if (info.interp_jump > 0)
+            std::printf("interp jumps    guarded: neighbours more than %.9g apart are a jump\n", info.interp_jump);
+        else
+            std::printf("interp jumps    not guarded (the paper's splines everywhere)\n");
     }
     if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP) {
         if (info.lossless == GSZ_LOSSLESS_ANS)

@@ -94,6 +94,17 @@ typedef enum gsz_interp_anchors {
     GSZ_INTERP_ANCHORS_RAW = 2      /* stored exactly, as cuSZ-i does */
 } gsz_interp_anchors;
 
+/* What the interp pipeline predicts where neighbours differ by a jump larger
+ * than half the value range (a fill value next to data, a front): the spline
+ * carries such a jump onto every point it spans, so the guard copies the
+ * nearer neighbour across it and drops a jumping outer neighbour (linear
+ * instead of cubic).  Never triggers on fields without such jumps. */
+typedef enum gsz_interp_jump_guard {
+    GSZ_INTERP_JUMP_GUARD_AUTO = 0,   /* on */
+    GSZ_INTERP_JUMP_GUARD_ON = 1,
+    GSZ_INTERP_JUMP_GUARD_OFF = 2     /* the paper's splines everywhere, as cuSZ-i */
+} gsz_interp_jump_guard;
+
 /* The second lossless stage of the lorenzo and interp pipelines (what the
  * Huffman coder codes).  Never changes the decompressed values. */
 typedef enum gsz_lossless {
@@ -131,6 +142,7 @@ typedef struct gsz_params {
                                        array with size-1 dims dropped, e.g. "zyx"; "" = auto */
     gsz_interp_anchors interp_anchors;  /* default GSZ_INTERP_ANCHORS_AUTO */
     gsz_lossless lossless;          /* lorenzo and interp; default GSZ_LOSSLESS_AUTO */
+    gsz_interp_jump_guard interp_jump_guard;  /* interp; default GSZ_INTERP_JUMP_GUARD_AUTO (on) */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */
@@ -163,6 +175,8 @@ typedef struct gsz_archive_info {
     char interp_spline[4];          /*   cubic per dim x, y, z: 'k' not-a-knot, 'n' natural */
     gsz_interp_anchors interp_anchors;  /* CODED or RAW as stored */
     uint64_t interp_listed_anchors; /*   CODED: anchors stored as outliers (residual listed apart) */
+    double interp_jump;             /*   jump guard: neighbours farther apart than this are a jump
+                                         (half the value range); 0 = guard off */
     uint64_t archive_bytes;
     uint64_t original_bytes;
 } gsz_archive_info;

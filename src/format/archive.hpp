@@ -13,7 +13,7 @@
 
 namespace gsz::format {
 
-inline constexpr uint8_t kFormatVersion = 4;        // what this gsz writes
+inline constexpr uint8_t kFormatVersion = 5;        // what this gsz writes
 inline constexpr uint8_t kOldestFormatVersion = 1;  // the oldest it reads (docs/FORMAT.md, "Versions")
 inline constexpr size_t kHeaderBytes = 128;
 inline constexpr size_t kSectionEntryBytes = 32;

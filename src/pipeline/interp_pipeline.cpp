@@ -24,8 +24,10 @@ void InterpParams::write(ByteWriter& out) const {
     out.put(config.beta);
     for (uint32_t l = 0; l < layout.num_levels; ++l) out.put(config.level_eb[l]);
     out.put(huffman_chunk_symbols);
-    out.put(uint32_t{0});   // reserved
+    const bool guard = config.jump != predict::kInterpNoJump;
+    out.put(guard ? kInterpFlagJumpGuard : uint32_t{0});   // flags (format version 5; reserved before)
     out.put(num_outliers);
+    if (guard) out.put(config.jump);
 }
 
 InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::Header& h) {
@@ -48,12 +50,19 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     GSZ_CHECK(levels == L.num_levels, bad, "pipeline_params: %u levels, the dims give %u", levels, L.num_levels);
     for (uint32_t l = 0; l < levels; ++l) p.config.level_eb[l] = in.get<double>("level bound");
     p.huffman_chunk_symbols = in.get<uint32_t>("huffman chunk symbols");
-    const uint32_t reserved2 = in.get<uint32_t>("reserved");
+    const uint32_t flags = in.get<uint32_t>("flags");
     p.num_outliers = in.get<uint64_t>("outlier count");
+    GSZ_CHECK(flags == 0 || (flags == kInterpFlagJumpGuard && h.format_version >= 5), bad,
+              "pipeline_params: flags %#x (format version %u knows %s)", flags, h.format_version,
+              h.format_version >= 5 ? "only 0x1, the jump guard" : "none");
+    if (flags & kInterpFlagJumpGuard) {
+        p.config.jump = in.get<double>("jump threshold");
+        GSZ_CHECK(p.config.jump > 0 && p.config.jump < HUGE_VAL, bad,
+                  "pipeline_params: jump threshold %g is not finite and > 0", p.config.jump);
+    }
     in.expect_end();
 
     GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, bad, "pipeline_params: radius %u out of range", p.radius);
-    GSZ_CHECK(reserved2 == 0, bad, "pipeline_params: reserved field is not 0");
     GSZ_CHECK(anchors <= predict::kAnchorsCoded, bad, "pipeline_params: anchor coding %u is not 0 (raw) or 1 (coded)",
               anchors);
     GSZ_CHECK(anchors == predict::kAnchorsRaw || h.format_version >= 2, bad,
@@ -103,6 +112,13 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
         case GSZ_INTERP_SPLINE_NATURAL: ov.spline = predict::kSplineNatural; break;
         default: fail(bad, format_message("interp spline %d is not auto, not-a-knot or natural",
                                           enum_bits(params.interp_spline)));
+    }
+    switch (enum_bits(params.interp_jump_guard)) {
+        case GSZ_INTERP_JUMP_GUARD_AUTO:
+        case GSZ_INTERP_JUMP_GUARD_ON: ov.jump_guard = true; break;
+        case GSZ_INTERP_JUMP_GUARD_OFF: ov.jump_guard = false; break;
+        default: fail(bad, format_message("interp jump guard %d is not auto, on or off",
+                                          enum_bits(params.interp_jump_guard)));
     }
     switch (enum_bits(params.interp_anchors)) {
         case GSZ_INTERP_ANCHORS_AUTO: ov.anchors = -1; break;
@@ -294,6 +310,7 @@ void interp_describe(const format::Archive& archive, gsz_archive_info& info) {
     const bool raw = p.config.anchors == predict::kAnchorsRaw;
     info.interp_anchors = raw ? GSZ_INTERP_ANCHORS_RAW : GSZ_INTERP_ANCHORS_CODED;
     info.interp_listed_anchors = raw ? 0 : archive.section(format::SectionKind::interp_anchors).size() / 16;
+    info.interp_jump = p.config.jump == predict::kInterpNoJump ? 0.0 : p.config.jump;
     std::memset(info.interp_order, 0, sizeof info.interp_order);
     std::memset(info.interp_spline, 0, sizeof info.interp_spline);
     for (uint32_t k = 0; k < p.layout.rank; ++k) {

@@ -19,6 +19,10 @@ namespace gsz::pipeline {
 
 // pipeline_params of an interp archive: the geometry (checked against the one
 // the header implies) and every choice the tuner made.
+// pipeline_params flags (format version 5): bit 0, the jump guard is on and
+// its threshold follows the outlier count.
+inline constexpr uint32_t kInterpFlagJumpGuard = 1;
+
 struct InterpParams {
     uint32_t radius = 0;
     predict::InterpLayout layout;

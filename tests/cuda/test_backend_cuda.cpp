@@ -603,7 +603,8 @@ TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
 // `overrides`: a dimension order and spline instead of the tuned ones.
 template <class T>
 void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>& dims, double eb, int mode,
-                        uint32_t radius, const gsz::predict::InterpOverrides& overrides = {}) {
+                        uint32_t radius, const gsz::predict::InterpOverrides& overrides = {},
+                        double value_range = 1.0) {
     namespace pr = gsz::predict;
     SCOPED_TRACE(testing::Message() << dims.size() << "-D, eb " << eb << ", anchors " << mode << ", radius "
                                     << radius << ", order " << overrides.order[0] << overrides.order[1]
@@ -612,7 +613,7 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
     const auto idx = pr::interp_tune_indices(L);
     std::vector<double> samples(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) samples[i] = static_cast<double>(data[idx[i]]);
-    pr::InterpConfig cfg = pr::interp_configure(L, samples, eb, 1.0, overrides);
+    pr::InterpConfig cfg = pr::interp_configure(L, samples, eb, value_range, overrides);
     const pr::InterpAnchors<T> cpu_anchors = pr::interp_anchors_encode_cpu(data.data(), L, cfg, eb, radius, mode, 2);
     cfg.anchors = cpu_anchors.mode;
     pr::InterpEncoded<T> cpu;
@@ -799,6 +800,34 @@ TEST(CudaBackend, InterpFullTileKernelsEveryOrder) {
             interp_matches_cpu(wmag_d, {637, 1183}, 0.002, gsz::predict::kAnchorsCoded, 512, o);
         }
     }
+}
+
+// The jump guard (interp_spline) in the full-tile and edge-tile kernels and
+// the 1-D ones: a fill value (-1e34) over part of every plane, guard on and
+// off, against the CPU; archives byte-identical.
+TEST(CudaBackend, InterpJumpGuardMatchesCpu) {
+    REQUIRE_GPU();
+    namespace pr = gsz::predict;
+    auto wmag = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    for (size_t i = 0; i < wmag.size(); ++i)
+        if ((i % 91 < 45 && i / 91 % 91 < 40) || i % 91 == 70) wmag[i] = -1e34f;
+    const std::vector<double> wmag_d(wmag.begin(), wmag.end());
+    const double range = 1e34 + double(*std::max_element(wmag.begin(), wmag.end()));
+    for (bool guard : {true, false}) {
+        SCOPED_TRACE(guard ? "guard on" : "guard off");
+        pr::InterpOverrides o;
+        o.jump_guard = guard;
+        interp_matches_cpu(wmag, {91, 91, 91}, 1e30, pr::kAnchorsCoded, 32768, o, range);
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.02, pr::kAnchorsCoded, 512, o, range);   // coasts as outliers
+        interp_matches_cpu(wmag_d, {91, 91, 91}, 1e29, pr::kAnchorsRaw, 512, o, range);
+        interp_matches_cpu(wmag, {91 * 91, 91}, 1e30, pr::kAnchorsCoded, 32768, o, range);
+        interp_matches_cpu(wmag_d, {637, 1183}, 1e31, pr::kAnchorsCoded, 512, o, range);
+        interp_matches_cpu(wmag, {wmag.size()}, 1e30, pr::kAnchorsCoded, 32768, o, range);
+    }
+    same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_REL, 1e-3, 0, GSZ_PIPELINE_INTERP);
+    same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_REL, 1e-4, 0, GSZ_PIPELINE_INTERP);
+    same_on_both(wmag_d, {91 * 91, 91}, GSZ_ERROR_REL, 1e-4, 0, GSZ_PIPELINE_INTERP);
+    same_on_both(wmag, {wmag.size()}, GSZ_ERROR_REL, 1e-3, 0, GSZ_PIPELINE_INTERP);
 }
 
 // gsz_compress_device from device data into a host archive (empty on failure, reported).

@@ -470,6 +470,48 @@ TEST(InterpOptions, AutoTuningIsDescribed) {
     EXPECT_EQ(r2.info.interp_spline[2], '\0');
 }
 
+// The jump guard on an ocean-like field: a fill value (-1e34) over the land
+// cells.  With a rel bound the range is the fill's, so data and fill are a few
+// hundred lattice steps apart: unguarded splines spread each coast into codes
+// of +-250 on both sides, guarded ones copy across it.  Measured when written:
+// ratio 106 -> 310 (rel 1e-3), 109 -> 289 (1e-4); asked: at least 2x, every
+// value within the bound.
+TEST(InterpOptions, JumpGuardAtFillValues) {
+    const auto all = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    std::vector<float> v(all);
+    for (size_t i = 0; i < v.size(); ++i) {   // a disc of land through every plane, and a strip
+        const double x = double(i % 91) - 30, y = double(i / 91 % 91) - 40;
+        if (x * x + y * y < 400 || i / 91 % 91 > 80) v[i] = -1e34f;
+    }
+    const std::vector<uint64_t> dims = {91, 91, 91};
+    for (double eb : {1e-3, 1e-4}) {
+        SCOPED_TRACE(eb);
+        auto p = interp_params(dims, eb);
+        const auto on = interp_run(p, v);
+        p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_OFF;
+        const auto off = interp_run(p, v);
+        const double range = double(*std::max_element(all.begin(), all.end())) - double(-1e34f);
+        EXPECT_DOUBLE_EQ(on.info.interp_jump, 0.5 * range);
+        EXPECT_EQ(off.info.interp_jump, 0.0);
+        EXPECT_GT(off.archive.size(), 2 * on.archive.size()) << on.archive.size() << " guarded, "
+                                                             << off.archive.size() << " not";
+    }
+    // Without jumps the guard changes no prediction.
+    std::vector<float> smooth(40 * 30 * 20);
+    for (size_t i = 0; i < smooth.size(); ++i)
+        smooth[i] = static_cast<float>(std::sin(0.05 * double(i % 40)) + std::cos(0.07 * double(i / 40 % 30)) +
+                                       0.5 * std::sin(0.11 * double(i / 1200)));
+    auto p = interp_params({40, 30, 20});
+    const auto on = interp_run(p, smooth);
+    p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_OFF;
+    const auto off = interp_run(p, smooth);
+    EXPECT_GT(on.info.interp_jump, 0.0);
+    gsz::Context ctx;
+    EXPECT_TRUE(ctx.decompress<float>(on.archive, GSZ_DEVICE_CPU) == ctx.decompress<float>(off.archive, GSZ_DEVICE_CPU));
+    p.interp_jump_guard = static_cast<gsz_interp_jump_guard>(7);
+    EXPECT_EQ(gsz_compress(ctx.get(), &p, smooth.data(), nullptr, 0, nullptr), GSZ_STATUS_INVALID_ARGUMENT);
+}
+
 TEST(InterpOptions, OrderOverrideHonoured) {
     const std::vector<uint64_t> dims = {40, 30, 20};
     const auto v = interp_field(dims);

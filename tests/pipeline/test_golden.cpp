@@ -29,6 +29,7 @@ struct Golden {
     uint32_t radius = 0;   // 0: gsz_params_init's
     gsz_lossless lossless = GSZ_LOSSLESS_AUTO;
     gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_AUTO;
+    bool fill = false;   // a quarter of each plane holds a fill value (golden_input)
 };
 
 const Golden kGoldens[] = {
@@ -63,6 +64,9 @@ const Golden kGoldens[] = {
     {"none_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_LORENZO,
      128, 0, GSZ_LOSSLESS_NONE},
     // version 4: 16-bit chunk bit counts in huffman_chunks (every golden above with Huffman sections pins it)
+    // version 5: interp's jump guard (every interp golden above has it on; this one has jumps to guard)
+    {"interp_fill_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, true},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -109,10 +113,13 @@ const std::vector<OldGolden> kVersion3 = [] {
     return v;
 }();
 
+// Version 4's archives decode to version 3's outputs (version 5 changed interp's predictions).
+const std::vector<OldGolden>& kVersion4 = kVersion3;
+
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
 template <class T>
-std::vector<T> golden_input(const std::vector<uint64_t>& dims) {
+std::vector<T> golden_input(const std::vector<uint64_t>& dims, bool fill = false) {
     const auto all = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
     std::vector<T> v;
     if (dims.size() == 1) {
@@ -123,6 +130,9 @@ std::vector<T> golden_input(const std::vector<uint64_t>& dims) {
             for (uint64_t y = 0; y < dims[1]; ++y)
                 for (uint64_t x = 0; x < dims[0]; ++x) v.push_back(static_cast<T>(all[x + 91 * (y + 91 * z)]));
     }
+    if (fill && dims.size() > 1)   // land cells of an ocean field: x and y below half the extents
+        for (size_t i = 0; i < v.size(); ++i)
+            if (i % dims[0] < dims[0] / 2 && i / dims[0] % dims[1] < dims[1] / 2) v[i] = static_cast<T>(-1e34);
     v[5] = std::numeric_limits<T>::quiet_NaN();
     v[v.size() / 2] = -std::numeric_limits<T>::infinity();
     return v;
@@ -139,7 +149,7 @@ std::string version_dir(uint32_t version) {
 
 template <class T>
 void check_golden(const Golden& g) {
-    const auto input = golden_input<T>(g.dims);
+    const auto input = golden_input<T>(g.dims, g.fill);
     const auto path = repo_dir() / "tests" / "golden" / version_dir(gsz::format::kFormatVersion) / g.file;
     gsz::Context ctx;
     auto params = make_params(g.dtype, g.dims, g.mode, g.eb);
@@ -189,7 +199,7 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
 
 TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
     const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
-        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}};
+        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}};
     for (const auto& [version, goldens] : versions) {
         for (const OldGolden& g : goldens) {
             SCOPED_TRACE(version_dir(version) + "/" + g.source.file);

@@ -225,8 +225,9 @@ std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCH
 // pipeline_params of a 3-D interp archive (docs/FORMAT.md): radius u32 @0,
 // rank @4, anchor stride @8, levels @12, tile extents @16/20/24, order u8
 // @28..30, spline u8 @31..33, reserved u16 @34, alpha f64 @36, beta @44,
-// three level bounds @52/60/68, huffman chunk symbols u32 @76, reserved @80,
-// outlier count u64 @84.
+// three level bounds @52/60/68, huffman chunk symbols u32 @76, flags u32 @80
+// (reserved before format version 5), outlier count u64 @84, jump guard
+// threshold f64 @92 (flag 1).
 TEST(Hostile, LyingInterpSectionsAreRejected) {
     using gsz::format::SectionKind;
     const auto archive = interp_archive();
@@ -235,7 +236,7 @@ TEST(Hostile, LyingInterpSectionsAreRejected) {
     ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
     const double eb = parsed.header.error_bound_abs;
     const auto params = section_of(archive, SectionKind::pipeline_params);
-    ASSERT_EQ(params.size(), 92u);
+    ASSERT_EQ(params.size(), 100u);
     auto patch = [&](size_t offset, auto value) {
         auto p = params;
         std::memcpy(p.data() + offset, &value, sizeof value);
@@ -268,7 +269,19 @@ TEST(Hostile, LyingInterpSectionsAreRejected) {
         for (double e : {0.0, -eb, nan, inf, 2 * eb, std::nextafter(eb, inf), 1e-310, -0.0})
             expect_corrupt(patch(52 + 8 * l, e), "level " + std::to_string(l) + " bound " + std::to_string(e));
     expect_corrupt(patch(76, uint32_t{17}), "huffman chunk mismatch");
-    expect_corrupt(patch(80, uint32_t{1}), "reserved u32");
+    for (uint32_t flags : {2u, 3u, 0x80000001u}) expect_corrupt(patch(80, flags), "flags " + std::to_string(flags));
+    expect_corrupt(patch(80, uint32_t{0}), "no jump guard, its threshold still there");
+    for (double jump : {0.0, -0.0, -1.0, nan, inf, -inf})
+        expect_corrupt(patch(92, jump), "jump threshold " + std::to_string(jump));
+    {   // A version 4 archive has no flags.
+        auto old = gsz::format::archive_parse(archive);
+        old.header.format_version = 4;
+        EXPECT_THROW(gsz::pipeline::InterpParams::read(params, old.header), gsz::Error);
+        auto unguarded = params;
+        unguarded.resize(92);
+        std::memset(unguarded.data() + 80, 0, 4);
+        EXPECT_NO_THROW(gsz::pipeline::InterpParams::read(unguarded, old.header));
+    }
     uint64_t outliers = 0;
     std::memcpy(&outliers, params.data() + 84, 8);
     ASSERT_GE(outliers, 6u);
@@ -420,12 +433,16 @@ TEST(Hostile, LyingCodedAnchorsAreRejected) {
     EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, raw)), GSZ_STATUS_CORRUPT)
         << "raw anchors over a coded anchor section";
 
-    // Format version 1 had no coded anchors: the field was reserved.
+    // Format version 1 had no coded anchors: the field was reserved.  (Before
+    // version 5 no jump guard: its flag and threshold taken out.)
     auto parsed = gsz::format::archive_parse(archive);
+    auto unguarded = params;
+    unguarded.resize(92);
+    std::memset(unguarded.data() + 80, 0, 4);
     parsed.header.format_version = 1;
-    EXPECT_THROW(gsz::pipeline::InterpParams::read(params, parsed.header), gsz::Error);
+    EXPECT_THROW(gsz::pipeline::InterpParams::read(unguarded, parsed.header), gsz::Error);
     parsed.header.format_version = 2;
-    EXPECT_NO_THROW(gsz::pipeline::InterpParams::read(params, parsed.header));
+    EXPECT_NO_THROW(gsz::pipeline::InterpParams::read(unguarded, parsed.header));
 }
 
 // Zero codes without an outlier entry (an outlier removed, or a flipped

@@ -294,7 +294,7 @@ template <class T>
 double predict_on_line(const std::function<double(double)>& f, uint32_t p, uint32_t u, uint32_t L, uint32_t spline) {
     std::vector<T> line(L + 1);
     for (uint32_t i = 0; i <= L; ++i) line[i] = static_cast<T>(f(i));
-    return interp_predict(line.data() + p, static_cast<int64_t>(u), p, u, L, spline);
+    return interp_predict(line.data() + p, static_cast<int64_t>(u), p, u, L, spline, kInterpNoJump);
 }
 
 TEST(InterpPredict, SplinesReproduceTheirPolynomials) {
@@ -343,10 +343,46 @@ TEST(InterpPredict, NonFiniteNeighboursReadAsZero) {
     EXPECT_EQ(interp_neighbour(-2.5f), -2.5);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double line[] = {4, 6, nan, 10, 12, 14, 16};   // the NaN at -u reads as 0
-    EXPECT_EQ(interp_predict(line + 3, 1, 3, 1, 6, kSplineNotAKnot), (9.0 * (0 + 12) - (4 + 16)) / 16);
+    EXPECT_EQ(interp_predict(line + 3, 1, 3, 1, 6, kSplineNotAKnot, kInterpNoJump), (9.0 * (0 + 12) - (4 + 16)) / 16);
     const float inf_line[] = {4, 6, 8, 10, 12, std::numeric_limits<float>::infinity(), 16};
-    EXPECT_EQ(interp_predict(inf_line + 3, 1, 3, 1, 6, kSplineNotAKnot), (9.0 * (8 + 12) - (4 + 16)) / 16);
-    EXPECT_EQ(interp_predict(inf_line + 5, 1, 5, 1, 6, kSplineNotAKnot), 0.5 * (12 + 16));   // Inf predicted: finite
+    EXPECT_EQ(interp_predict(inf_line + 3, 1, 3, 1, 6, kSplineNotAKnot, kInterpNoJump), (9.0 * (8 + 12) - (4 + 16)) / 16);
+    EXPECT_EQ(interp_predict(inf_line + 5, 1, 5, 1, 6, kSplineNotAKnot, kInterpNoJump), 0.5 * (12 + 16));   // Inf predicted: finite
+}
+
+// The jump guard: a step between the two nearest neighbours larger than the
+// threshold copies the one before the point; a step to an outer neighbour
+// makes the prediction linear; steps at or below the threshold leave the
+// paper's splines.
+TEST(InterpPredict, JumpGuard) {
+    const double fill = -1e34, jump = 5e33;
+    // b and c on either side of a jump (a fill value, then data): b, whichever side holds the fill.
+    EXPECT_EQ(interp_spline(fill, fill, 20.0, 21.0, true, true, true, kSplineNotAKnot, jump), fill);
+    EXPECT_EQ(interp_spline(20.0, 21.0, fill, fill, true, true, true, kSplineNatural, jump), 21.0);
+    EXPECT_EQ(interp_spline(0.0, 21.0, fill, 0.0, false, true, false, kSplineNotAKnot, jump), 21.0);   // linear case
+    // An outer neighbour across a jump: linear between b and c (both quadratics and the cubic).
+    EXPECT_EQ(interp_spline(20.0, 21.0, 23.0, fill, true, true, true, kSplineNotAKnot, jump), 22.0);
+    EXPECT_EQ(interp_spline(fill, 21.0, 23.0, 24.0, true, true, true, kSplineNatural, jump), 22.0);
+    EXPECT_EQ(interp_spline(0.0, 21.0, 23.0, fill, false, true, true, kSplineNotAKnot, jump), 22.0);
+    EXPECT_EQ(interp_spline(fill, 21.0, 23.0, 0.0, true, true, false, kSplineNotAKnot, jump), 22.0);
+    // A neighbour the case does not use never triggers it.
+    EXPECT_EQ(interp_spline(fill, 21.0, 23.0, 25.0, false, true, true, kSplineNotAKnot, jump),
+              (3.0 * 21 + 6.0 * 23 - 25) * 0.125);
+    // The last point of an array copies b, jump or not.
+    EXPECT_EQ(interp_spline(0.0, 21.0, 0.0, 0.0, false, false, false, kSplineNotAKnot, jump), 21.0);
+    // Steps up to the threshold: the splines as before.
+    EXPECT_EQ(interp_spline(0.0, 4.0, 8.0, 12.0, true, true, true, kSplineNotAKnot, 4.0), 6.0);
+    EXPECT_EQ(interp_spline(0.0, 1.0, 5.0, 6.0, true, true, true, kSplineNotAKnot, 4.0),
+              (9.0 * (1 + 5) - (0 + 6)) / 16);
+    EXPECT_EQ(interp_spline(0.0, 1.0, 5.0, 6.0, true, true, true, kSplineNotAKnot, 3.5), 1.0);
+    EXPECT_EQ(interp_spline(-3.0, 1.0, 2.0, 3.0, true, true, true, kSplineNotAKnot, 3.5), 1.5);
+    // Off: the cubic carries the fill into the prediction.
+    EXPECT_EQ(interp_spline(20.0, 21.0, 23.0, fill, true, true, true, kSplineNotAKnot, kInterpNoJump),
+              (9.0 * (21 + 23) - (20 + fill)) * 0.0625);
+    // The threshold is half the finite range; off for an empty, constant or overflowing one.
+    EXPECT_EQ(interp_jump_threshold(10.0), 5.0);
+    EXPECT_EQ(interp_jump_threshold(0.0), kInterpNoJump);
+    EXPECT_EQ(interp_jump_threshold(HUGE_VAL), kInterpNoJump);
+    EXPECT_EQ(interp_jump_threshold(std::numeric_limits<double>::quiet_NaN()), kInterpNoJump);
 }
 
 TEST(InterpQuantize, CodesOutliersAndRounding) {

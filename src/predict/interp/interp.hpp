@@ -35,6 +35,7 @@ struct InterpConfig {
     uint8_t order[3] = {0, 1, 2};    // dims in processing order (0 = fastest)
     uint8_t spline[3] = {kSplineNotAKnot, kSplineNotAKnot, kSplineNotAKnot};   // cubic per dim
     double level_eb[kInterpMaxLevels] = {};   // bound of the level with stride 2^l
+    double jump = kInterpNoJump;              // jump guard threshold (interp_spline); kInterpNoJump = off
 };
 
 // Caller's choices; a field left at its "auto" value is tuned.
@@ -44,7 +45,16 @@ struct InterpOverrides {
     int spline = -1;         // -1 = auto per dim; else InterpSpline for every dim
     int order[3] = {-1, -1, -1};   // order[0] < 0 = auto
     int anchors = -1;        // -1 = auto (coded unless its outliers make it larger); else InterpAnchorMode
+    bool jump_guard = true;  // threshold half the value range (interp_jump_threshold)
 };
+
+// The jump guard's threshold for a field's finite value range: half of it (a
+// fill value sits at one end of the range, so it differs from every datum by
+// more; a smooth field never changes by half its range between neighbours).
+// Off (kInterpNoJump) for an empty, constant or overflowing range.
+inline double interp_jump_threshold(double value_range) {
+    return value_range > 0 && value_range < HUGE_VAL ? 0.5 * value_range : kInterpNoJump;
+}
 
 // cuSZ-i's Eq. 1: alpha from the value-range-relative bound.
 double interp_alpha_for(double relative_bound);
@@ -57,7 +67,7 @@ std::vector<uint64_t> interp_tune_indices(const InterpLayout& layout);
 
 // Tunes (per-dim cubic spline, dimension order from least to most smooth,
 // alpha) from the gathered samples, applies the overrides and derives the
-// level bounds e_l = eb / min(alpha^l, beta).  Deterministic: sums in double
+// level bounds e_l = eb / min(alpha^l, beta), and the jump guard's threshold.  Deterministic: sums in double
 // in a fixed order.  Float samples are widened exactly: the same choice as
 // from their double copies.
 InterpConfig interp_configure(const InterpLayout& layout, std::span<const double> samples, double eb_abs,

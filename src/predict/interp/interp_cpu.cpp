@@ -163,6 +163,7 @@ InterpConfig configure(const InterpLayout& L, std::span<const S> samples, double
         cfg.level_eb[l] = eb_abs / std::min(power, cfg.beta);
         power *= cfg.alpha;
     }
+    cfg.jump = ov.jump_guard ? interp_jump_threshold(value_range) : kInterpNoJump;
     return cfg;
 }
 
@@ -316,7 +317,7 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
                 for (uint32_t i = 0; i < s.total; ++i) {
                     uint32_t w, along;
                     s.locate(i, w, along);
-                    tile_codes[w] = interp_encode_point(ws.data(), s, w, along, u, spline, lq[l], eb, R);
+                    tile_codes[w] = interp_encode_point(ws.data(), s, w, along, u, spline, cfg.jump, lq[l], eb, R);
                 }
             });
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
@@ -385,7 +386,7 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                     s.locate(i, w, along);
                     const uint16_t code = tile_codes[w];
                     if (code != 0) {
-                        const double pred = interp_point_prediction(ws.data(), s, w, along, u, spline);
+                        const double pred = interp_point_prediction(ws.data(), s, w, along, u, spline, cfg.jump);
                         ws[w] = interp_reconstruct<T>(code, pred, lq[l], R);
                     } else {
                         const auto it = std::lower_bound(outlier_index.begin(), outlier_index.end(), tile_index[w]);

@@ -28,6 +28,7 @@ struct KernelConfig {
     InterpLevelQuant level[kInterpMaxLevels];
     uint8_t order[3];
     uint8_t spline[3];
+    double jump;   // jump guard threshold (interp_spline)
 };
 
 KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
@@ -37,6 +38,7 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
         k.order[d] = cfg.order[d];
         k.spline[d] = cfg.spline[d];
     }
+    k.jump = cfg.jump;
     return k;
 }
 
@@ -122,7 +124,8 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
     for_each_stage_point(L, cfg, box,
                          [&](const InterpStage& s, uint32_t, uint32_t w, uint32_t along, uint32_t u, uint32_t spline,
                              uint32_t l) {
-                             tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, cfg.level[l], eb, radius);
+                             tile_codes[w] =
+                                 interp_encode_point(ws, s, w, along, u, spline, cfg.jump, cfg.level[l], eb, radius);
                          });
     // Written codes, counting the zeros (a warp adds its count once): with
     // none, the caller skips the outlier selection.
@@ -171,7 +174,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         const uint32_t spline = cfg.spline[dim];
         full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
             T* at = ws + w;
-            const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim)>(at, along, spline);
+            const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim)>(at, along, spline, cfg.jump);
             T recon;
             tile_codes[w] = interp_quantize(*at, pred, lq, eb, radius, recon);
             *at = recon;
@@ -402,7 +405,7 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
                              uint32_t spline, uint32_t l) {
                              const uint16_t code = tile_codes[w];
                              if (code != 0) {
-                                 const double pred = interp_point_prediction(ws, s, w, along, u, spline);
+                                 const double pred = interp_point_prediction(ws, s, w, along, u, spline, cfg.jump);
                                  ws[w] = interp_reconstruct<T>(code, pred, cfg.level[l], radius);
                              } else {
                                  uint32_t c[3];
@@ -447,7 +450,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         const uint32_t spline = cfg.spline[dim];
         full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
             const uint16_t code = tile_codes[w];
-            const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim)>(ws + w, along, spline);
+            const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim)>(ws + w, along, spline, cfg.jump);
             if (code != 0) {
                 ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
                 return;

@@ -112,7 +112,7 @@ __device__ __forceinline__ void for_each_stage_point(F&& f) {
 // neighbour (p is an odd multiple of u below the extent, an even multiple), so
 // only the -3u and +3u neighbours depend on where the point sits.
 template <class T, uint32_t NS, uint32_t U, uint32_t Extent>
-__device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t spline) {
+__device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t spline, double jump) {
     const bool has_a = p >= 3 * U, has_d = p + 3 * U <= Extent;
     // The reads a case does not use stay on the line (the value is ignored).
     const T ta = at[has_a ? -3 * static_cast<int32_t>(NS) : -static_cast<int32_t>(NS)];
@@ -121,10 +121,10 @@ __device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t
         // One test for the four: a sum of magnitudes that is finite has finite
         // terms (NaN and Inf, rare, go through interp_neighbour one by one).
         if (::fabsf(ta) + ::fabsf(tb) + ::fabsf(tc) + ::fabsf(td) <= 3.4028234663852886e38f)
-            return interp_spline(ta, tb, tc, td, has_a, true, has_d, spline);
+            return interp_spline(ta, tb, tc, td, has_a, true, has_d, spline, jump);
     }
     return interp_spline(interp_neighbour(ta), interp_neighbour(tb), interp_neighbour(tc), interp_neighbour(td),
-                         has_a, true, has_d, spline);
+                         has_a, true, has_d, spline, jump);
 }
 
 // Every stage of every level, coarsest first, a barrier after each stage:

@@ -42,6 +42,9 @@ inline constexpr InterpGeometry kInterpGeometry3d = {8, {32, 8, 8}};
 
 enum InterpSpline : uint8_t { kSplineNotAKnot = 0, kSplineNatural = 1 };
 
+// The jump guard's "off" threshold (interp_spline): no difference exceeds it.
+inline constexpr double kInterpNoJump = HUGE_VAL;
+
 // The quantizer of one level: bound e_l, lattice step 2·e_l and its reciprocal.
 struct InterpLevelQuant {
     double eb = 0, ebx2 = 0, r = 0;
@@ -288,8 +291,20 @@ GSZ_HD double interp_neighbour(T v) {
 // The spline of the paper's four cases from the neighbours a, b, c, d at -3u,
 // -u, +u, +3u (each already read through interp_neighbour; the ones a case does
 // not use may hold anything).  has_d implies has_c.
+//
+// The jump guard (threshold `jump`, kInterpNoJump = off): where the two
+// nearest neighbours differ by more than `jump`, the point lies on one side
+// of a jump, and the spline's midway value misses both: copy b.  Where only an
+// outer neighbour jumps, the cubic would carry that jump inside (a fill value
+// three steps away moves the prediction by 1/16 of it): linear.  Measured on
+// the fill-value fields of ../shared/data: ratio x2-4 at rel 1e-3 and 1e-4;
+// fields without such jumps are unchanged (bench/NOTES.md).
 GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, bool has_c, bool has_d,
-                            uint32_t spline) {
+                            uint32_t spline, double jump) {
+    if (has_c) {
+        if (::fabs(b - c) > jump) return b;
+        if ((has_a && ::fabs(a - b) > jump) || (has_d && ::fabs(c - d) > jump)) return (b + c) * 0.5;
+    }
     if (has_d) {
         if (has_a) {
             if (spline == kSplineNatural) return (23.0 * (b + c) - 3.0 * (a + d)) / 40.0;
@@ -310,13 +325,14 @@ GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, 
 // cubic with neighbours at -3u, -u, +u, +3u; quadratic with three of them;
 // linear with -u and +u; the last point of an array with only -u copies it.
 template <class T>
-GSZ_HD double interp_predict(const T* at, int64_t stride, uint32_t p, uint32_t u, uint32_t L, uint32_t spline) {
+GSZ_HD double interp_predict(const T* at, int64_t stride, uint32_t p, uint32_t u, uint32_t L, uint32_t spline,
+                             double jump) {
     const bool has_a = p >= 3 * u, has_c = p + u <= L, has_d = p + 3 * u <= L;
     const double b = interp_neighbour(at[-stride]);
     const double c = has_c ? interp_neighbour(at[stride]) : 0.0;
     const double d = has_d ? interp_neighbour(at[3 * stride]) : 0.0;
     const double a = has_a && has_c ? interp_neighbour(at[-3 * stride]) : 0.0;
-    return interp_spline(a, b, c, d, has_a, has_c, has_d, spline);
+    return interp_spline(a, b, c, d, has_a, has_c, has_d, spline, jump);
 }
 
 // In-loop quantization of x against its prediction.  Returns the code
@@ -358,9 +374,10 @@ GSZ_HD uint32_t interp_level_index(uint32_t u) {
 // there and replace it by its reconstruction.
 template <class T>
 GSZ_HD uint16_t interp_encode_point(T* ws, const InterpStage& s, uint32_t offset, uint32_t along, uint32_t u,
-                                    uint32_t spline, const InterpLevelQuant& lq, double eb, int64_t radius) {
+                                    uint32_t spline, double jump, const InterpLevelQuant& lq, double eb,
+                                    int64_t radius) {
     T* at = ws + offset;
-    const double pred = interp_predict(at, s.neighbour_stride, along, u, s.last_along, spline);
+    const double pred = interp_predict(at, s.neighbour_stride, along, u, s.last_along, spline, jump);
     T recon;
     const uint16_t code = interp_quantize(*at, pred, lq, eb, radius, recon);
     *at = recon;
@@ -370,8 +387,8 @@ GSZ_HD uint16_t interp_encode_point(T* ws, const InterpStage& s, uint32_t offset
 // Decoder side: the prediction, for a point whose code is not 0.
 template <class T>
 GSZ_HD double interp_point_prediction(const T* ws, const InterpStage& s, uint32_t offset, uint32_t along, uint32_t u,
-                                      uint32_t spline) {
-    return interp_predict(ws + offset, s.neighbour_stride, along, u, s.last_along, spline);
+                                      uint32_t spline, double jump) {
+    return interp_predict(ws + offset, s.neighbour_stride, along, u, s.last_along, spline, jump);
 }
 
 // The auto-tuner's sample (interp_configure): points on a grid of cell centres,
