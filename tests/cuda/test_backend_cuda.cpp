@@ -824,6 +824,20 @@ TEST(CudaBackend, InterpJumpGuardMatchesCpu) {
         interp_matches_cpu(wmag_d, {637, 1183}, 1e31, pr::kAnchorsCoded, 512, o, range);
         interp_matches_cpu(wmag, {wmag.size()}, 1e30, pr::kAnchorsCoded, 32768, o, range);
     }
+    // Steps at the threshold (1, of a range of 2) and a float step either side
+    // of it, kept exactly (outliers, or the copied neighbour): the full-tile
+    // kernels' float pre-test must leave each of these to the double test.
+    std::vector<float> steps(91 * 91 * 91);
+    std::mt19937 rng(5);
+    const float levels[] = {0.0f, 1.0f, std::nextafter(1.0f, 2.0f), std::nextafter(1.0f, 0.0f), 2.0f, 0.5f,
+                            std::nextafter(2.0f, 0.0f), std::nextafter(0.0f, 1.0f)};
+    for (float& x : steps) x = levels[rng() % 8];
+    for (bool guard : {true, false}) {
+        pr::InterpOverrides o;
+        o.jump_guard = guard;
+        interp_matches_cpu(steps, {91, 91, 91}, 1e-9, pr::kAnchorsCoded, 32768, o, 2.0);
+    }
+    same_on_both(steps, {91, 91, 91}, GSZ_ERROR_ABS, 1e-9, 0, GSZ_PIPELINE_INTERP);
     same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_REL, 1e-3, 0, GSZ_PIPELINE_INTERP);
     same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_REL, 1e-4, 0, GSZ_PIPELINE_INTERP);
     same_on_both(wmag_d, {91 * 91, 91}, GSZ_ERROR_REL, 1e-4, 0, GSZ_PIPELINE_INTERP);

@@ -383,6 +383,24 @@ TEST(InterpPredict, JumpGuard) {
     EXPECT_EQ(interp_jump_threshold(0.0), kInterpNoJump);
     EXPECT_EQ(interp_jump_threshold(HUGE_VAL), kInterpNoJump);
     EXPECT_EQ(interp_jump_threshold(std::numeric_limits<double>::quiet_NaN()), kInterpNoJump);
+    // The GPU full tiles' float pre-test: float differences at or below
+    // interp_jump_below_f32 never exceed the threshold in double.
+    std::mt19937 rng(11);
+    int near = 0;
+    for (int i = 0; i < 200000; ++i) {
+        const double J = std::ldexp(1.0 + double(rng() % 1000) / 1000.0, static_cast<int>(rng() % 200) - 100);
+        const float below = interp_jump_below_f32(J);
+        const double mag = std::ldexp(double(rng()) / 4294967296.0, static_cast<int>(rng() % 200) - 100);
+        const float b = static_cast<float>(rng() & 1 ? mag : -mag);
+        const float c = static_cast<float>(double(b) + J * (1.0 + (double(rng() % 2001) - 1000.0) * 1e-7));
+        if (std::fabs(c - b) <= below) {
+            ASSERT_LE(std::fabs(double(c) - double(b)), J) << b << " " << c << " " << J;
+            near += std::fabs(double(c) - double(b)) > J * (1 - 1e-5);
+        }
+    }
+    EXPECT_GT(near, 100);   // the pairs came near the threshold
+    EXPECT_EQ(interp_jump_below_f32(kInterpNoJump), HUGE_VALF);
+    EXPECT_EQ(interp_jump_below_f32(1e300), 0.0f);
 }
 
 TEST(InterpQuantize, CodesOutliersAndRounding) {

@@ -28,7 +28,8 @@ struct KernelConfig {
     InterpLevelQuant level[kInterpMaxLevels];
     uint8_t order[3];
     uint8_t spline[3];
-    double jump;   // jump guard threshold (interp_spline)
+    double jump;        // jump guard threshold (interp_spline)
+    float jump_below;   // its float pre-test (interp_jump_below_f32)
 };
 
 KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
@@ -39,6 +40,7 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
         k.spline[d] = cfg.spline[d];
     }
     k.jump = cfg.jump;
+    k.jump_below = interp_jump_below_f32(cfg.jump);
     return k;
 }
 
@@ -174,7 +176,8 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         const uint32_t spline = cfg.spline[dim];
         full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
             T* at = ws + w;
-            const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim)>(at, along, spline, cfg.jump);
+            const double pred =
+                full_tile::predict_full<T, NS, U, Sh::tile(dim)>(at, along, spline, cfg.jump, cfg.jump_below);
             T recon;
             tile_codes[w] = interp_quantize(*at, pred, lq, eb, radius, recon);
             *at = recon;
@@ -450,7 +453,8 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         const uint32_t spline = cfg.spline[dim];
         full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
             const uint16_t code = tile_codes[w];
-            const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim)>(ws + w, along, spline, cfg.jump);
+            const double pred =
+                full_tile::predict_full<T, NS, U, Sh::tile(dim)>(ws + w, along, spline, cfg.jump, cfg.jump_below);
             if (code != 0) {
                 ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
                 return;

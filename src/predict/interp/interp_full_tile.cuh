@@ -112,7 +112,8 @@ __device__ __forceinline__ void for_each_stage_point(F&& f) {
 // neighbour (p is an odd multiple of u below the extent, an even multiple), so
 // only the -3u and +3u neighbours depend on where the point sits.
 template <class T, uint32_t NS, uint32_t U, uint32_t Extent>
-__device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t spline, double jump) {
+__device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t spline, double jump,
+                                               float jump_below) {
     const bool has_a = p >= 3 * U, has_d = p + 3 * U <= Extent;
     // The reads a case does not use stay on the line (the value is ignored).
     const T ta = at[has_a ? -3 * static_cast<int32_t>(NS) : -static_cast<int32_t>(NS)];
@@ -120,8 +121,14 @@ __device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t
     if constexpr (sizeof(T) == 4) {
         // One test for the four: a sum of magnitudes that is finite has finite
         // terms (NaN and Inf, rare, go through interp_neighbour one by one).
-        if (::fabsf(ta) + ::fabsf(tb) + ::fabsf(tc) + ::fabsf(td) <= 3.4028234663852886e38f)
+        if (::fabsf(ta) + ::fabsf(tb) + ::fabsf(tc) + ::fabsf(td) <= 3.4028234663852886e38f) {
+            // The jump guard's test in float first (interp_jump_below_f32): the
+            // double one only where a float difference comes near the threshold.
+            const float steps = ::fmaxf(::fabsf(tb - tc), ::fmaxf(has_a ? ::fabsf(ta - tb) : 0.0f,
+                                                                 has_d ? ::fabsf(tc - td) : 0.0f));
+            if (steps <= jump_below) return interp_spline(ta, tb, tc, td, has_a, true, has_d, spline, kInterpNoJump);
             return interp_spline(ta, tb, tc, td, has_a, true, has_d, spline, jump);
+        }
     }
     return interp_spline(interp_neighbour(ta), interp_neighbour(tb), interp_neighbour(tc), interp_neighbour(td),
                          has_a, true, has_d, spline, jump);

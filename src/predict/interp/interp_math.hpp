@@ -45,6 +45,15 @@ enum InterpSpline : uint8_t { kSplineNotAKnot = 0, kSplineNatural = 1 };
 // The jump guard's "off" threshold (interp_spline): no difference exceeds it.
 inline constexpr double kInterpNoJump = HUGE_VAL;
 
+// A float at most the jump threshold less 2^-20 of it: float neighbours whose
+// float differences (within 2^-24 of the exact ones) all lie at or below it
+// cannot trigger the guard, so a kernel may skip its double test for them.
+// 0 (never skip) for a threshold beyond the float range.
+inline float interp_jump_below_f32(double jump) {
+    if (jump == kInterpNoJump) return HUGE_VALF;
+    return jump <= 3.4028234663852886e38 ? static_cast<float>(jump * (1.0 - 0x1p-20)) : 0.0f;
+}
+
 // The quantizer of one level: bound e_l, lattice step 2·e_l and its reciprocal.
 struct InterpLevelQuant {
     double eb = 0, ebx2 = 0, r = 0;
@@ -302,8 +311,8 @@ GSZ_HD double interp_neighbour(T v) {
 GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, bool has_c, bool has_d,
                             uint32_t spline, double jump) {
     if (has_c) {
-        if (::fabs(b - c) > jump) return b;
-        if ((has_a && ::fabs(a - b) > jump) || (has_d && ::fabs(c - d) > jump)) return (b + c) * 0.5;
+        const double bc = ::fabs(b - c), outer = ::fmax(has_a ? ::fabs(a - b) : 0.0, has_d ? ::fabs(c - d) : 0.0);
+        if (::fmax(bc, outer) > jump) return bc > jump ? b : (b + c) * 0.5;
     }
     if (has_d) {
         if (has_a) {
