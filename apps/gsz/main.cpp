@@ -321,7 +321,7 @@ json info_json(const gsz_archive_info& a) {
         j["interp_spline"] = splines;
         j["interp_anchors"] = a.interp_anchors == GSZ_INTERP_ANCHORS_RAW ? "raw" : "coded";
         j["interp_listed_anchors"] = a.interp_listed_anchors;
-        j["interp_jump"] = a.interp_jump;   // 0: jump guard off
+        j["interp_jump"] = a.interp_jump;   // 0: no jump guard recorded (off, or it decided nothing)
     }
     if (a.pipeline == GSZ_PIPELINE_FAST) {
         j["block_size"] = a.block_size;
@@ -381,9 +381,10 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "Huffman), raw (stored exactly, as cuSZ-i), or auto (coded unless too many would be outliers)")
         ->capture_default_str();
     c->add_option("--interp-jump-guard", a.interp_jump_guard,
-                  "interp: where neighbours differ by more than half the value range (fill values next to data), "
+                  "interp: where neighbours differ by more than 95% of the value range (fill values next to data), "
                   "copy the nearer one across the jump and predict linearly next to it (on), or keep the paper's "
-                  "splines everywhere as cuSZ-i does (off); fields without such jumps compress the same either way")
+                  "splines everywhere as cuSZ-i does (off); an archive records the guard only where it decided a "
+                  "prediction, so fields without such jumps compress to the same bytes and decompress at full speed")
         ->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
                                         "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32763)")

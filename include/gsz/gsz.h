@@ -95,10 +95,11 @@ typedef enum gsz_interp_anchors {
 } gsz_interp_anchors;
 
 /* What the interp pipeline predicts where neighbours differ by a jump larger
- * than half the value range (a fill value next to data, a front): the spline
+ * than 95% of the value range (a fill value next to data): the spline
  * carries such a jump onto every point it spans, so the guard copies the
  * nearer neighbour across it and drops a jumping outer neighbour (linear
- * instead of cubic).  Never triggers on fields without such jumps. */
+ * instead of cubic).  Never triggers on fields without such jumps; an archive
+ * records it only where it decided a prediction. */
 typedef enum gsz_interp_jump_guard {
     GSZ_INTERP_JUMP_GUARD_AUTO = 0,   /* on */
     GSZ_INTERP_JUMP_GUARD_ON = 1,
@@ -176,7 +177,8 @@ typedef struct gsz_archive_info {
     gsz_interp_anchors interp_anchors;  /* CODED or RAW as stored */
     uint64_t interp_listed_anchors; /*   CODED: anchors stored as outliers (residual listed apart) */
     double interp_jump;             /*   jump guard: neighbours farther apart than this are a jump
-                                         (half the value range); 0 = guard off */
+                                         (95% of the value range); 0 = none recorded
+                                         (off, or it decided no prediction) */
     uint64_t archive_bytes;
     uint64_t original_bytes;
 } gsz_archive_info;

@@ -262,6 +262,9 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     p.config.anchors = anchors.mode;
     predict::InterpEncoded<T> enc;
     predict::interp_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius, anchors, enc, threads);
+    // A guard that decided no prediction left the unguarded splines' codes: the
+    // archive says so, and its decoders skip the guard's tests.
+    if (!enc.jump_taken) p.config.jump = predict::kInterpNoJump;
     EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, interp_ans_shape(p.layout), params.lossless, threads);
     enc.codes = {};
     InterpAnchorSection<T> section;

@@ -641,6 +641,10 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
     cuda::copy_to_host(selected, dc.enc.count.data(), 1, stream);
     GSZ_CHECK(selected[0] == dc.enc.num_outliers, GSZ_STATUS_INTERNAL, "interp: %llu zero codes, %llu selected",
               static_cast<unsigned long long>(dc.enc.num_outliers), static_cast<unsigned long long>(selected[0]));
+    // As the CPU's pipeline: a guard that decided no prediction is not recorded.
+    std::vector<unsigned long long> tiles;
+    cuda::copy_to_host(tiles, dc.enc.zero_codes.data(), 2, stream);
+    if (tiles[1] == 0) dc.params.config.jump = predict::kInterpNoJump;
     cuda::copy_to_host(outlier_index, dc.enc.outlier_index.data(), dc.enc.num_outliers, stream);
     cuda::copy_to_host(outlier_value, dc.enc.outlier_value.data(), dc.enc.num_outliers, stream);
     std::vector<uint8_t> archive =

@@ -648,6 +648,9 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
     gsz::cuda::copy_to_host(index, gpu.outlier_index.data(), gpu.num_outliers, nullptr);
     gsz::cuda::copy_to_host(values, gpu.outlier_value.data(), gpu.num_outliers, nullptr);
     EXPECT_TRUE(codes == cpu.codes);
+    std::vector<unsigned long long> tiles;   // zero codes, jump guard taken
+    gsz::cuda::copy_to_host(tiles, gpu.zero_codes.data(), 2, nullptr);
+    EXPECT_EQ(tiles[1] != 0, cpu.jump_taken) << "the jump guard's report differs";
     EXPECT_TRUE(index == cpu.outlier_index);
     ASSERT_EQ(values.size(), cpu.outlier_value.size());
     EXPECT_EQ(0, std::memcmp(values.data(), cpu.outlier_value.data(), values.size() * sizeof(T)));
@@ -694,6 +697,15 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
     EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T)));
     const auto r = check_bound(data, out, eb);
     EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
+    if (!cpu.jump_taken && cfg.jump != pr::kInterpNoJump) {   // the archive then records no guard
+        pr::InterpConfig off = cfg;
+        off.jump = pr::kInterpNoJump;
+        pr::interp_decode_cuda<T>(gpu.codes.data(), d_start.data(), gpu.outlier_index.data(),
+                                  gpu.outlier_value.data(), gpu.num_outliers, L, off, radius, d_out, corrupt.data(),
+                                  nullptr);
+        ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T))) << "decoded without the guard";
+    }
 
     if (!raw && !cpu_anchors.listed.empty()) {   // drop the last listed anchor: the decoder must notice
         decode_anchors(cpu_anchors.listed.size() - 1);
@@ -824,12 +836,13 @@ TEST(CudaBackend, InterpJumpGuardMatchesCpu) {
         interp_matches_cpu(wmag_d, {637, 1183}, 1e31, pr::kAnchorsCoded, 512, o, range);
         interp_matches_cpu(wmag, {wmag.size()}, 1e30, pr::kAnchorsCoded, 32768, o, range);
     }
-    // Steps at the threshold (1, of a range of 2) and a float step either side
-    // of it, kept exactly (outliers, or the copied neighbour): the full-tile
-    // kernels' float pre-test must leave each of these to the double test.
+    // Steps at the threshold (1.9, of a range of 2) and a float step either
+    // side of it, kept exactly (outliers, or the copied neighbour): the
+    // full-tile kernels' float pre-test must leave each of these to the double test.
     std::vector<float> steps(91 * 91 * 91);
     std::mt19937 rng(5);
-    const float levels[] = {0.0f, 1.0f, std::nextafter(1.0f, 2.0f), std::nextafter(1.0f, 0.0f), 2.0f, 0.5f,
+    const float t = static_cast<float>(pr::interp_jump_threshold(2.0));
+    const float levels[] = {0.0f, t, std::nextafter(t, 2.0f), std::nextafter(t, 0.0f), 2.0f, 2.0f - t,
                             std::nextafter(2.0f, 0.0f), std::nextafter(0.0f, 1.0f)};
     for (float& x : steps) x = levels[rng() % 8];
     for (bool guard : {true, false}) {
@@ -838,6 +851,18 @@ TEST(CudaBackend, InterpJumpGuardMatchesCpu) {
         interp_matches_cpu(steps, {91, 91, 91}, 1e-9, pr::kAnchorsCoded, 32768, o, 2.0);
     }
     same_on_both(steps, {91, 91, 91}, GSZ_ERROR_ABS, 1e-9, 0, GSZ_PIPELINE_INTERP);
+    // Tiles whose values span just below the threshold less 2·eb run without
+    // the guard's tests on the GPU (interp_jump_quiet), just above it with
+    // them; the CPU tests every point.  One value of 2 sets the range (jump 1.9).
+    for (const float span : {1.8199f, 1.8201f, 1.86f}) {
+        std::vector<float> near(91 * 91 * 91);
+        std::uniform_real_distribution<float> u(0.0f, span);
+        for (float& x : near) x = u(rng);
+        near[91 * 91 * 45 + 91 * 45 + 45] = 2.0f;
+        pr::InterpOverrides o;
+        interp_matches_cpu(near, {91, 91, 91}, 0.04, pr::kAnchorsCoded, 32768, o, 2.0);
+        interp_matches_cpu(near, {91 * 91, 91}, 0.04, pr::kAnchorsCoded, 32768, o, 2.0);
+    }
     same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_REL, 1e-3, 0, GSZ_PIPELINE_INTERP);
     same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_REL, 1e-4, 0, GSZ_PIPELINE_INTERP);
     same_on_both(wmag_d, {91 * 91, 91}, GSZ_ERROR_REL, 1e-4, 0, GSZ_PIPELINE_INTERP);

@@ -206,9 +206,12 @@ TEST(Hostile, LyingFastSectionsAreRejected) {
 // An interp archive of the small field with several exact outliers (NaN,
 // Inf) and an absolute bound, so every section has content.
 // The tests below lie about raw anchors unless they ask for coded ones.
+// jumps: a run of fill values (-1e30), where the jump guard decides
+// predictions, so the archive carries its flag and threshold.
 std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_RAW,
-                                    gsz_lossless lossless = GSZ_LOSSLESS_NONE) {
+                                    gsz_lossless lossless = GSZ_LOSSLESS_NONE, bool jumps = false) {
     auto v = small_field();
+    if (jumps) std::fill(v.begin() + 1000, v.begin() + 1100, -1e30f);
     v[8] = std::numeric_limits<float>::quiet_NaN();   // anchor 1: coded, it is listed
     v[300] = v[301];
     for (size_t i : {7, 55, 999, 1500}) v[i] = std::numeric_limits<float>::quiet_NaN();
@@ -230,7 +233,15 @@ std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCH
 // threshold f64 @92 (flag 1).
 TEST(Hostile, LyingInterpSectionsAreRejected) {
     using gsz::format::SectionKind;
-    const auto archive = interp_archive();
+    {   // Where the guard decided nothing, no flag and no threshold: a flag without one is short.
+        const auto plain = interp_archive();
+        auto p = section_of(plain, SectionKind::pipeline_params);
+        ASSERT_EQ(p.size(), 92u);
+        EXPECT_EQ(p[80], 0u);
+        p[80] = 1;
+        EXPECT_EQ(try_decompress(with_section(plain, SectionKind::pipeline_params, p)), GSZ_STATUS_CORRUPT);
+    }
+    const auto archive = interp_archive(GSZ_INTERP_ANCHORS_RAW, GSZ_LOSSLESS_NONE, true);
     const auto parsed = gsz::format::archive_parse(archive);
     ASSERT_EQ(parsed.header.pipeline, GSZ_PIPELINE_INTERP);
     ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);

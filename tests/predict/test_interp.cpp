@@ -378,8 +378,8 @@ TEST(InterpPredict, JumpGuard) {
     // Off: the cubic carries the fill into the prediction.
     EXPECT_EQ(interp_spline(20.0, 21.0, 23.0, fill, true, true, true, kSplineNotAKnot, kInterpNoJump),
               (9.0 * (21 + 23) - (20 + fill)) * 0.0625);
-    // The threshold is half the finite range; off for an empty, constant or overflowing one.
-    EXPECT_EQ(interp_jump_threshold(10.0), 5.0);
+    // The threshold is 95% of the finite range; off for an empty, constant or overflowing one.
+    EXPECT_EQ(interp_jump_threshold(10.0), 9.5);
     EXPECT_EQ(interp_jump_threshold(0.0), kInterpNoJump);
     EXPECT_EQ(interp_jump_threshold(HUGE_VAL), kInterpNoJump);
     EXPECT_EQ(interp_jump_threshold(std::numeric_limits<double>::quiet_NaN()), kInterpNoJump);
@@ -401,6 +401,38 @@ TEST(InterpPredict, JumpGuard) {
     EXPECT_GT(near, 100);   // the pairs came near the threshold
     EXPECT_EQ(interp_jump_below_f32(kInterpNoJump), HUGE_VALF);
     EXPECT_EQ(interp_jump_below_f32(1e300), 0.0f);
+}
+
+// interp_jump_quiet (the GPU encoder's tiles without the guard's tests): when
+// it says a span [lo, hi] is quiet, no two values within eb of it differ by
+// more than the threshold in the guard's double arithmetic, however near the
+// span comes; spans past the threshold less 2·eb are not quiet.
+TEST(InterpSpline, QuietSpanNeverTakesTheGuard) {
+    std::mt19937 rng(17);
+    int quiet_near = 0;
+    for (int i = 0; i < 200000; ++i) {
+        const double scale = std::ldexp(1.0, static_cast<int>(rng() % 120) - 60);
+        const double lo = (double(rng()) / 4294967296.0 - 0.5) * scale, eb = scale * double(rng() % 1000) * 1e-5;
+        const double jump = scale * (0.5 + double(rng()) / 4294967296.0);
+        const double span = (jump - 2 * eb) * (1.0 + (double(rng() % 2001) - 1000.0) * 1e-12);
+        const double hi = lo + std::max(span, 0.0);
+        if (!interp_jump_quiet(lo, hi, eb, jump)) {
+            EXPECT_GT((hi - lo + 2 * eb) * (1 + 1e-9), jump);
+            continue;
+        }
+        quiet_near += hi - lo + 2 * eb > jump * (1 - 1e-9);
+        const double b = hi + eb, c = lo - eb;   // the farthest reconstructions apart
+        bool taken = false;
+        interp_spline(b, b, c, c, true, true, true, kSplineNotAKnot, jump, &taken);
+        ASSERT_FALSE(taken) << lo << " " << hi << " " << eb << " " << jump;
+    }
+    EXPECT_GT(quiet_near, 100);   // spans came near the threshold
+    bool taken = false;
+    EXPECT_EQ(interp_spline(0.0, 1.0, 3.0, 4.0, true, true, true, kSplineNotAKnot, 1.5, &taken), 1.0);
+    EXPECT_TRUE(taken);
+    EXPECT_TRUE(interp_jump_quiet(0.0, 1.0, 0.25, 1.5001));
+    EXPECT_FALSE(interp_jump_quiet(0.0, 1.0, 0.25, 1.5));   // at the threshold: the margin says no
+    EXPECT_TRUE(interp_jump_quiet(0.0, 1.0, 0.25, kInterpNoJump));
 }
 
 TEST(InterpQuantize, CodesOutliersAndRounding) {

@@ -300,7 +300,8 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
 
     const bool coded = anchors.mode == kAnchorsCoded;
     ParallelErrors errors;
-#pragma omp parallel num_threads(resolve_threads(num_threads))
+    bool jump_taken = false;
+#pragma omp parallel num_threads(resolve_threads(num_threads)) reduction(|| : jump_taken)
     {
         std::vector<T> ws(L.ws_size());
         std::vector<uint16_t> tile_codes(L.ws_size());
@@ -317,13 +318,15 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
                 for (uint32_t i = 0; i < s.total; ++i) {
                     uint32_t w, along;
                     s.locate(i, w, along);
-                    tile_codes[w] = interp_encode_point(ws.data(), s, w, along, u, spline, cfg.jump, lq[l], eb, R);
+                    tile_codes[w] =
+                        interp_encode_point(ws.data(), s, w, along, u, spline, cfg.jump, lq[l], eb, R, &jump_taken);
                 }
             });
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
         });
     }
     errors.rethrow();
+    out.jump_taken = jump_taken;
 
     // Outliers (coded anchors with code 0 among them) in raster order.
     out.outlier_index.clear();

@@ -123,12 +123,14 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
         }
     });
     __syncthreads();
+    bool taken = false;   // the jump guard decided a prediction
     for_each_stage_point(L, cfg, box,
                          [&](const InterpStage& s, uint32_t, uint32_t w, uint32_t along, uint32_t u, uint32_t spline,
                              uint32_t l) {
-                             tile_codes[w] =
-                                 interp_encode_point(ws, s, w, along, u, spline, cfg.jump, cfg.level[l], eb, radius);
+                             tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, cfg.jump, cfg.level[l],
+                                                                 eb, radius, &taken);
                          });
+    if (__syncthreads_or(taken) && threadIdx.x == 0) atomicOr(zero_codes + 1, 1ull);
     // Written codes, counting the zeros (a warp adds its count once): with
     // none, the caller skips the outlier selection.
     for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
@@ -146,9 +148,18 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
     }
 }
 
+// A value as the predictor reads it (interp_neighbour), in T.
+template <class T>
+__device__ __forceinline__ T read_as_neighbour(T v) {
+    return static_cast<T>(interp_neighbour(v));
+}
+
 // Full tiles of the default geometries (interp_full_tile.cuh): the same
 // stages as interp_encode_kernel with every extent a constant; block k takes
-// full tile k.
+// full tile k.  A tile whose values span less than the jump guard's threshold
+// (interp_jump_quiet, found while it loads) runs the stages without the
+// guard's tests; the others run them and report in zero_codes[1] whether the
+// guard decided a prediction.
 template <class T, uint32_t Rank, uint32_t Code>
 __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile::Geometry<Rank>::min_blocks)
     interp_encode_full_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
@@ -159,30 +170,53 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
     using Sh = full_tile::Shape<G>;
     __shared__ T ws[Sh::ws_size];
     __shared__ uint16_t tile_codes[Sh::ws_size];
+    __shared__ double lohi[2 * G::threads / 32];
     const auto box = full_tile::full_tile_box<G>(L, blockIdx.x);
 
     // Every point but the anchors gets its code from its stage.
+    T lo = static_cast<T>(HUGE_VAL), hi = static_cast<T>(-HUGE_VAL);
+    const auto extend = [&](T v) {
+        const T r = read_as_neighbour(v);
+        lo = r < lo ? r : lo, hi = r > hi ? r : hi;
+    };
     full_tile::load_workspace<G>(
-        L, box, [&](uint64_t g) { return data[g]; }, [&](uint32_t i, T v) { ws[i] = v; },
+        L, box, [&](uint64_t g) { return data[g]; },
+        [&](uint32_t i, T v) {
+            ws[i] = v;
+            extend(v);
+        },
         [&](uint32_t i, uint64_t a) {
-            ws[i] = anchor_start[a];
+            const T v = anchor_start[a];
+            ws[i] = v;
+            extend(v);
             tile_codes[i] = anchor_codes ? anchor_codes[a] : static_cast<uint16_t>(radius);
         });
+    full_tile::quiet_publish<G>(lo, hi, lohi);
     __syncthreads();
-    full_tile::for_each_stage<G>([&](auto k, auto u, uint32_t l) {
-        constexpr uint32_t dim = full_tile::order_at(Code, decltype(k)::value), U = decltype(u)::value;
-        constexpr uint32_t NS = U * Sh::ws_stride(dim);
-        const InterpLevelQuant lq = cfg.level[l];
-        const uint32_t spline = cfg.spline[dim];
-        full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
-            T* at = ws + w;
-            const double pred =
-                full_tile::predict_full<T, NS, U, Sh::tile(dim)>(at, along, spline, cfg.jump, cfg.jump_below);
-            T recon;
-            tile_codes[w] = interp_quantize(*at, pred, lq, eb, radius, recon);
-            *at = recon;
+    const bool guard = !full_tile::quiet_read<G>(lohi, eb, cfg.jump);
+    bool taken = false;
+    const auto stages = [&](auto with_guard) {
+        full_tile::for_each_stage<G>([&](auto k, auto u, uint32_t l) {
+            constexpr uint32_t dim = full_tile::order_at(Code, decltype(k)::value), U = decltype(u)::value;
+            constexpr uint32_t NS = U * Sh::ws_stride(dim);
+            const InterpLevelQuant lq = cfg.level[l];
+            const uint32_t spline = cfg.spline[dim];
+            full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
+                T* at = ws + w;
+                const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim), decltype(with_guard)::value>(
+                    at, along, spline, cfg.jump, cfg.jump_below, taken);
+                T recon;
+                tile_codes[w] = interp_quantize(*at, pred, lq, eb, radius, recon);
+                *at = recon;
+            });
         });
-    });
+    };
+    if (guard) {
+        stages(std::true_type{});
+        if (__syncthreads_or(taken) && threadIdx.x == 0) atomicOr(zero_codes + 1, 1ull);
+    } else {
+        stages(std::false_type{});
+    }
     uint32_t zeros = 0;
     full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) {
         const uint16_t code = tile_codes[w];
@@ -446,24 +480,30 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         L, box, [&](uint64_t g) { return codes[g]; }, [&](uint32_t i, uint16_t c) { tile_codes[i] = c; },
         [&](uint32_t i, uint64_t a) { ws[i] = anchors[a]; });
     __syncthreads();
-    full_tile::for_each_stage<G>([&](auto k, auto u, uint32_t l) {
-        constexpr uint32_t dim = full_tile::order_at(Code, decltype(k)::value), U = decltype(u)::value;
-        constexpr uint32_t NS = U * Sh::ws_stride(dim);
-        const InterpLevelQuant lq = cfg.level[l];
-        const uint32_t spline = cfg.spline[dim];
-        full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
-            const uint16_t code = tile_codes[w];
-            const double pred =
-                full_tile::predict_full<T, NS, U, Sh::tile(dim)>(ws + w, along, spline, cfg.jump, cfg.jump_below);
-            if (code != 0) {
-                ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
-                return;
-            }
-            const uint32_t c0 = w % Sh::w0, r = w / Sh::w0;
-            const uint32_t c[3] = {c0, r % Sh::w1, r / Sh::w1};
-            ws[w] = outlier_at(outlier_index, outlier_value, num_outliers, L.global_index(box.origin, c), corrupt);
+    // An archive whose encoder never took the jump guard records none.
+    bool taken = false;
+    const auto stages = [&](auto with_guard) {
+        full_tile::for_each_stage<G>([&](auto k, auto u, uint32_t l) {
+            constexpr uint32_t dim = full_tile::order_at(Code, decltype(k)::value), U = decltype(u)::value;
+            constexpr uint32_t NS = U * Sh::ws_stride(dim);
+            const InterpLevelQuant lq = cfg.level[l];
+            const uint32_t spline = cfg.spline[dim];
+            full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
+                const uint16_t code = tile_codes[w];
+                const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim), decltype(with_guard)::value>(
+                    ws + w, along, spline, cfg.jump, cfg.jump_below, taken);
+                if (code != 0) {
+                    ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
+                    return;
+                }
+                const uint32_t c0 = w % Sh::w0, r = w / Sh::w0;
+                const uint32_t c[3] = {c0, r % Sh::w1, r / Sh::w1};
+                ws[w] = outlier_at(outlier_index, outlier_value, num_outliers, L.global_index(box.origin, c), corrupt);
+            });
         });
-    });
+    };
+    if (cfg.jump != kInterpNoJump) stages(std::true_type{});
+    else stages(std::false_type{});
     full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) { out[g] = ws[w]; });
 }
 
@@ -618,7 +658,7 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
     const KernelConfig cfg = kernel_config(L, config);
     out.codes.allocate(n, stream);
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
-    out.zero_codes.allocate(1, stream);
+    out.zero_codes.allocate(2, stream);   // the zero codes, and whether the jump guard was taken
     out.zero_codes.zero(stream);
     unsigned long long* zeros = out.zero_codes.data();
     const uint64_t full = interp_full_tile_count(L);

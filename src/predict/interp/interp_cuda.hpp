@@ -40,7 +40,8 @@ struct InterpDeviceEncoded {
     uint64_t num_outliers = 0;
     cuda::DeviceBuffer<uint8_t> temp;              // scratch, kept for reuse
     cuda::DeviceBuffer<uint64_t> count;            // the outliers selected (interp_outliers_cuda)
-    cuda::DeviceBuffer<unsigned long long> zero_codes;   // the tiles' zero codes (interp_encode_tiles_cuda)
+    // The tiles' zero codes, and whether the jump guard decided a prediction (interp_encode_tiles_cuda).
+    cuda::DeviceBuffer<unsigned long long> zero_codes;
 };
 
 // The anchor stage, as interp_anchors_encode_cpu (same codes, same choice of

@@ -110,10 +110,12 @@ __device__ __forceinline__ void for_each_stage_point(F&& f) {
 
 // The prediction of a stage point: in a full tile every point has its +u
 // neighbour (p is an odd multiple of u below the extent, an even multiple), so
-// only the -3u and +3u neighbours depend on where the point sits.
-template <class T, uint32_t NS, uint32_t U, uint32_t Extent>
+// only the -3u and +3u neighbours depend on where the point sits.  Guard:
+// whether the jump guard's tests run (a tile or archive where it cannot or
+// did not decide anything skips them); `taken` as interp_spline's.
+template <class T, uint32_t NS, uint32_t U, uint32_t Extent, bool Guard>
 __device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t spline, double jump,
-                                               float jump_below) {
+                                               float jump_below, bool& taken) {
     const bool has_a = p >= 3 * U, has_d = p + 3 * U <= Extent;
     // The reads a case does not use stay on the line (the value is ignored).
     const T ta = at[has_a ? -3 * static_cast<int32_t>(NS) : -static_cast<int32_t>(NS)];
@@ -122,16 +124,46 @@ __device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t
         // One test for the four: a sum of magnitudes that is finite has finite
         // terms (NaN and Inf, rare, go through interp_neighbour one by one).
         if (::fabsf(ta) + ::fabsf(tb) + ::fabsf(tc) + ::fabsf(td) <= 3.4028234663852886e38f) {
-            // The jump guard's test in float first (interp_jump_below_f32): the
-            // double one only where a float difference comes near the threshold.
-            const float steps = ::fmaxf(::fabsf(tb - tc), ::fmaxf(has_a ? ::fabsf(ta - tb) : 0.0f,
-                                                                 has_d ? ::fabsf(tc - td) : 0.0f));
-            if (steps <= jump_below) return interp_spline(ta, tb, tc, td, has_a, true, has_d, spline, kInterpNoJump);
-            return interp_spline(ta, tb, tc, td, has_a, true, has_d, spline, jump);
+            if constexpr (Guard) {
+                // The jump guard's test in float first (interp_jump_below_f32):
+                // the double one only where a float difference comes near the threshold.
+                const float steps = ::fmaxf(::fabsf(tb - tc), ::fmaxf(has_a ? ::fabsf(ta - tb) : 0.0f,
+                                                                     has_d ? ::fabsf(tc - td) : 0.0f));
+                if (steps > jump_below) return interp_spline(ta, tb, tc, td, has_a, true, has_d, spline, jump, &taken);
+            }
+            return interp_spline_unguarded(ta, tb, tc, td, has_a, true, has_d, spline);
         }
     }
-    return interp_spline(interp_neighbour(ta), interp_neighbour(tb), interp_neighbour(tc), interp_neighbour(td),
-                         has_a, true, has_d, spline, jump);
+    const double a = interp_neighbour(ta), b = interp_neighbour(tb), c = interp_neighbour(tc),
+                 d = interp_neighbour(td);
+    if constexpr (Guard) return interp_spline(a, b, c, d, has_a, true, has_d, spline, jump, &taken);
+    return interp_spline_unguarded(a, b, c, d, has_a, true, has_d, spline);
+}
+
+// Whether no jump guard test can be taken in this block's workspace, whose
+// values (as the predictor reads them) this thread saw between lo and hi
+// (interp_jump_quiet).  The warps' extremes pass through `lohi` (2 x warps
+// entries), written here before the caller's barrier and read after it:
+// call quiet_publish before the barrier that ends the workspace's load, and
+// quiet_read after it.
+template <class G>
+__device__ __forceinline__ void quiet_publish(double lo, double hi, double* lohi) {
+#pragma unroll
+    for (int k = 16; k > 0; k /= 2) {
+        lo = ::fmin(lo, __shfl_xor_sync(~0u, lo, k));
+        hi = ::fmax(hi, __shfl_xor_sync(~0u, hi, k));
+    }
+    if (threadIdx.x % 32 == 0) {
+        lohi[2 * (threadIdx.x / 32)] = lo;
+        lohi[2 * (threadIdx.x / 32) + 1] = hi;
+    }
+}
+template <class G>
+__device__ __forceinline__ bool quiet_read(const double* lohi, double eb, double jump) {
+    double lo = lohi[0], hi = lohi[1];
+#pragma unroll
+    for (uint32_t w = 1; w < G::threads / 32; ++w) lo = ::fmin(lo, lohi[2 * w]), hi = ::fmax(hi, lohi[2 * w + 1]);
+    return interp_jump_quiet(lo, hi, eb, jump);
 }
 
 // Every stage of every level, coarsest first, a barrier after each stage:

@@ -300,20 +300,8 @@ GSZ_HD double interp_neighbour(T v) {
 // The spline of the paper's four cases from the neighbours a, b, c, d at -3u,
 // -u, +u, +3u (each already read through interp_neighbour; the ones a case does
 // not use may hold anything).  has_d implies has_c.
-//
-// The jump guard (threshold `jump`, kInterpNoJump = off): where the two
-// nearest neighbours differ by more than `jump`, the point lies on one side
-// of a jump, and the spline's midway value misses both: copy b.  Where only an
-// outer neighbour jumps, the cubic would carry that jump inside (a fill value
-// three steps away moves the prediction by 1/16 of it): linear.  Measured on
-// the fill-value fields of ../shared/data: ratio x2-4 at rel 1e-3 and 1e-4;
-// fields without such jumps are unchanged (bench/NOTES.md).
-GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, bool has_c, bool has_d,
-                            uint32_t spline, double jump) {
-    if (has_c) {
-        const double bc = ::fabs(b - c), outer = ::fmax(has_a ? ::fabs(a - b) : 0.0, has_d ? ::fabs(c - d) : 0.0);
-        if (::fmax(bc, outer) > jump) return bc > jump ? b : (b + c) * 0.5;
-    }
+GSZ_HD double interp_spline_unguarded(double a, double b, double c, double d, bool has_a, bool has_c, bool has_d,
+                                      uint32_t spline) {
     if (has_d) {
         if (has_a) {
             if (spline == kSplineNatural) return (23.0 * (b + c) - 3.0 * (a + d)) / 40.0;
@@ -328,6 +316,37 @@ GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, 
     return b;
 }
 
+// The spline behind the jump guard (threshold `jump`, kInterpNoJump = off):
+// where the two nearest neighbours differ by more than `jump`, the point lies
+// on one side of a jump, and the spline's midway value misses both: copy b.
+// Where only an outer neighbour jumps, the cubic would carry that jump inside
+// (a fill value three steps away moves the prediction by 1/16 of it): linear.
+// Measured on the fill-value fields of ../shared/data: ratio x2-4 at rel 1e-3
+// and 1e-4 (bench/NOTES.md).  *taken (when given) is set where the guard
+// decides the prediction: an encoder that never took it writes the archive of
+// the unguarded splines, and decoders then run without the tests.
+GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, bool has_c, bool has_d,
+                            uint32_t spline, double jump, bool* taken = nullptr) {
+    if (has_c) {
+        const double bc = ::fabs(b - c), outer = ::fmax(has_a ? ::fabs(a - b) : 0.0, has_d ? ::fabs(c - d) : 0.0);
+        if (::fmax(bc, outer) > jump) {
+            if (taken) *taken = true;
+            return bc > jump ? b : (b + c) * 0.5;
+        }
+    }
+    return interp_spline_unguarded(a, b, c, d, has_a, has_c, has_d, spline);
+}
+
+// Whether the guard can be taken nowhere in a workspace whose values, as the
+// predictor reads them (interp_neighbour), lie in [lo, hi]: every value a
+// prediction reads is within eb of one of them (reconstructions within the
+// level bounds <= eb, anchors and outliers exact or within eb), so no two
+// differ by more than hi - lo + 2·eb.  The factor 1 + 2^-40 covers the
+// roundings of this sum and of the guard's differences.
+GSZ_HD bool interp_jump_quiet(double lo, double hi, double eb, double jump) {
+    return (hi - lo + 2.0 * eb) * (1.0 + 0x1p-40) <= jump;
+}
+
 // Prediction of the point at local coordinate p (an odd multiple of u) along a
 // line of the workspace with inclusive extent L; `at` points at the point and
 // `stride` is the workspace distance of one step u.  The paper's four cases:
@@ -335,13 +354,13 @@ GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, 
 // linear with -u and +u; the last point of an array with only -u copies it.
 template <class T>
 GSZ_HD double interp_predict(const T* at, int64_t stride, uint32_t p, uint32_t u, uint32_t L, uint32_t spline,
-                             double jump) {
+                             double jump, bool* taken = nullptr) {
     const bool has_a = p >= 3 * u, has_c = p + u <= L, has_d = p + 3 * u <= L;
     const double b = interp_neighbour(at[-stride]);
     const double c = has_c ? interp_neighbour(at[stride]) : 0.0;
     const double d = has_d ? interp_neighbour(at[3 * stride]) : 0.0;
     const double a = has_a && has_c ? interp_neighbour(at[-3 * stride]) : 0.0;
-    return interp_spline(a, b, c, d, has_a, has_c, has_d, spline, jump);
+    return interp_spline(a, b, c, d, has_a, has_c, has_d, spline, jump, taken);
 }
 
 // In-loop quantization of x against its prediction.  Returns the code
@@ -384,9 +403,9 @@ GSZ_HD uint32_t interp_level_index(uint32_t u) {
 template <class T>
 GSZ_HD uint16_t interp_encode_point(T* ws, const InterpStage& s, uint32_t offset, uint32_t along, uint32_t u,
                                     uint32_t spline, double jump, const InterpLevelQuant& lq, double eb,
-                                    int64_t radius) {
+                                    int64_t radius, bool* taken = nullptr) {
     T* at = ws + offset;
-    const double pred = interp_predict(at, s.neighbour_stride, along, u, s.last_along, spline, jump);
+    const double pred = interp_predict(at, s.neighbour_stride, along, u, s.last_along, spline, jump, taken);
     T recon;
     const uint16_t code = interp_quantize(*at, pred, lq, eb, radius, recon);
     *at = recon;
