@@ -155,75 +155,75 @@ __device__ __forceinline__ T read_as_neighbour(T v) {
 }
 
 // Full tiles of the default geometries (interp_full_tile.cuh): the same
-// stages as interp_encode_kernel with every extent a constant; block k takes
-// full tile k.  A tile whose values span less than the jump guard's threshold
-// (interp_jump_quiet, found while it loads) runs the stages without the
-// guard's tests; the others run them and report in zero_codes[1] whether the
-// guard decided a prediction.
-template <class T, uint32_t Rank, uint32_t Code>
+// stages as interp_encode_kernel with every extent a constant.  Guard = false:
+// block k takes full tile k and codes it without the jump guard's tests,
+// unless its values may reach the guard's threshold (not interp_jump_quiet,
+// found while it loads): such a "loud" tile is listed in `loud` (the count in
+// zero_codes[2]) and left.  Guard = true, launched after: blocks stride over
+// the loud tiles, code them with the guard and report in zero_codes[1]
+// whether it decided a prediction.  Fields without fill values have no loud
+// tile, and their kernel is the guard-free one.
+template <class T, uint32_t Rank, uint32_t Code, bool Guard>
 __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile::Geometry<Rank>::min_blocks)
     interp_encode_full_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                               const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg, double eb,
-                              int64_t radius, uint16_t* __restrict__ codes,
-                              unsigned long long* __restrict__ zero_codes) {
+                              int64_t radius, uint16_t* __restrict__ codes, unsigned long long* __restrict__ zero_codes,
+                              uint32_t* __restrict__ loud) {
     using G = full_tile::Geometry<Rank>;
     using Sh = full_tile::Shape<G>;
     __shared__ T ws[Sh::ws_size];
     __shared__ uint16_t tile_codes[Sh::ws_size];
     __shared__ double lohi[2 * G::threads / 32];
-    const auto box = full_tile::full_tile_box<G>(L, blockIdx.x);
-
-    // Every point but the anchors gets its code from its stage.
-    T lo = static_cast<T>(HUGE_VAL), hi = static_cast<T>(-HUGE_VAL);
-    const auto extend = [&](T v) {
-        const T r = read_as_neighbour(v);
-        lo = r < lo ? r : lo, hi = r > hi ? r : hi;
-    };
-    full_tile::load_workspace<G>(
-        L, box, [&](uint64_t g) { return data[g]; },
-        [&](uint32_t i, T v) {
-            ws[i] = v;
-            extend(v);
-        },
-        [&](uint32_t i, uint64_t a) {
-            const T v = anchor_start[a];
-            ws[i] = v;
-            extend(v);
-            tile_codes[i] = anchor_codes ? anchor_codes[a] : static_cast<uint16_t>(radius);
-        });
-    full_tile::quiet_publish<G>(lo, hi, lohi);
-    __syncthreads();
-    const bool guard = !full_tile::quiet_read<G>(lohi, eb, cfg.jump);
     bool taken = false;
-    const auto stages = [&](auto with_guard) {
-        full_tile::for_each_stage<G>([&](auto k, auto u, uint32_t l) {
-            constexpr uint32_t dim = full_tile::order_at(Code, decltype(k)::value), U = decltype(u)::value;
-            constexpr uint32_t NS = U * Sh::ws_stride(dim);
-            const InterpLevelQuant lq = cfg.level[l];
-            const uint32_t spline = cfg.spline[dim];
-            full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
-                T* at = ws + w;
-                const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim), decltype(with_guard)::value>(
-                    at, along, spline, cfg.jump, cfg.jump_below, taken);
-                T recon;
-                tile_codes[w] = interp_quantize(*at, pred, lq, eb, radius, recon);
-                *at = recon;
+    const uint64_t tiles = Guard ? zero_codes[2] : gridDim.x;
+    for (uint64_t j = blockIdx.x; j < tiles; j += gridDim.x) {
+        const uint32_t k = Guard ? loud[j] : static_cast<uint32_t>(j);
+        const auto box = full_tile::full_tile_box<G>(L, k);
+        // Every point but the anchors gets its code from its stage.
+        T lo = static_cast<T>(HUGE_VAL), hi = static_cast<T>(-HUGE_VAL);
+        const auto extend = [&](T v) {
+            if constexpr (!Guard) {
+                const T r = read_as_neighbour(v);
+                lo = r < lo ? r : lo, hi = r > hi ? r : hi;
+            }
+        };
+        full_tile::load_workspace<G>(
+            L, box, [&](uint64_t g) { return data[g]; },
+            [&](uint32_t i, T v) {
+                ws[i] = v;
+                extend(v);
+            },
+            [&](uint32_t i, uint64_t a) {
+                const T v = anchor_start[a];
+                ws[i] = v;
+                extend(v);
+                tile_codes[i] = anchor_codes ? anchor_codes[a] : static_cast<uint16_t>(radius);
             });
+        if constexpr (!Guard) full_tile::quiet_publish<G>(lo, hi, lohi);
+        __syncthreads();
+        if constexpr (!Guard) {
+            if (!full_tile::quiet_read<G>(lohi, eb, cfg.jump)) {   // the same for the whole block
+                if (threadIdx.x == 0) loud[atomicAdd(zero_codes + 2, 1ull)] = k;
+                return;
+            }
+        }
+        full_tile::predict_stages<G, Code, Guard>(ws, cfg, taken, [&](uint32_t w, double pred, InterpLevelQuant lq) {
+            T recon;
+            tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon);
+            ws[w] = recon;
         });
-    };
-    if (guard) {
-        stages(std::true_type{});
-        if (__syncthreads_or(taken) && threadIdx.x == 0) atomicOr(zero_codes + 1, 1ull);
-    } else {
-        stages(std::false_type{});
+        uint32_t zeros = 0;
+        full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) {
+            const uint16_t code = tile_codes[w];
+            codes[g] = code;
+            zeros += __popc(__ballot_sync(~0u, code == 0));
+        });
+        if (zeros && threadIdx.x % 32 == 0) atomicAdd(zero_codes, static_cast<unsigned long long>(zeros));
+        if constexpr (Guard) __syncthreads();   // the next tile reuses the workspace
     }
-    uint32_t zeros = 0;
-    full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) {
-        const uint16_t code = tile_codes[w];
-        codes[g] = code;
-        zeros += __popc(__ballot_sync(~0u, code == 0));
-    });
-    if (zeros && threadIdx.x % 32 == 0) atomicAdd(zero_codes, static_cast<unsigned long long>(zeros));
+    if constexpr (Guard) {
+        if (__syncthreads_or(taken) && threadIdx.x == 0) atomicOr(zero_codes + 1, 1ull);
+    }
 }
 
 template <class T>
@@ -463,8 +463,9 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
     }
 }
 
-// The decoder of full tiles (interp_encode_full_kernel's counterpart).
-template <class T, uint32_t Rank, uint32_t Code>
+// The decoder of full tiles (interp_encode_full_kernel's counterpart); Guard:
+// the archive records the jump guard.
+template <class T, uint32_t Rank, uint32_t Code, bool Guard>
 __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile::Geometry<Rank>::min_blocks)
     interp_decode_full_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ anchors,
                               const uint64_t* __restrict__ outlier_index, const T* __restrict__ outlier_value,
@@ -480,30 +481,17 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         L, box, [&](uint64_t g) { return codes[g]; }, [&](uint32_t i, uint16_t c) { tile_codes[i] = c; },
         [&](uint32_t i, uint64_t a) { ws[i] = anchors[a]; });
     __syncthreads();
-    // An archive whose encoder never took the jump guard records none.
-    bool taken = false;
-    const auto stages = [&](auto with_guard) {
-        full_tile::for_each_stage<G>([&](auto k, auto u, uint32_t l) {
-            constexpr uint32_t dim = full_tile::order_at(Code, decltype(k)::value), U = decltype(u)::value;
-            constexpr uint32_t NS = U * Sh::ws_stride(dim);
-            const InterpLevelQuant lq = cfg.level[l];
-            const uint32_t spline = cfg.spline[dim];
-            full_tile::for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
-                const uint16_t code = tile_codes[w];
-                const double pred = full_tile::predict_full<T, NS, U, Sh::tile(dim), decltype(with_guard)::value>(
-                    ws + w, along, spline, cfg.jump, cfg.jump_below, taken);
-                if (code != 0) {
-                    ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
-                    return;
-                }
-                const uint32_t c0 = w % Sh::w0, r = w / Sh::w0;
-                const uint32_t c[3] = {c0, r % Sh::w1, r / Sh::w1};
-                ws[w] = outlier_at(outlier_index, outlier_value, num_outliers, L.global_index(box.origin, c), corrupt);
-            });
-        });
-    };
-    if (cfg.jump != kInterpNoJump) stages(std::true_type{});
-    else stages(std::false_type{});
+    bool taken = false;   // unused: the encoder reported it
+    full_tile::predict_stages<G, Code, Guard>(ws, cfg, taken, [&](uint32_t w, double pred, InterpLevelQuant lq) {
+        const uint16_t code = tile_codes[w];
+        if (code != 0) {
+            ws[w] = interp_reconstruct<T>(code, pred, lq, radius);
+            return;
+        }
+        const uint32_t c0 = w % Sh::w0, r = w / Sh::w0;
+        const uint32_t c[3] = {c0, r % Sh::w1, r / Sh::w1};
+        ws[w] = outlier_at(outlier_index, outlier_value, num_outliers, L.global_index(box.origin, c), corrupt);
+    });
     full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) { out[g] = ws[w]; });
 }
 
@@ -658,17 +646,26 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
     const KernelConfig cfg = kernel_config(L, config);
     out.codes.allocate(n, stream);
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
-    out.zero_codes.allocate(2, stream);   // the zero codes, and whether the jump guard was taken
+    out.zero_codes.allocate(3, stream);   // the zero codes, whether the jump guard was taken, loud tiles
     out.zero_codes.zero(stream);
     unsigned long long* zeros = out.zero_codes.data();
     const uint64_t full = interp_full_tile_count(L);
     const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
         constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
         if (full == 0) return;
-        interp_encode_full_kernel<T, R, C><<<static_cast<unsigned>(full), full_tile::Geometry<R>::threads, 0,
-                                              stream>>>(d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb,
-                                                        radius, out.codes.data(), zeros);
+        constexpr unsigned threads = full_tile::Geometry<R>::threads;
+        out.loud_tiles.allocate(full, stream);
+        interp_encode_full_kernel<T, R, C, false><<<static_cast<unsigned>(full), threads, 0, stream>>>(
+            d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros,
+            out.loud_tiles.data());
         GSZ_CUDA_LAUNCHED("interp_encode_full_kernel");
+        if (cfg.jump == kInterpNoJump) return;   // every tile was quiet
+        // The loud tiles (their count stays on the device): blocks that find none return at once.
+        interp_encode_full_kernel<T, R, C, true><<<static_cast<unsigned>(std::min<uint64_t>(full, 2048)), threads,
+                                                   0, stream>>>(d_data, out.anchor_start.data(), anchor_codes, L,
+                                                                cfg, eb, radius, out.codes.data(), zeros,
+                                                                out.loud_tiles.data());
+        GSZ_CUDA_LAUNCHED("interp_encode_full_kernel (loud tiles)");
     });
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
     if (generic) {
@@ -804,9 +801,12 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
     const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
         constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
         if (full == 0) return;
-        interp_decode_full_kernel<T, R, C><<<static_cast<unsigned>(full), full_tile::Geometry<R>::threads, 0,
-                                              stream>>>(d_codes, d_anchors, d_outlier_index, d_outlier_value,
-                                                        num_outliers, L, cfg, radius, d_out, d_corrupt);
+        const auto launch = [&](auto kernel) {
+            kernel<<<static_cast<unsigned>(full), full_tile::Geometry<R>::threads, 0, stream>>>(
+                d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out, d_corrupt);
+        };
+        if (cfg.jump != kInterpNoJump) launch(interp_decode_full_kernel<T, R, C, true>);
+        else launch(interp_decode_full_kernel<T, R, C, false>);
         GSZ_CUDA_LAUNCHED("interp_decode_full_kernel");
     });
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;

@@ -182,6 +182,25 @@ __device__ __forceinline__ void for_each_stage(F&& stage) {
     });
 }
 
+// Every stage point of a full tile, coarsest level first, a barrier after each
+// stage: f(w, pred, lq) with point w's prediction from the workspace ws (Guard
+// and taken as predict_full's) and its level's quantizer.  Cfg holds the
+// level quantizers, splines per dim and the guard's threshold and pre-test.
+template <class G, uint32_t Code, bool Guard, class T, class Cfg, class F>
+__device__ __forceinline__ void predict_stages(const T* ws, const Cfg& cfg, bool& taken, F&& f) {
+    using Sh = Shape<G>;
+    for_each_stage<G>([&](auto k, auto u, uint32_t l) {
+        constexpr uint32_t dim = order_at(Code, decltype(k)::value), U = decltype(u)::value;
+        constexpr uint32_t NS = U * Sh::ws_stride(dim);
+        const InterpLevelQuant lq = cfg.level[l];
+        const uint32_t spline = cfg.spline[dim];
+        for_each_stage_point<G, Code, decltype(k)::value, U>([&](uint32_t w, uint32_t along) {
+            f(w, predict_full<T, NS, U, Sh::tile(dim), Guard>(ws + w, along, spline, cfg.jump, cfg.jump_below, taken),
+              lq);
+        });
+    });
+}
+
 // The box of full tile k (interp_math.hpp's tile maps) with the geometry's extents.
 template <class G>
 __device__ __forceinline__ InterpLayout::TileBox full_tile_box(const InterpLayout& L, uint32_t k) {
