@@ -99,6 +99,12 @@ __device__ void for_each_stage_point(const InterpLayout& L, const KernelConfig& 
     }
 }
 
+// A value as the predictor reads it (interp_neighbour), in T.
+template <class T>
+__device__ __forceinline__ T read_as_neighbour(T v) {
+    return static_cast<T>(interp_neighbour(v));
+}
+
 template <class T>
 __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                                      const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg,
@@ -108,8 +114,10 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
     // edge_only: the full tiles are interp_encode_full_kernel's.
+    __shared__ double lohi[2 * 32];   // the warps' value extremes (full_tile::quiet_publish)
     const auto box = L.tile_box(edge_only ? interp_edge_tile_id(L, blockIdx.x) : blockIdx.x);
 
+    T lo = static_cast<T>(HUGE_VAL), hi = static_cast<T>(-HUGE_VAL);
     for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
         const uint32_t c[3] = {x, y, z};
         tile_codes[i] = static_cast<uint16_t>(radius);   // raw anchors keep the zero-residual code
@@ -121,14 +129,19 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
         } else {
             ws[i] = data[L.global_index(box.origin, c)];
         }
+        const T r = read_as_neighbour(ws[i]);
+        lo = r < lo ? r : lo, hi = r > hi ? r : hi;
     });
+    full_tile::quiet_publish(lo, hi, lohi);
     __syncthreads();
+    // A tile whose values cannot reach the jump guard's threshold skips its tests.
+    const double jump = full_tile::quiet_read(lohi, blockDim.x / 32, eb, cfg.jump) ? kInterpNoJump : cfg.jump;
     bool taken = false;   // the jump guard decided a prediction
     for_each_stage_point(L, cfg, box,
                          [&](const InterpStage& s, uint32_t, uint32_t w, uint32_t along, uint32_t u, uint32_t spline,
                              uint32_t l) {
-                             tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, cfg.jump, cfg.level[l],
-                                                                 eb, radius, &taken);
+                             tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, jump, cfg.level[l], eb,
+                                                                 radius, &taken);
                          });
     if (__syncthreads_or(taken) && threadIdx.x == 0) atomicOr(zero_codes + 1, 1ull);
     // Written codes, counting the zeros (a warp adds its count once): with
@@ -146,12 +159,6 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
         if (zeros && threadIdx.x % 32 == static_cast<unsigned>(__ffs(active) - 1))
             atomicAdd(zero_codes, static_cast<unsigned long long>(__popc(zeros)));
     }
-}
-
-// A value as the predictor reads it (interp_neighbour), in T.
-template <class T>
-__device__ __forceinline__ T read_as_neighbour(T v) {
-    return static_cast<T>(interp_neighbour(v));
 }
 
 // Full tiles of the default geometries (interp_full_tile.cuh): the same
@@ -199,10 +206,10 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
                 extend(v);
                 tile_codes[i] = anchor_codes ? anchor_codes[a] : static_cast<uint16_t>(radius);
             });
-        if constexpr (!Guard) full_tile::quiet_publish<G>(lo, hi, lohi);
+        if constexpr (!Guard) full_tile::quiet_publish(lo, hi, lohi);
         __syncthreads();
         if constexpr (!Guard) {
-            if (!full_tile::quiet_read<G>(lohi, eb, cfg.jump)) {   // the same for the whole block
+            if (!full_tile::quiet_read(lohi, G::threads / 32, eb, cfg.jump)) {   // the same for the whole block
                 if (threadIdx.x == 0) loud[atomicAdd(zero_codes + 2, 1ull)] = k;
                 return;
             }

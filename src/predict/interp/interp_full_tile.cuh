@@ -144,9 +144,8 @@ __device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t
 // values (as the predictor reads them) this thread saw between lo and hi
 // (interp_jump_quiet).  The warps' extremes pass through `lohi` (2 x warps
 // entries), written here before the caller's barrier and read after it:
-// call quiet_publish before the barrier that ends the workspace's load, and
-// quiet_read after it.
-template <class G>
+// call quiet_publish (every thread of the block) before the barrier that ends
+// the workspace's load, and quiet_read after it.
 __device__ __forceinline__ void quiet_publish(double lo, double hi, double* lohi) {
 #pragma unroll
     for (int k = 16; k > 0; k /= 2) {
@@ -158,11 +157,9 @@ __device__ __forceinline__ void quiet_publish(double lo, double hi, double* lohi
         lohi[2 * (threadIdx.x / 32) + 1] = hi;
     }
 }
-template <class G>
-__device__ __forceinline__ bool quiet_read(const double* lohi, double eb, double jump) {
+__device__ __forceinline__ bool quiet_read(const double* lohi, uint32_t warps, double eb, double jump) {
     double lo = lohi[0], hi = lohi[1];
-#pragma unroll
-    for (uint32_t w = 1; w < G::threads / 32; ++w) lo = ::fmin(lo, lohi[2 * w]), hi = ::fmax(hi, lohi[2 * w + 1]);
+    for (uint32_t w = 1; w < warps; ++w) lo = ::fmin(lo, lohi[2 * w]), hi = ::fmax(hi, lohi[2 * w + 1]);
     return interp_jump_quiet(lo, hi, eb, jump);
 }
 

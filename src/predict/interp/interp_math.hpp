@@ -327,7 +327,7 @@ GSZ_HD double interp_spline_unguarded(double a, double b, double c, double d, bo
 // the unguarded splines, and decoders then run without the tests.
 GSZ_HD double interp_spline(double a, double b, double c, double d, bool has_a, bool has_c, bool has_d,
                             uint32_t spline, double jump, bool* taken = nullptr) {
-    if (has_c) {
+    if (has_c && jump != kInterpNoJump) {   // off: no difference exceeds it, skip the tests
         const double bc = ::fabs(b - c), outer = ::fmax(has_a ? ::fabs(a - b) : 0.0, has_d ? ::fabs(c - d) : 0.0);
         if (::fmax(bc, outer) > jump) {
             if (taken) *taken = true;
