@@ -851,17 +851,27 @@ TEST(CudaBackend, InterpJumpGuardMatchesCpu) {
         interp_matches_cpu(steps, {91, 91, 91}, 1e-9, pr::kAnchorsCoded, 32768, o, 2.0);
     }
     same_on_both(steps, {91, 91, 91}, GSZ_ERROR_ABS, 1e-9, 0, GSZ_PIPELINE_INTERP);
-    // Tiles whose values span just below the threshold less 2·eb run without
-    // the guard's tests on the GPU (interp_jump_quiet), just above it with
-    // them; the CPU tests every point.  One value of 2 sets the range (jump 1.9).
-    for (const float span : {1.8199f, 1.8201f, 1.86f}) {
-        std::vector<float> near(91 * 91 * 91);
-        std::uniform_real_distribution<float> u(0.0f, span);
-        for (float& x : near) x = u(rng);
-        near[91 * 91 * 45 + 91 * 45 + 45] = 2.0f;
-        pr::InterpOverrides o;
-        interp_matches_cpu(near, {91, 91, 91}, 0.04, pr::kAnchorsCoded, 32768, o, 2.0);
-        interp_matches_cpu(near, {91 * 91, 91}, 0.04, pr::kAnchorsCoded, 32768, o, 2.0);
+    // Tiles whose values lie within h of their origin's value (h =
+    // interp_quiet_half_span: 0.91 for jump 1.9 and eb 0.04) run without the
+    // guard's tests on the GPU, the others with them; the CPU tests every
+    // point.  Values 1 +- (1 -+ 1e-4)h around origins of 1 give tiles on both
+    // sides of the test; values 0 and 2 set the range (jump 1.9).
+    const double h = pr::interp_quiet_half_span(1.9, 0.04);
+    for (const double spread : {h * (1 - 1e-4), h * (1 + 1e-4), h * 1.05}) {
+        for (const std::array<uint64_t, 2> tile : {std::array<uint64_t, 2>{32, 8}, std::array<uint64_t, 2>{64, 16}}) {
+            const bool flat = tile[1] == 16;   // the 2-D layout {91 * 91, 91}: tiles 64 x 16
+            std::vector<float> near(91 * 91 * 91);
+            std::uniform_real_distribution<double> u(1.0 - spread, 1.0 + spread);
+            for (size_t i = 0; i < near.size(); ++i) {
+                const uint64_t x = flat ? i % (91 * 91) : i % 91, y = flat ? i / (91 * 91) : i / 91 % 91, z = i / (91 * 91);
+                const bool origin = x % tile[0] == 0 && y % tile[1] == 0 && (flat || z % 8 == 0);
+                near[i] = origin ? 1.0f : static_cast<float>(u(rng));
+            }
+            near[91 * 91 * 45 + 91 * 45 + 45] = 2.0f, near[91 * 91 * 47 + 91 * 45 + 45] = 0.0f;
+            pr::InterpOverrides o;
+            interp_matches_cpu(near, flat ? std::vector<uint64_t>{91 * 91, 91} : std::vector<uint64_t>{91, 91, 91}, 0.04,
+                               pr::kAnchorsCoded, 32768, o, 2.0);
+        }
     }
     same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_REL, 1e-3, 0, GSZ_PIPELINE_INTERP);
     same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_REL, 1e-4, 0, GSZ_PIPELINE_INTERP);

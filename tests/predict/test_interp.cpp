@@ -435,6 +435,38 @@ TEST(InterpSpline, QuietSpanNeverTakesTheGuard) {
     EXPECT_TRUE(interp_jump_quiet(0.0, 1.0, 0.25, kInterpNoJump));
 }
 
+// The GPU encoders' test: values within h (interp_quiet_half_span, and its
+// float) of one reference span at most 2h, which interp_jump_quiet passes,
+// so the farthest reconstructions apart never take the guard.
+TEST(InterpSpline, QuietHalfSpanNeverTakesTheGuard) {
+    std::mt19937 rng(23);
+    int near = 0;
+    for (int i = 0; i < 200000; ++i) {
+        const double scale = std::ldexp(1.0, static_cast<int>(rng() % 120) - 60);
+        const double r = (double(rng()) / 4294967296.0 - 0.5) * scale, eb = scale * double(rng() % 1000) * 1e-5;
+        const double jump = scale * (0.5 + double(rng()) / 4294967296.0);
+        const double h = interp_quiet_half_span(jump, eb);
+        const float hf = interp_quiet_half_span_f32(h);
+        ASSERT_LE(static_cast<double>(hf), h);
+        if (h < 0) {
+            EXPECT_GT(2 * eb, jump * (1 - 1e-9));
+            continue;
+        }
+        near += 2 * h + 2 * eb > jump * (1 - 1e-9);
+        ASSERT_TRUE(interp_jump_quiet(r - h, r + h, eb, jump)) << r << " " << h << " " << eb << " " << jump;
+        const double b = r + h + eb, c = r - h - eb;   // the farthest reconstructions apart
+        bool taken = false;
+        interp_spline(b, b, c, c, true, true, true, kSplineNotAKnot, jump, &taken);
+        ASSERT_FALSE(taken) << r << " " << h << " " << eb << " " << jump;
+    }
+    EXPECT_GT(near, 100000);   // h leaves only the rounding margin
+    EXPECT_EQ(interp_quiet_half_span(kInterpNoJump, 1.0), HUGE_VAL);
+    EXPECT_EQ(interp_quiet_half_span_f32(HUGE_VAL), HUGE_VALF);
+    EXPECT_EQ(interp_quiet_half_span_f32(1e300), 3.4028234663852886e38f);
+    EXPECT_LT(interp_quiet_half_span(1.0, 0.5), 0.0);   // the bound alone reaches the threshold
+    EXPECT_EQ(interp_quiet_half_span_f32(0.1), std::nextafter(0.1f, 0.0f));   // float(0.1) > 0.1
+}
+
 TEST(InterpQuantize, CodesOutliersAndRounding) {
     const auto lq = InterpLevelQuant::from_bound(0.5);   // lattice step 1
     float rec = 0;

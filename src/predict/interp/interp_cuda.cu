@@ -30,6 +30,10 @@ struct KernelConfig {
     uint8_t spline[3];
     double jump;        // jump guard threshold (interp_spline)
     float jump_below;   // its float pre-test (interp_jump_below_f32)
+    // A tile whose values lie within this of its origin's skips the guard's
+    // tests (interp_quiet_half_span; full_tile::LoadSpan), as float and double.
+    float quiet_half_f;
+    double quiet_half;
 };
 
 KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
@@ -42,6 +46,20 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
     k.jump = cfg.jump;
     k.jump_below = interp_jump_below_f32(cfg.jump);
     return k;
+}
+
+// kernel_config's with the quiet test's half span for bound eb.
+KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg, double eb) {
+    KernelConfig k = kernel_config(L, cfg);
+    k.quiet_half = interp_quiet_half_span(cfg.jump, eb);
+    k.quiet_half_f = interp_quiet_half_span_f32(k.quiet_half);
+    return k;
+}
+
+template <class T>
+__device__ __forceinline__ T quiet_half(const KernelConfig& cfg) {
+    if constexpr (sizeof(T) == 4) return cfg.quiet_half_f;
+    else return cfg.quiet_half;
 }
 
 // Edge tiles (edge_only) are mostly thin slabs whose stages hold few points
@@ -99,65 +117,85 @@ __device__ void for_each_stage_point(const InterpLayout& L, const KernelConfig& 
     }
 }
 
-// A value as the predictor reads it (interp_neighbour), in T.
-template <class T>
-__device__ __forceinline__ T read_as_neighbour(T v) {
-    return static_cast<T>(interp_neighbour(v));
-}
-
-template <class T>
+// The tiles the full-tile kernels do not take (or all, without them).
+// Guard = false: block k codes tile k without the jump guard's tests, unless
+// the values it loads may reach the guard's threshold (not interp_jump_quiet):
+// such a "loud" tile is listed in `loud` (the count in zero_codes[3]) and
+// left.  Guard = true, launched after: blocks stride over the loud tiles,
+// code them with the guard and report in zero_codes[1] whether it decided a
+// prediction (as interp_encode_full_kernel).
+template <class T, bool Guard>
 __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                                      const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg,
                                      double eb, int64_t radius, uint16_t* __restrict__ codes,
-                                     unsigned long long* __restrict__ zero_codes, bool edge_only) {
+                                     unsigned long long* __restrict__ zero_codes, bool edge_only,
+                                     uint32_t* __restrict__ loud) {
     extern __shared__ unsigned char smem_raw[];
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
-    // edge_only: the full tiles are interp_encode_full_kernel's.
-    __shared__ double lohi[2 * 32];   // the warps' value extremes (full_tile::quiet_publish)
-    const auto box = L.tile_box(edge_only ? interp_edge_tile_id(L, blockIdx.x) : blockIdx.x);
-
-    T lo = static_cast<T>(HUGE_VAL), hi = static_cast<T>(-HUGE_VAL);
-    for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
-        const uint32_t c[3] = {x, y, z};
-        tile_codes[i] = static_cast<uint16_t>(radius);   // raw anchors keep the zero-residual code
-        if (!inside(box, c)) return;
-        if (L.is_anchor(c)) {
-            const uint64_t a = L.anchor_index(box.origin, c);
-            ws[i] = anchor_start[a];
-            if (anchor_codes) tile_codes[i] = anchor_codes[a];
-        } else {
-            ws[i] = data[L.global_index(box.origin, c)];
-        }
-        const T r = read_as_neighbour(ws[i]);
-        lo = r < lo ? r : lo, hi = r > hi ? r : hi;
-    });
-    full_tile::quiet_publish(lo, hi, lohi);
-    __syncthreads();
-    // A tile whose values cannot reach the jump guard's threshold skips its tests.
-    const double jump = full_tile::quiet_read(lohi, blockDim.x / 32, eb, cfg.jump) ? kInterpNoJump : cfg.jump;
     bool taken = false;   // the jump guard decided a prediction
-    for_each_stage_point(L, cfg, box,
-                         [&](const InterpStage& s, uint32_t, uint32_t w, uint32_t along, uint32_t u, uint32_t spline,
-                             uint32_t l) {
-                             tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, jump, cfg.level[l], eb,
-                                                                 radius, &taken);
-                         });
-    if (__syncthreads_or(taken) && threadIdx.x == 0) atomicOr(zero_codes + 1, 1ull);
-    // Written codes, counting the zeros (a warp adds its count once): with
-    // none, the caller skips the outlier selection.
-    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-        uint32_t c[3];
-        tile_coords(L, i, c);
-        bool zero = false;
-        if (inside(box, c)) {
-            const uint16_t code = tile_codes[interp_ws_offset(L, c)];
-            codes[L.global_index(box.origin, c)] = code;
-            zero = code == 0;
+    const auto code_tile = [&](uint64_t k) {
+        const auto box = L.tile_box(k);
+        const uint32_t origin[3] = {0, 0, 0};
+        // The quiet test's reference: guard off, every tile is quiet.
+        const bool test = !Guard && cfg.jump != kInterpNoJump;
+        const T reference = test ? data[L.global_index(box.origin, origin)] : T(0);
+        full_tile::LoadSpan<T> span;
+        for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
+            const uint32_t c[3] = {x, y, z};
+            tile_codes[i] = static_cast<uint16_t>(radius);   // raw anchors keep the zero-residual code
+            if (!inside(box, c)) return;
+            T v;
+            if (L.is_anchor(c)) {
+                const uint64_t a = L.anchor_index(box.origin, c);
+                v = anchor_start[a];
+                if (anchor_codes) tile_codes[i] = anchor_codes[a];
+            } else {
+                v = data[L.global_index(box.origin, c)];
+            }
+            ws[i] = v;
+            if constexpr (!Guard) span.add(v);
+        });
+        if constexpr (!Guard) {
+            if (__syncthreads_or(test && !span.within(reference, quiet_half<T>(cfg)))) {
+                if (threadIdx.x == 0) loud[atomicAdd(zero_codes + 3, 1ull)] = static_cast<uint32_t>(k);
+                return;
+            }
+        } else {
+            __syncthreads();
         }
-        const unsigned active = __activemask(), zeros = __ballot_sync(active, zero);
-        if (zeros && threadIdx.x % 32 == static_cast<unsigned>(__ffs(active) - 1))
-            atomicAdd(zero_codes, static_cast<unsigned long long>(__popc(zeros)));
+        for_each_stage_point(L, cfg, box,
+                             [&](const InterpStage& s, uint32_t, uint32_t w, uint32_t along, uint32_t u,
+                                 uint32_t spline, uint32_t l) {
+                                 tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline,
+                                                                     Guard ? cfg.jump : kInterpNoJump, cfg.level[l],
+                                                                     eb, radius, Guard ? &taken : nullptr);
+                             });
+        // Written codes, counting the zeros (a warp adds its count once): with
+        // none, the caller skips the outlier selection.
+        for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
+            uint32_t c[3];
+            tile_coords(L, i, c);
+            bool zero = false;
+            if (inside(box, c)) {
+                const uint16_t code = tile_codes[interp_ws_offset(L, c)];
+                codes[L.global_index(box.origin, c)] = code;
+                zero = code == 0;
+            }
+            const unsigned active = __activemask(), zeros = __ballot_sync(active, zero);
+            if (zeros && threadIdx.x % 32 == static_cast<unsigned>(__ffs(active) - 1))
+                atomicAdd(zero_codes, static_cast<unsigned long long>(__popc(zeros)));
+        }
+    };
+    if constexpr (!Guard) {
+        // edge_only: the full tiles are interp_encode_full_kernel's.
+        code_tile(edge_only ? interp_edge_tile_id(L, blockIdx.x) : blockIdx.x);
+    } else {
+        for (uint64_t j = blockIdx.x; j < zero_codes[3]; j += gridDim.x) {
+            code_tile(loud[j]);
+            __syncthreads();   // the next tile reuses the workspace
+        }
+        if (__syncthreads_or(taken) && threadIdx.x == 0) atomicOr(zero_codes + 1, 1ull);
     }
 }
 
@@ -180,39 +218,34 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
     using Sh = full_tile::Shape<G>;
     __shared__ T ws[Sh::ws_size];
     __shared__ uint16_t tile_codes[Sh::ws_size];
-    __shared__ double lohi[2 * G::threads / 32];
     bool taken = false;
-    const uint64_t tiles = Guard ? zero_codes[2] : gridDim.x;
-    for (uint64_t j = blockIdx.x; j < tiles; j += gridDim.x) {
-        const uint32_t k = Guard ? loud[j] : static_cast<uint32_t>(j);
+    const auto code_tile = [&](uint32_t k) {
         const auto box = full_tile::full_tile_box<G>(L, k);
+        // The quiet test's reference: guard off, every tile is quiet.
+        const bool test = !Guard && cfg.jump != kInterpNoJump;
+        const uint32_t origin[3] = {0, 0, 0};
+        const T reference = test ? data[L.global_index(box.origin, origin)] : T(0);
         // Every point but the anchors gets its code from its stage.
-        T lo = static_cast<T>(HUGE_VAL), hi = static_cast<T>(-HUGE_VAL);
-        const auto extend = [&](T v) {
-            if constexpr (!Guard) {
-                const T r = read_as_neighbour(v);
-                lo = r < lo ? r : lo, hi = r > hi ? r : hi;
-            }
-        };
+        full_tile::LoadSpan<T> span;
         full_tile::load_workspace<G>(
             L, box, [&](uint64_t g) { return data[g]; },
             [&](uint32_t i, T v) {
                 ws[i] = v;
-                extend(v);
+                if constexpr (!Guard) span.add(v);
             },
             [&](uint32_t i, uint64_t a) {
                 const T v = anchor_start[a];
                 ws[i] = v;
-                extend(v);
+                if constexpr (!Guard) span.add(v);
                 tile_codes[i] = anchor_codes ? anchor_codes[a] : static_cast<uint16_t>(radius);
             });
-        if constexpr (!Guard) full_tile::quiet_publish(lo, hi, lohi);
-        __syncthreads();
         if constexpr (!Guard) {
-            if (!full_tile::quiet_read(lohi, G::threads / 32, eb, cfg.jump)) {   // the same for the whole block
+            if (__syncthreads_or(test && !span.within(reference, quiet_half<T>(cfg)))) {
                 if (threadIdx.x == 0) loud[atomicAdd(zero_codes + 2, 1ull)] = k;
                 return;
             }
+        } else {
+            __syncthreads();
         }
         full_tile::predict_stages<G, Code, Guard>(ws, cfg, taken, [&](uint32_t w, double pred, InterpLevelQuant lq) {
             T recon;
@@ -226,9 +259,14 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
             zeros += __popc(__ballot_sync(~0u, code == 0));
         });
         if (zeros && threadIdx.x % 32 == 0) atomicAdd(zero_codes, static_cast<unsigned long long>(zeros));
-        if constexpr (Guard) __syncthreads();   // the next tile reuses the workspace
-    }
-    if constexpr (Guard) {
+    };
+    if constexpr (!Guard) {
+        code_tile(blockIdx.x);
+    } else {
+        for (uint64_t j = blockIdx.x; j < zero_codes[2]; j += gridDim.x) {
+            code_tile(loud[j]);
+            __syncthreads();   // the next tile reuses the workspace
+        }
         if (__syncthreads_or(taken) && threadIdx.x == 0) atomicOr(zero_codes + 1, 1ull);
     }
 }
@@ -425,7 +463,9 @@ __global__ void tune_sample_kernel(const T* __restrict__ data, InterpLayout L, u
 }
 
 
-template <class T>
+// The decoder of the tiles the full-tile kernels do not take; Guard: the
+// archive records the jump guard (without it the tests are compiled out).
+template <class T, bool Guard>
 __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T* __restrict__ anchors,
                                      const uint64_t* __restrict__ outlier_index,
                                      const T* __restrict__ outlier_value, uint64_t num_outliers, InterpLayout L,
@@ -449,7 +489,8 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
                              uint32_t spline, uint32_t l) {
                              const uint16_t code = tile_codes[w];
                              if (code != 0) {
-                                 const double pred = interp_point_prediction(ws, s, w, along, u, spline, cfg.jump);
+                                 const double pred = interp_point_prediction(ws, s, w, along, u, spline,
+                                                                                   Guard ? cfg.jump : kInterpNoJump);
                                  ws[w] = interp_reconstruct<T>(code, pred, cfg.level[l], radius);
                              } else {
                                  uint32_t c[3];
@@ -650,10 +691,11 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
     GSZ_CHECK(config.anchors == out.anchor_mode && out.anchor_start.size() == L.num_anchors, GSZ_STATUS_INTERNAL,
               "interp_encode_cuda: the anchor stage does not match the config");
     const uint64_t n = L.num_elements;
-    const KernelConfig cfg = kernel_config(L, config);
+    const KernelConfig cfg = kernel_config(L, config, eb);
     out.codes.allocate(n, stream);
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
-    out.zero_codes.allocate(3, stream);   // the zero codes, whether the jump guard was taken, loud tiles
+    // The zero codes, whether the jump guard was taken, the loud full and generic tiles.
+    out.zero_codes.allocate(4, stream);
     out.zero_codes.zero(stream);
     unsigned long long* zeros = out.zero_codes.data();
     const uint64_t full = interp_full_tile_count(L);
@@ -676,9 +718,18 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
     });
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
     if (generic) {
-        interp_encode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L, split), smem_bytes<T>(L), stream>>>(
-            d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros, split);
+        out.loud_generic_tiles.allocate(generic, stream);
+        const auto launch = [&](auto kernel, uint64_t blocks) {
+            kernel<<<static_cast<unsigned>(blocks), threads_for(L, split), smem_bytes<T>(L), stream>>>(
+                d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros, split,
+                out.loud_generic_tiles.data());
+        };
+        launch(interp_encode_kernel<T, false>, generic);
         GSZ_CUDA_LAUNCHED("interp_encode_kernel");
+        if (cfg.jump != kInterpNoJump) {   // the loud tiles, as the full tiles'
+            launch(interp_encode_kernel<T, true>, std::min<uint64_t>(generic, 2048));
+            GSZ_CUDA_LAUNCHED("interp_encode_kernel (loud tiles)");
+        }
     }
 }
 
@@ -818,9 +869,13 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
     });
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
     if (generic) {
-        interp_decode_kernel<T><<<static_cast<unsigned>(generic), threads_for(L, split), smem_bytes<T>(L), stream>>>(
-            d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out, d_corrupt,
-            split);
+        const auto launch = [&](auto kernel) {
+            kernel<<<static_cast<unsigned>(generic), threads_for(L, split), smem_bytes<T>(L), stream>>>(
+                d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out,
+                d_corrupt, split);
+        };
+        if (cfg.jump != kInterpNoJump) launch(interp_decode_kernel<T, true>);
+        else launch(interp_decode_kernel<T, false>);
         GSZ_CUDA_LAUNCHED("interp_decode_kernel");
     }
 }

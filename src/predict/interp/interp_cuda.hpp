@@ -40,10 +40,10 @@ struct InterpDeviceEncoded {
     uint64_t num_outliers = 0;
     cuda::DeviceBuffer<uint8_t> temp;              // scratch, kept for reuse
     cuda::DeviceBuffer<uint64_t> count;            // the outliers selected (interp_outliers_cuda)
-    // The tiles' zero codes, whether the jump guard decided a prediction, and how many full tiles
-    // needed its tests (interp_encode_tiles_cuda), those tiles' indices.
+    // The tiles' zero codes, whether the jump guard decided a prediction, and how many full and
+    // generic tiles needed its tests (interp_encode_tiles_cuda), those tiles' indices.
     cuda::DeviceBuffer<unsigned long long> zero_codes;
-    cuda::DeviceBuffer<uint32_t> loud_tiles;
+    cuda::DeviceBuffer<uint32_t> loud_tiles, loud_generic_tiles;
 };
 
 // The anchor stage, as interp_anchors_encode_cpu (same codes, same choice of

@@ -140,28 +140,33 @@ __device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t
     return interp_spline_unguarded(a, b, c, d, has_a, true, has_d, spline);
 }
 
-// Whether no jump guard test can be taken in this block's workspace, whose
-// values (as the predictor reads them) this thread saw between lo and hi
-// (interp_jump_quiet).  The warps' extremes pass through `lohi` (2 x warps
-// entries), written here before the caller's barrier and read after it:
-// call quiet_publish (every thread of the block) before the barrier that ends
-// the workspace's load, and quiet_read after it.
-__device__ __forceinline__ void quiet_publish(double lo, double hi, double* lohi) {
-#pragma unroll
-    for (int k = 16; k > 0; k /= 2) {
-        lo = ::fmin(lo, __shfl_xor_sync(~0u, lo, k));
-        hi = ::fmax(hi, __shfl_xor_sync(~0u, hi, k));
+// Whether a tile may skip the jump guard's tests: every value it loads lies
+// within h of one reference value r that all its threads read (the value at
+// the tile's origin), so no two differ by more than 2h, which
+// interp_quiet_half_span chose so that no test can be taken.  Each thread keeps
+// the extremes of its values (two NaN-propagating min/max per value) and
+// tests them once with subtractions rounded up; the block combines the tests
+// in the barrier that ends the workspace's load (__syncthreads_or).  A NaN or
+// Inf among the values (or as r) fails the test: such a tile is coded with
+// the tests, never wrongly without them.
+template <class T>
+struct LoadSpan {
+    T lo = static_cast<T>(HUGE_VAL), hi = static_cast<T>(-HUGE_VAL);
+    __device__ __forceinline__ void add(T v) {
+        if constexpr (sizeof(T) == 4) {
+            asm("min.NaN.f32 %0, %1, %2;" : "=f"(lo) : "f"(lo), "f"(v));
+            asm("max.NaN.f32 %0, %1, %2;" : "=f"(hi) : "f"(hi), "f"(v));
+        } else {
+            lo = v < lo || v != v ? v : lo;
+            hi = v > hi || v != v ? v : hi;
+        }
     }
-    if (threadIdx.x % 32 == 0) {
-        lohi[2 * (threadIdx.x / 32)] = lo;
-        lohi[2 * (threadIdx.x / 32) + 1] = hi;
+    // Whether every value added lies within h of r (false for NaN).
+    __device__ __forceinline__ bool within(T r, T h) const {
+        if constexpr (sizeof(T) == 4) return __fsub_ru(hi, r) <= h && __fsub_ru(r, lo) <= h;
+        else return __dsub_ru(hi, r) <= h && __dsub_ru(r, lo) <= h;
     }
-}
-__device__ __forceinline__ bool quiet_read(const double* lohi, uint32_t warps, double eb, double jump) {
-    double lo = lohi[0], hi = lohi[1];
-    for (uint32_t w = 1; w < warps; ++w) lo = ::fmin(lo, lohi[2 * w]), hi = ::fmax(hi, lohi[2 * w + 1]);
-    return interp_jump_quiet(lo, hi, eb, jump);
-}
+};
 
 // Every stage of every level, coarsest first, a barrier after each stage:
 // stage(K, U, level) with K and U compile-time.

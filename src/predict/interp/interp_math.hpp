@@ -347,6 +347,26 @@ GSZ_HD bool interp_jump_quiet(double lo, double hi, double eb, double jump) {
     return (hi - lo + 2.0 * eb) * (1.0 + 0x1p-40) <= jump;
 }
 
+// The GPU encoders' quiet test (full_tile::LoadSpan): a tile whose values all
+// lie within h of one reference spans at most 2h, and h leaves room for the
+// roundings of computing it, so [r - h, r + h] passes interp_jump_quiet for
+// every r: (2h + 2eb)(1 + 2^-39) <= jump.  Negative (no tile quiet) where the
+// bound alone reaches the threshold; +inf with the guard off.
+inline double interp_quiet_half_span(double jump, double eb) {
+    if (jump == kInterpNoJump) return HUGE_VAL;
+    return (jump * (1.0 - 0x1p-38) - 2.0 * eb) * 0.5;
+}
+
+// h as a float no larger than it (the float kernels test float differences
+// rounded up against it).
+inline float interp_quiet_half_span_f32(double h) {
+    if (h == HUGE_VAL) return HUGE_VALF;
+    if (h >= 3.4028234663852886e38) return 3.4028234663852886e38f;
+    float f = static_cast<float>(h);
+    if (static_cast<double>(f) > h) f = std::nextafter(f, -HUGE_VALF);
+    return f;
+}
+
 // Prediction of the point at local coordinate p (an odd multiple of u) along a
 // line of the workspace with inclusive extent L; `at` points at the point and
 // `stride` is the workspace distance of one step u.  The paper's four cases:
