@@ -403,17 +403,27 @@ TEST(InterpPredict, JumpGuard) {
     EXPECT_EQ(interp_jump_below_f32(1e300), 0.0f);
 }
 
-// interp_jump_quiet (the GPU encoder's tiles without the guard's tests): when
-// it says a span [lo, hi] is quiet, no two values within eb of it differ by
-// more than the threshold in the guard's double arithmetic, however near the
-// span comes; spans past the threshold less 2·eb are not quiet.
+// A random case for the quiet tests: a value, a bound and a jump threshold of
+// one scale, at any of 120 binary orders of magnitude.
+struct GuardCase {
+    double value, eb, jump;
+};
+GuardCase random_guard_case(std::mt19937& rng) {
+    const double scale = std::ldexp(1.0, static_cast<int>(rng() % 120) - 60);
+    const double value = (double(rng()) / 4294967296.0 - 0.5) * scale, eb = scale * double(rng() % 1000) * 1e-5;
+    return {value, eb, scale * (0.5 + double(rng()) / 4294967296.0)};
+}
+
+// interp_jump_quiet (what the GPU encoders' quiet test rests on,
+// interp_quiet_half_span): when it says a span [lo, hi] is quiet, no two
+// values within eb of it differ by more than the threshold in the guard's
+// double arithmetic, however near the span comes; spans past the threshold
+// less 2·eb are not quiet.
 TEST(InterpSpline, QuietSpanNeverTakesTheGuard) {
     std::mt19937 rng(17);
     int quiet_near = 0;
     for (int i = 0; i < 200000; ++i) {
-        const double scale = std::ldexp(1.0, static_cast<int>(rng() % 120) - 60);
-        const double lo = (double(rng()) / 4294967296.0 - 0.5) * scale, eb = scale * double(rng() % 1000) * 1e-5;
-        const double jump = scale * (0.5 + double(rng()) / 4294967296.0);
+        const auto [lo, eb, jump] = random_guard_case(rng);
         const double span = (jump - 2 * eb) * (1.0 + (double(rng() % 2001) - 1000.0) * 1e-12);
         const double hi = lo + std::max(span, 0.0);
         if (!interp_jump_quiet(lo, hi, eb, jump)) {
@@ -442,9 +452,7 @@ TEST(InterpSpline, QuietHalfSpanNeverTakesTheGuard) {
     std::mt19937 rng(23);
     int near = 0;
     for (int i = 0; i < 200000; ++i) {
-        const double scale = std::ldexp(1.0, static_cast<int>(rng() % 120) - 60);
-        const double r = (double(rng()) / 4294967296.0 - 0.5) * scale, eb = scale * double(rng() % 1000) * 1e-5;
-        const double jump = scale * (0.5 + double(rng()) / 4294967296.0);
+        const auto [r, eb, jump] = random_guard_case(rng);
         const double h = interp_quiet_half_span(jump, eb);
         const float hf = interp_quiet_half_span_f32(h);
         ASSERT_LE(static_cast<double>(hf), h);
