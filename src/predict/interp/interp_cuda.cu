@@ -119,7 +119,7 @@ __device__ void for_each_stage_point(const InterpLayout& L, const KernelConfig& 
 
 // The tiles the full-tile kernels do not take (or all, without them).
 // Guard = false: block k codes tile k without the jump guard's tests, unless
-// the values it loads may reach the guard's threshold (not interp_jump_quiet):
+// the values it loads may reach the guard's threshold (full_tile::LoadSpan):
 // such a "loud" tile is listed in `loud` (the count in zero_codes[3]) and
 // left.  Guard = true, launched after: blocks stride over the loud tiles,
 // code them with the guard and report in zero_codes[1] whether it decided a
@@ -133,6 +133,8 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
     extern __shared__ unsigned char smem_raw[];
     T* ws = reinterpret_cast<T*>(smem_raw);
     uint16_t* tile_codes = reinterpret_cast<uint16_t*>(ws + L.ws_size());
+    using Span = full_tile::LoadSpan<T>;
+    __shared__ typename Span::Slot extremes[2 * 32];   // the warps' (Span::publish)
     bool taken = false;   // the jump guard decided a prediction
     const auto code_tile = [&](uint64_t k) {
         const auto box = L.tile_box(k);
@@ -140,7 +142,7 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
         // The quiet test's reference: guard off, every tile is quiet.
         const bool test = !Guard && cfg.jump != kInterpNoJump;
         const T reference = test ? data[L.global_index(box.origin, origin)] : T(0);
-        full_tile::LoadSpan<T> span;
+        Span span;
         for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
             const uint32_t c[3] = {x, y, z};
             tile_codes[i] = static_cast<uint16_t>(radius);   // raw anchors keep the zero-residual code
@@ -157,7 +159,9 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
             if constexpr (!Guard) span.add(v);
         });
         if constexpr (!Guard) {
-            if (__syncthreads_or(test && !span.within(reference, quiet_half<T>(cfg)))) {
+            if (test) span.publish(extremes);
+            if (__syncthreads_or(test && !span.within(reference, quiet_half<T>(cfg))) &&
+                !Span::quiet(extremes, blockDim.x / 32, eb, cfg.jump)) {
                 if (threadIdx.x == 0) loud[atomicAdd(zero_codes + 3, 1ull)] = static_cast<uint32_t>(k);
                 return;
             }
@@ -202,12 +206,12 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
 // Full tiles of the default geometries (interp_full_tile.cuh): the same
 // stages as interp_encode_kernel with every extent a constant.  Guard = false:
 // block k takes full tile k and codes it without the jump guard's tests,
-// unless its values may reach the guard's threshold (not interp_jump_quiet,
+// unless its values may reach the guard's threshold (full_tile::LoadSpan,
 // found while it loads): such a "loud" tile is listed in `loud` (the count in
 // zero_codes[2]) and left.  Guard = true, launched after: blocks stride over
 // the loud tiles, code them with the guard and report in zero_codes[1]
-// whether it decided a prediction.  Fields without fill values have no loud
-// tile, and their kernel is the guard-free one.
+// whether it decided a prediction.  Fields without fill values have few loud
+// tiles (those that span nearly the whole value range).
 template <class T, uint32_t Rank, uint32_t Code, bool Guard>
 __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile::Geometry<Rank>::min_blocks)
     interp_encode_full_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
@@ -218,6 +222,8 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
     using Sh = full_tile::Shape<G>;
     __shared__ T ws[Sh::ws_size];
     __shared__ uint16_t tile_codes[Sh::ws_size];
+    using Span = full_tile::LoadSpan<T>;
+    __shared__ typename Span::Slot extremes[2 * G::threads / 32];   // the warps' (Span::publish)
     bool taken = false;
     const auto code_tile = [&](uint32_t k) {
         const auto box = full_tile::full_tile_box<G>(L, k);
@@ -226,7 +232,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         const uint32_t origin[3] = {0, 0, 0};
         const T reference = test ? data[L.global_index(box.origin, origin)] : T(0);
         // Every point but the anchors gets its code from its stage.
-        full_tile::LoadSpan<T> span;
+        Span span;
         full_tile::load_workspace<G>(
             L, box, [&](uint64_t g) { return data[g]; },
             [&](uint32_t i, T v) {
@@ -240,7 +246,9 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
                 tile_codes[i] = anchor_codes ? anchor_codes[a] : static_cast<uint16_t>(radius);
             });
         if constexpr (!Guard) {
-            if (__syncthreads_or(test && !span.within(reference, quiet_half<T>(cfg)))) {
+            if (test) span.publish(extremes);
+            if (__syncthreads_or(test && !span.within(reference, quiet_half<T>(cfg))) &&
+                !Span::quiet(extremes, G::threads / 32, eb, cfg.jump)) {
                 if (threadIdx.x == 0) loud[atomicAdd(zero_codes + 2, 1ull)] = k;
                 return;
             }

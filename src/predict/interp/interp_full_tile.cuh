@@ -11,6 +11,7 @@
 #include "predict/interp/interp_math.hpp"
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace gsz::predict::full_tile {
@@ -140,17 +141,21 @@ __device__ __forceinline__ double predict_full(const T* at, uint32_t p, uint32_t
     return interp_spline_unguarded(a, b, c, d, has_a, true, has_d, spline);
 }
 
-// Whether a tile may skip the jump guard's tests: every value it loads lies
-// within h of one reference value r that all its threads read (the value at
-// the tile's origin), so no two differ by more than 2h, which
-// interp_quiet_half_span chose so that no test can be taken.  Each thread keeps
-// the extremes of its values (two NaN-propagating min/max per value) and
-// tests them once with subtractions rounded up; the block combines the tests
-// in the barrier that ends the workspace's load (__syncthreads_or).  A NaN or
-// Inf among the values (or as r) fails the test: such a tile is coded with
-// the tests, never wrongly without them.
+// Whether a tile may skip the jump guard's tests, decided while its
+// workspace loads.  Each thread keeps the extremes of the values it loads (two
+// NaN-propagating min/max per value).  The cheap test: every value lies
+// within h of one reference r that all threads read (the value at the tile's
+// origin), so no two differ by more than 2h, which interp_quiet_half_span
+// chose so that no test can be taken; subtractions rounded up, combined by the
+// barrier that ends the load (__syncthreads_or).  It is up to twice too strict
+// (r need not be mid-span), so a tile it fails takes the exact one: the
+// block's extremes, which every warp published before that barrier, against
+// interp_jump_quiet.  A NaN or Inf among the values (or as r) fails both: such
+// a tile is coded with the tests, never wrongly without them.
 template <class T>
 struct LoadSpan {
+    // Shared memory for publish: 2 per warp (float: order-preserving integer keys).
+    using Slot = std::conditional_t<sizeof(T) == 4, int32_t, double>;
     T lo = static_cast<T>(HUGE_VAL), hi = static_cast<T>(-HUGE_VAL);
     __device__ __forceinline__ void add(T v) {
         if constexpr (sizeof(T) == 4) {
@@ -166,6 +171,38 @@ struct LoadSpan {
         if constexpr (sizeof(T) == 4) return __fsub_ru(hi, r) <= h && __fsub_ru(r, lo) <= h;
         else return __dsub_ru(hi, r) <= h && __dsub_ru(r, lo) <= h;
     }
+    // The warp's extremes into slots (all lanes call it; NaN as -+Inf).
+    __device__ __forceinline__ void publish(Slot* slots) const {
+        const bool nan = lo != lo || hi != hi;
+        const T l = nan ? static_cast<T>(-HUGE_VAL) : lo, h = nan ? static_cast<T>(HUGE_VAL) : hi;
+        Slot sl, sh;
+        if constexpr (sizeof(T) == 4) {
+            sl = __reduce_min_sync(~0u, key(l)), sh = __reduce_max_sync(~0u, key(h));
+        } else {
+            sl = l, sh = h;
+#pragma unroll
+            for (int k = 16; k > 0; k /= 2) {
+                sl = ::fmin(sl, __shfl_xor_sync(~0u, sl, k));
+                sh = ::fmax(sh, __shfl_xor_sync(~0u, sh, k));
+            }
+        }
+        if (threadIdx.x % 32 == 0) slots[2 * (threadIdx.x / 32)] = sl, slots[2 * (threadIdx.x / 32) + 1] = sh;
+    }
+    // The exact test over the block's published extremes.
+    static __device__ __forceinline__ bool quiet(const Slot* slots, uint32_t warps, double eb, double jump) {
+        Slot sl = slots[0], sh = slots[1];
+        for (uint32_t w = 1; w < warps; ++w) sl = min(sl, slots[2 * w]), sh = max(sh, slots[2 * w + 1]);
+        if constexpr (sizeof(T) == 4) return interp_jump_quiet(value(sl), value(sh), eb, jump);
+        else return interp_jump_quiet(sl, sh, eb, jump);
+    }
+
+private:
+    // A float's bits as an int that orders as the float does (NaN aside), and back.
+    static __device__ __forceinline__ int32_t key(float v) {
+        const int32_t b = __float_as_int(v);
+        return b ^ ((b >> 31) & 0x7fffffff);
+    }
+    static __device__ __forceinline__ double value(int32_t k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }
 };
 
 // Every stage of every level, coarsest first, a barrier after each stage:
