@@ -38,6 +38,25 @@ void for_each_stage(const InterpLayout& L, const InterpConfig& cfg, const uint32
     }
 }
 
+// The extremes of the values a tile's stages have written so far (and its
+// anchors), as the predictor reads them (interp_neighbour).  A stage reads
+// only such values (the points of coarser levels and of the level's earlier
+// stages), and the jump guard's tests compare differences of them against the
+// threshold: where the extremes differ by at most the threshold (the rounded
+// difference, which bounds every rounded difference the tests compute), none
+// can fire, and the stage runs without them.  Exact, so the archive's bytes
+// do not depend on it.
+struct StageSpan {
+    double lo = HUGE_VAL, hi = -HUGE_VAL;
+    template <class T>
+    void add(T v) {
+        const double x = interp_neighbour(v);
+        lo = x < lo ? x : lo, hi = x > hi ? x : hi;
+    }
+    // The threshold a stage needs: kInterpNoJump where no test can fire.
+    double jump_for_stage(double jump) const { return hi - lo <= jump ? kInterpNoJump : jump; }
+};
+
 }  // namespace
 
 InterpLayout interp_layout(uint32_t rank, const uint64_t* dims) {
@@ -308,18 +327,22 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
 #pragma omp for schedule(dynamic, 16)
         for (uint64_t t = 0; t < L.num_tiles; ++t) errors.capture([&] {
             const auto box = L.tile_box(t);
+            StageSpan span;
             for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = data[g]; });
             for_each_ws_anchor(L, box, [&](uint32_t w, uint64_t a) {
                 ws[w] = anchors.start[a];
+                span.add(ws[w]);
                 tile_codes[w] = coded ? anchors.codes[a] : static_cast<uint16_t>(radius);
             });
             for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
                 const uint32_t spline = cfg.spline[s.dim];
+                const double jump = span.jump_for_stage(cfg.jump);
                 for (uint32_t i = 0; i < s.total; ++i) {
                     uint32_t w, along;
                     s.locate(i, w, along);
                     tile_codes[w] =
-                        interp_encode_point(ws.data(), s, w, along, u, spline, cfg.jump, lq[l], eb, R, &jump_taken);
+                        interp_encode_point(ws.data(), s, w, along, u, spline, jump, lq[l], eb, R, &jump_taken);
+                    span.add(ws[w]);   // its reconstruction
                 }
             });
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
@@ -381,15 +404,20 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                 tile_codes[w] = codes[g];
                 tile_index[w] = g;
             });
-            for_each_ws_anchor(L, box, [&](uint32_t w, uint64_t a) { ws[w] = anchors[a]; });
+            StageSpan span;
+            for_each_ws_anchor(L, box, [&](uint32_t w, uint64_t a) {
+                ws[w] = anchors[a];
+                span.add(ws[w]);
+            });
             for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
                 const uint32_t spline = cfg.spline[s.dim];
+                const double jump = span.jump_for_stage(cfg.jump);
                 for (uint32_t i = 0; i < s.total; ++i) {
                     uint32_t w, along;
                     s.locate(i, w, along);
                     const uint16_t code = tile_codes[w];
                     if (code != 0) {
-                        const double pred = interp_point_prediction(ws.data(), s, w, along, u, spline, cfg.jump);
+                        const double pred = interp_point_prediction(ws.data(), s, w, along, u, spline, jump);
                         ws[w] = interp_reconstruct<T>(code, pred, lq[l], R);
                     } else {
                         const auto it = std::lower_bound(outlier_index.begin(), outlier_index.end(), tile_index[w]);
@@ -398,6 +426,7 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                                   static_cast<unsigned long long>(tile_index[w]));
                         ws[w] = outlier_value[static_cast<size_t>(it - outlier_index.begin())];
                     }
+                    span.add(ws[w]);
                 }
             });
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out[g] = ws[w]; });
