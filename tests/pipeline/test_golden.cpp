@@ -70,7 +70,7 @@ const Golden kGoldens[] = {
     // version 5: interp's jump guard (every interp golden above has it on; this one has jumps to guard)
     {"interp_fill_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, true},
-    // (written by 6aca8f5's encoder, before the CPU walk skipped the guard's tests in stages whose values
+    // (written by cf87006's encoder, before the CPU walk skipped the guard's tests in stages whose values
     // cannot reach the threshold: the skipping must not change a byte)
     {"interp_nearjump_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, true},
