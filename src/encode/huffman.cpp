@@ -15,6 +15,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace gsz::encode {
 namespace {
@@ -31,27 +32,94 @@ struct Leaf {
     uint16_t symbol;
 };
 
-// `used` (symbols in increasing order, their weights beside) as leaves in (weight, symbol) order: a
-// stable LSD radix sort on the weight, 11 bits per pass, only the passes in use.
-// The result is the calling thread's buffer, valid until its next call.
-const std::vector<Leaf>& sorted_leaves(const std::vector<uint64_t>& used_weight, const std::vector<uint16_t>& used) {
-    const size_t n = used.size();
-    thread_local std::vector<Leaf> sorted, spare;
-    sorted.resize(n);
-    spare.resize(n);
-    uint64_t max_weight = 0;
-    for (size_t i = 0; i < n; ++i) {
-        sorted[i] = {used_weight[i], used[i]};
-        max_weight = std::max(max_weight, sorted[i].weight);
-    }
+// The used symbols of a histogram, in increasing order, and the same symbols
+// as leaves in (weight, symbol) order.  Kept per thread, valid until the
+// thread's next call.
+struct UsedLeaves {
+    std::vector<uint16_t> used;
+    std::vector<Leaf> sorted;
+};
+
+// Radix sort of `leaves` by weight, 11 bits per pass, only the passes in use;
+// stable, so leaves in symbol order come out in (weight, symbol) order.
+void radix_sort_leaves(std::vector<Leaf>& leaves, uint64_t max_weight) {
+    thread_local std::vector<Leaf> spare;
+    spare.resize(leaves.size());
     for (int shift = 0; shift < 64 && (max_weight >> shift) != 0; shift += 11) {
         std::array<uint32_t, 2049> start{};
-        for (const Leaf& l : sorted) ++start[((l.weight >> shift) & 0x7FF) + 1];
+        for (const Leaf& l : leaves) ++start[((l.weight >> shift) & 0x7FF) + 1];
         for (int b = 0; b < 2048; ++b) start[b + 1] += start[b];
-        for (const Leaf& l : sorted) spare[start[(l.weight >> shift) & 0x7FF]++] = l;
-        sorted.swap(spare);
+        for (const Leaf& l : leaves) spare[start[(l.weight >> shift) & 0x7FF]++] = l;
+        leaves.swap(spare);
     }
-    return sorted;
+}
+
+// Gathers and sorts the used symbols of `histogram`.  Most of interp's
+// 65,526-symbol alphabet is unused and skipped 8 counts at a time; most of
+// the used symbols are the tail's rare ones: leaves lighter than 2^11 are
+// placed by one counting pass and come first, only the heavier ones are
+// radix-sorted.
+const UsedLeaves& used_leaves(std::span<const uint64_t> histogram) {
+    constexpr uint64_t kLight = 2048;
+    thread_local UsedLeaves out;
+    thread_local std::vector<uint64_t> weight;
+    thread_local std::vector<Leaf> heavy;
+    const size_t alphabet = histogram.size();
+    out.used.resize(alphabet);
+    weight.resize(alphabet);
+    size_t num_used = 0;
+    const auto gather = [&](size_t s) {
+        out.used[num_used] = static_cast<uint16_t>(s);
+        weight[num_used] = histogram[s];
+        num_used += histogram[s] != 0;
+    };
+    size_t s = 0;
+    for (; s + 8 <= alphabet; s += 8) {
+        uint64_t any = 0;
+        for (size_t k = 0; k < 8; ++k) any |= histogram[s + k];
+        if (any != 0)
+            for (size_t k = 0; k < 8; ++k) gather(s + k);
+    }
+    for (; s < alphabet; ++s) gather(s);
+    out.used.resize(num_used);
+
+    // Merged weights are bounded by the total: keep it within 64 bits (real
+    // histograms' totals are their symbol counts, far below).
+    const auto total_fits = [&] {
+        uint64_t total = 0;
+        for (size_t i = 0; i < num_used; ++i)
+            if (__builtin_add_overflow(total, weight[i], &total)) return false;
+        return true;
+    };
+    while (!total_fits())
+        for (size_t i = 0; i < num_used; ++i) weight[i] = std::max<uint64_t>(1, weight[i] >> 1);
+
+    std::array<uint32_t, kLight> light{};  // leaves per light weight, then where the first goes
+    uint64_t max_weight = 0;
+    size_t num_heavy = 0;
+    for (size_t i = 0; i < num_used; ++i) {
+        const uint64_t w = weight[i];
+        max_weight = std::max(max_weight, w);
+        if (w < kLight)
+            ++light[w];
+        else
+            ++num_heavy;
+    }
+    uint32_t placed = 0;
+    for (uint32_t& count : light) placed += std::exchange(count, placed);
+    out.sorted.resize(num_used);
+    heavy.resize(num_heavy);
+    size_t h = 0;
+    for (size_t i = 0; i < num_used; ++i) {
+        const Leaf leaf{weight[i], out.used[i]};
+        if (leaf.weight < kLight)
+            out.sorted[light[leaf.weight]++] = leaf;
+        else
+            heavy[h++] = leaf;
+    }
+    radix_sort_leaves(heavy, max_weight);
+    std::copy(heavy.begin(), heavy.end(), out.sorted.begin() + placed);
+    return out;
 }
 
 // Code lengths of an optimal (unlimited) Huffman code over the sorted leaves
@@ -249,52 +317,29 @@ std::vector<uint64_t> histogram_cpu(std::span<const uint16_t> symbols, uint32_t 
     return hist;
 }
 
-HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
+void huffman_build(std::span<const uint64_t> histogram, HuffmanCodebook& book) {
     GSZ_CHECK(!histogram.empty() && histogram.size() <= kHuffmanMaxAlphabet, GSZ_STATUS_INVALID_ARGUMENT,
               "huffman: alphabet size %zu out of [1, %u]", histogram.size(), kHuffmanMaxAlphabet);
     const auto alphabet = static_cast<uint32_t>(histogram.size());
-    // The used symbols (increasing) and their weights side by side: interp's
-    // alphabet has 65,526 entries, of which 10^2..10^4 are used.  Kept per
-    // thread, sized once.
-    thread_local std::vector<uint16_t> used;
-    thread_local std::vector<uint64_t> used_weight;
-    used.resize(alphabet);
-    used_weight.resize(alphabet);
-    size_t num_used = 0;
-    for (uint32_t s = 0; s < alphabet; ++s) {
-        used[num_used] = static_cast<uint16_t>(s);
-        used_weight[num_used] = histogram[s];
-        num_used += histogram[s] != 0;
-    }
-    used.resize(num_used);
-    used_weight.resize(num_used);
-    GSZ_CHECK(!used.empty(), GSZ_STATUS_INVALID_ARGUMENT, "huffman: histogram is empty");
+    const UsedLeaves& leaves = used_leaves(histogram);
+    GSZ_CHECK(!leaves.used.empty(), GSZ_STATUS_INVALID_ARGUMENT, "huffman: histogram is empty");
 
-    auto halve = [&] {
-        for (uint64_t& w : used_weight) w = std::max<uint64_t>(1, w >> 1);
-    };
-    // Merged weights are bounded by the total: keep it within 64 bits.
-    auto total_fits = [&] {
-        uint64_t total = 0;
-        for (uint64_t w : used_weight)
-            if (__builtin_add_overflow(total, w, &total)) return false;
-        return true;
-    };
-    while (!total_fits()) halve();
-
-    HuffmanCodebook book;
     book.alphabet_size = alphabet;
-    if (used.size() == 1) {
-        book.lengths.assign(alphabet, 0);
-        book.lengths[used[0]] = 1;
+    book.lengths.assign(alphabet, 0);
+    if (leaves.used.size() == 1) {
+        book.lengths[leaves.used[0]] = 1;
     } else {
-        book.lengths.assign(alphabet, 0);
-        const std::vector<Leaf>& sorted = sorted_leaves(used_weight, used);
         thread_local std::vector<uint32_t> depth;
-        if (huffman_depths(sorted, depth) > kMaxLen) limit_lengths(depth);
-        for (size_t i = 0; i < sorted.size(); ++i) book.lengths[sorted[i].symbol] = static_cast<uint8_t>(depth[i]);
+        if (huffman_depths(leaves.sorted, depth) > kMaxLen) limit_lengths(depth);
+        for (size_t i = 0; i < leaves.sorted.size(); ++i)
+            book.lengths[leaves.sorted[i].symbol] = static_cast<uint8_t>(depth[i]);
     }
-    assign_canonical(book, used);
+    assign_canonical(book, leaves.used);
+}
+
+HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {
+    HuffmanCodebook book;
+    huffman_build(histogram, book);
     return book;
 }
 

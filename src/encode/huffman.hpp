@@ -37,6 +37,10 @@ std::vector<uint64_t> histogram_cpu(std::span<const uint16_t> symbols, uint32_t 
 // At least one count must be nonzero; a single used symbol gets a 1-bit code.
 // Deterministic: ties are broken by symbol index.
 HuffmanCodebook huffman_build(std::span<const uint64_t> histogram);
+// The same into `book`, reusing its vectors' storage: a book of interp's
+// 65,526-symbol alphabet is ~330 KB, whose fresh pages cost ~0.1 ms on some
+// hosts, on the GPU pipeline's path.
+void huffman_build(std::span<const uint64_t> histogram, HuffmanCodebook& book);
 
 // Codebook serialization (the huffman_codebook section).
 void huffman_codebook_write(const HuffmanCodebook& book, ByteWriter& out);

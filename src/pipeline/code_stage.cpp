@@ -51,7 +51,8 @@ uint64_t huffman_lower_bound_bytes(std::span<const uint64_t> histogram) {
 
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
-                                  std::span<const uint64_t> ans_histogram, uint32_t ans_levels, uint64_t n) {
+                                  std::span<const uint64_t> ans_histogram, uint32_t ans_levels, uint64_t n,
+                                  encode::HuffmanCodebook* storage) {
     CodeStageChoice c;
     uint64_t ans_bytes = UINT64_MAX;
     if (!ans_histogram.empty()) {
@@ -69,8 +70,9 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
         if (ans_bytes < huffman_floor) return c;
     }
     encode::HuffmanCodebook runs_book, plain_book;
+    if (storage != nullptr) plain_book = std::move(*storage);
     if (token_histogram.empty()) {
-        plain_book = encode::huffman_build(code_histogram);
+        encode::huffman_build(code_histogram, plain_book);
     } else if (mode == GSZ_LOSSLESS_AUTO) {
         // Both codebooks at once: each is a sequential build of up to 10^4
         // leaves (about a millisecond on the host, on the GPU pipeline's path).
@@ -80,7 +82,7 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
 #pragma omp section
             errors.capture([&] { runs_book = encode::huffman_build(token_histogram); });
 #pragma omp section
-            errors.capture([&] { plain_book = encode::huffman_build(code_histogram); });
+            errors.capture([&] { encode::huffman_build(code_histogram, plain_book); });
         }
         errors.rethrow();
     } else {

@@ -45,7 +45,9 @@ bool code_stage_try_ans(gsz_lossless mode);
 
 // What the histograms say to encode with: the codes' Huffman book (runs and
 // ans absent), the tokens' (runs), or rANS tables (ans).  AUTO takes the
-// smallest estimate; a histogram left empty was not computed.
+// smallest estimate; a histogram left empty was not computed.  `storage`, when
+// given, is an earlier codebook whose vectors the codes' book is built in (a
+// caller compressing again keeps its last choice's book for it).
 struct CodeStageChoice {
     std::optional<RunTokensParams> runs;
     encode::HuffmanCodebook book;
@@ -54,7 +56,8 @@ struct CodeStageChoice {
 };
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
-                                  std::span<const uint64_t> ans_histogram, uint32_t ans_levels, uint64_t n);
+                                  std::span<const uint64_t> ans_histogram, uint32_t ans_levels, uint64_t n,
+                                  encode::HuffmanCodebook* storage = nullptr);
 
 // The stage's output on the host, as the archive writer takes it.
 struct EncodedCodes {

@@ -280,7 +280,10 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     }
     std::span<const uint64_t> ans_hist;
     if (try_ans) ans_hist = ans_histogram_read(shape, out);
-    CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, shape.levels, n);
+    // The previous call's book lends its storage (fresh pages cost ~1-2 us each on the lent hosts).
+    encode::HuffmanCodebook storage = std::move(out.book);
+    CodeStageChoice choice =
+        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, shape.levels, n, &storage);
     trace.mark("codebook (host)");
     if (choice.ans) {
         encode::ans_encode_cuda(*choice.ans, d_codes, n, radius, shape, choice.ans_lane_symbols, out.ans_stream,

@@ -392,6 +392,34 @@ TEST(Huffman, LengthLimitFollowsTheRule) {
     EXPECT_LE(cost, halving_cost * 1.001L) << "the cut should cost about what rebuilding with halved weights did";
 }
 
+// huffman_build places leaves lighter than 2^11 by counting and radix-sorts
+// the rest, and may build into an earlier book's storage: weights on both
+// sides of that edge with many ties, alphabets that shrink and grow between
+// builds into one book, all equal to the plain rule and to a fresh build.
+TEST(Huffman, BuildIntoEarlierBookAcrossTheLightEdge) {
+    std::mt19937_64 rng(23);
+    HuffmanCodebook reused;
+    for (int trial = 0; trial < 60; ++trial) {
+        std::vector<uint64_t> hist(1 + rng() % (trial % 2 ? 65536 : 3000), 0);
+        for (auto& c : hist) {
+            const int kind = static_cast<int>(rng() % 6);
+            c = kind < 2 ? 0 : kind == 2 ? 2046 + rng() % 4 : kind == 3 ? 1 + rng() % 2 : rng() % 100000;
+        }
+        hist[rng() % hist.size()] = 1 + rng() % 3;  // never empty
+        huffman_build(hist, reused);
+        const HuffmanCodebook fresh = huffman_build(hist);
+        ASSERT_EQ(reused.lengths, limited_lengths_by_the_rule(hist)) << "trial " << trial;
+        EXPECT_EQ(reused.alphabet_size, fresh.alphabet_size);
+        EXPECT_EQ(reused.codes, fresh.codes);
+        EXPECT_EQ(reused.sorted_symbols, fresh.sorted_symbols);
+        EXPECT_EQ(reused.first_code, fresh.first_code);
+        EXPECT_EQ(reused.first_index, fresh.first_index);
+        EXPECT_EQ(reused.count, fresh.count);
+        EXPECT_EQ(reused.max_length, fresh.max_length);
+        expect_canonical(reused);
+    }
+}
+
 TEST(Huffman, HugeCounts) {
     std::vector<uint64_t> hist{1ull << 40, 3ull << 40, 1, 0, 1ull << 33, 12345};
     const auto book = huffman_build(hist);
