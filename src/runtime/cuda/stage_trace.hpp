@@ -26,11 +26,14 @@ public:
     StageTrace(cudaStream_t stream, const char* what) : stream_(stream), what_(what) {
         if (mode() == Mode::wall) GSZ_CUDA(cudaStreamSynchronize(stream_));
         last_ = std::chrono::steady_clock::now();
-        if (mode() == Mode::events) record("start");
+        if (mode() == Mode::events) {
+            pool_base_ = pool().used;
+            record("start");
+        }
     }
     ~StageTrace() {
-        if (mode() != Mode::events || events_.empty()) return;
-        if (cudaEventSynchronize(events_.back().event) == cudaSuccess) {
+        if (mode() != Mode::events) return;
+        if (!events_.empty() && cudaEventSynchronize(events_.back().event) == cudaSuccess) {
             for (size_t i = 1; i < events_.size(); ++i) {
                 float ms = 0;
                 cudaEventElapsedTime(&ms, events_[i - 1].event, events_[i].event);
@@ -38,6 +41,7 @@ public:
                              events_[i].stage, ms, events_[i].host_ms);
             }
         }
+        pool().used = pool_base_;  // this trace's events back to the pool
     }
     StageTrace(const StageTrace&) = delete;
     StageTrace& operator=(const StageTrace&) = delete;
@@ -66,16 +70,28 @@ private:
         return m;
     }
     // Events come from a per-thread pool created once, so that recording
-    // one costs the host no more than the record call.
+    // one costs the host no more than the record call.  Traces nest (the code
+    // stage's inside a pipeline's): each takes the slots after those of the
+    // traces around it and gives them back when it ends (a shared slot 0 had
+    // the inner trace re-record the outer's events).
+    struct Pool {
+        std::vector<cudaEvent_t> events;
+        size_t used = 0;
+    };
+    static Pool& pool() {
+        static thread_local Pool p;
+        return p;
+    }
     void record(const char* stage) {
-        static thread_local std::vector<cudaEvent_t> pool;
-        if (events_.size() == pool.size()) {
+        Pool& p = pool();
+        if (p.used == p.events.size()) {
             cudaEvent_t e;
             if (cudaEventCreate(&e) != cudaSuccess) return;
-            pool.push_back(e);
+            p.events.push_back(e);
         }
-        cudaEvent_t e = pool[events_.size()];
+        cudaEvent_t e = p.events[p.used];
         if (cudaEventRecord(e, stream_) != cudaSuccess) return;
+        ++p.used;
         events_.push_back(
             {e, stage, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - last_).count()});
     }
@@ -87,6 +103,7 @@ private:
     cudaStream_t stream_;
     const char* what_;
     std::chrono::steady_clock::time_point last_{};
+    size_t pool_base_ = 0;
     std::vector<Mark> events_;
 };
 
