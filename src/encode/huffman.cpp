@@ -33,11 +33,11 @@ struct Leaf {
 };
 
 // The used symbols of a histogram, in increasing order, and the same symbols
-// as leaves in (weight, symbol) order.  Kept per thread, valid until the
-// thread's next call.
+// as leaves in (weight, symbol) order: views of the calling thread's buffers,
+// valid until its next call.
 struct UsedLeaves {
-    std::vector<uint16_t> used;
-    std::vector<Leaf> sorted;
+    std::span<const uint16_t> used;
+    std::span<const Leaf> sorted;
 };
 
 // Radix sort of `leaves` by weight, 11 bits per pass, only the passes in use;
@@ -59,17 +59,17 @@ void radix_sort_leaves(std::vector<Leaf>& leaves, uint64_t max_weight) {
 // the used symbols are the tail's rare ones: leaves lighter than 2^11 are
 // placed by one counting pass and come first, only the heavier ones are
 // radix-sorted.
-const UsedLeaves& used_leaves(std::span<const uint64_t> histogram) {
+UsedLeaves used_leaves(std::span<const uint64_t> histogram) {
     constexpr uint64_t kLight = 2048;
-    thread_local UsedLeaves out;
-    thread_local std::vector<uint64_t> weight;
-    thread_local std::vector<Leaf> heavy;
+    // Sized once for the largest alphabet: growing them to each call's
+    // alphabet zero-filled ~0.6 MB per call.
+    thread_local std::vector<uint16_t> used(kHuffmanMaxAlphabet);
+    thread_local std::vector<uint64_t> weight(kHuffmanMaxAlphabet);
+    thread_local std::vector<Leaf> sorted, heavy;
     const size_t alphabet = histogram.size();
-    out.used.resize(alphabet);
-    weight.resize(alphabet);
     size_t num_used = 0;
     const auto gather = [&](size_t s) {
-        out.used[num_used] = static_cast<uint16_t>(s);
+        used[num_used] = static_cast<uint16_t>(s);
         weight[num_used] = histogram[s];
         num_used += histogram[s] != 0;
     };
@@ -81,7 +81,6 @@ const UsedLeaves& used_leaves(std::span<const uint64_t> histogram) {
             for (size_t k = 0; k < 8; ++k) gather(s + k);
     }
     for (; s < alphabet; ++s) gather(s);
-    out.used.resize(num_used);
 
     // Merged weights are bounded by the total: keep it within 64 bits (real
     // histograms' totals are their symbol counts, far below).
@@ -107,24 +106,24 @@ const UsedLeaves& used_leaves(std::span<const uint64_t> histogram) {
     }
     uint32_t placed = 0;
     for (uint32_t& count : light) placed += std::exchange(count, placed);
-    out.sorted.resize(num_used);
+    sorted.resize(num_used);
     heavy.resize(num_heavy);
     size_t h = 0;
     for (size_t i = 0; i < num_used; ++i) {
-        const Leaf leaf{weight[i], out.used[i]};
+        const Leaf leaf{weight[i], used[i]};
         if (leaf.weight < kLight)
-            out.sorted[light[leaf.weight]++] = leaf;
+            sorted[light[leaf.weight]++] = leaf;
         else
             heavy[h++] = leaf;
     }
     radix_sort_leaves(heavy, max_weight);
-    std::copy(heavy.begin(), heavy.end(), out.sorted.begin() + placed);
-    return out;
+    std::copy(heavy.begin(), heavy.end(), sorted.begin() + placed);
+    return {std::span<const uint16_t>(used.data(), num_used), sorted};
 }
 
 // Code lengths of an optimal (unlimited) Huffman code over the sorted leaves
 // (at least two): depth[i] is leaf i's.  Returns the longest.
-uint32_t huffman_depths(const std::vector<Leaf>& sorted, std::vector<uint32_t>& depth) {
+uint32_t huffman_depths(std::span<const Leaf> sorted, std::vector<uint32_t>& depth) {
     const size_t n = sorted.size();
     // Nodes 0..n-1 are the sorted leaves, n..2n-2 the merged nodes in creation
     // order; merged weights are nondecreasing, so they form the second queue.
@@ -167,14 +166,24 @@ void limit_lengths(std::vector<uint32_t>& depth) {
     for (const uint32_t d : depth) ++count[std::min<uint32_t>(d, kMaxLen)];
     uint64_t kraft = 0;  // <= 65,536 * 2^24
     for (int len = 1; len <= kMaxLen; ++len) kraft += count[len] << (kMaxLen - len);
-    for (; kraft > (uint64_t{1} << kMaxLen); --kraft) {
+    while (kraft > (uint64_t{1} << kMaxLen)) {
+        // While codes one bit shorter than the limit remain, each step turns
+        // one of them into a code of the limit's length (net): take them in
+        // one go (thousands of steps on interp's tight-bound books).
+        if (const uint64_t steps = std::min(count[kMaxLen - 1], kraft - (uint64_t{1} << kMaxLen)); steps != 0) {
+            count[kMaxLen - 1] -= steps;
+            count[kMaxLen] += steps;
+            kraft -= steps;
+            continue;
+        }
         --count[kMaxLen];
-        for (int len = kMaxLen - 1; len >= 1; --len)
+        for (int len = kMaxLen - 2; len >= 1; --len)
             if (count[len] != 0) {
                 --count[len];
                 count[len + 1] += 2;
                 break;
             }
+        --kraft;
     }
     // depth[i] belongs to sorted leaf i (lightest first): the longest lengths go first.
     size_t i = 0;
@@ -321,7 +330,7 @@ void huffman_build(std::span<const uint64_t> histogram, HuffmanCodebook& book) {
     GSZ_CHECK(!histogram.empty() && histogram.size() <= kHuffmanMaxAlphabet, GSZ_STATUS_INVALID_ARGUMENT,
               "huffman: alphabet size %zu out of [1, %u]", histogram.size(), kHuffmanMaxAlphabet);
     const auto alphabet = static_cast<uint32_t>(histogram.size());
-    const UsedLeaves& leaves = used_leaves(histogram);
+    const UsedLeaves leaves = used_leaves(histogram);
     GSZ_CHECK(!leaves.used.empty(), GSZ_STATUS_INVALID_ARGUMENT, "huffman: histogram is empty");
 
     book.alphabet_size = alphabet;
