@@ -79,6 +79,12 @@ InterpConfig interp_configure(const InterpLayout& layout, std::span<const double
                               double value_range, const InterpOverrides& overrides);
 InterpConfig interp_configure(const InterpLayout& layout, std::span<const float> samples, double eb_abs,
                               double value_range, const InterpOverrides& overrides);
+// The part of interp_configure that needs no sample: alpha, beta, the level
+// bounds and the jump guard's threshold (spline and order left at their
+// defaults).  interp_configure derives them here too, so the GPU pipeline can
+// launch the anchor stage, which reads only the level bounds, before it tunes.
+InterpConfig interp_level_bounds(const InterpLayout& layout, double eb_abs, double value_range,
+                                 const InterpOverrides& overrides);
 
 // The quantizer of coded anchors: half the coarsest level's bound (lattice
 // step e_{L-1}).  Every level predicts from the anchors, so their error

@@ -135,7 +135,7 @@ namespace {
 template <class S>
 InterpConfig configure(const InterpLayout& L, std::span<const S> samples, double eb_abs, double value_range,
                        const InterpOverrides& ov) {
-    InterpConfig cfg;
+    InterpConfig cfg = interp_level_bounds(L, eb_abs, value_range, ov);
     // Per dim and spline, the summed |prediction - value| at unit stride,
     // over the sample points with room on both sides and finite neighbours.
     double err[3][2] = {};
@@ -174,6 +174,14 @@ InterpConfig configure(const InterpLayout& L, std::span<const S> samples, double
         });
         for (uint32_t k = 0; k < 3; ++k) cfg.order[k] = k < L.rank ? dims[k] : static_cast<uint8_t>(k);
     }
+    return cfg;
+}
+
+}  // namespace
+
+InterpConfig interp_level_bounds(const InterpLayout& L, double eb_abs, double value_range,
+                                 const InterpOverrides& ov) {
+    InterpConfig cfg;
     const double relative = value_range > 0 ? eb_abs / value_range : HUGE_VAL;
     cfg.alpha = ov.alpha > 0 ? ov.alpha : interp_alpha_for(relative);
     cfg.beta = ov.beta > 0 ? ov.beta : 4.0;
@@ -185,8 +193,6 @@ InterpConfig configure(const InterpLayout& L, std::span<const S> samples, double
     cfg.jump = ov.jump_guard ? interp_jump_threshold(value_range) : kInterpNoJump;
     return cfg;
 }
-
-}  // namespace
 
 InterpConfig interp_configure(const InterpLayout& L, std::span<const double> samples, double eb_abs,
                               double value_range, const InterpOverrides& ov) {

@@ -631,11 +631,12 @@ std::vector<double> interp_tune_sample_cuda(const T* d_data, const InterpLayout&
     return {h_values.data(), h_values.data() + n};
 }
 
-// The indices (increasing) of the zero codes among n into `index`; returns
-// their count (synchronizes).  Scratch from `out`.
+// The indices (increasing) of the zero codes among n into `index`, their
+// count into out.count and, without waiting, into `count_host`.  Scratch from `out`.
 template <class T>
-uint64_t select_zero_codes(const uint16_t* codes, uint64_t n, cuda::DeviceBuffer<uint64_t>& index,
-                           InterpDeviceEncoded<T>& out, cudaStream_t stream) {
+void select_zero_codes_launch(const uint16_t* codes, uint64_t n, cuda::DeviceBuffer<uint64_t>& index,
+                              cuda::PinnedBuffer<uint64_t>& count_host, InterpDeviceEncoded<T>& out,
+                              cudaStream_t stream) {
     index.allocate(n, stream);
     out.count.allocate(1, stream);
     const thrust::counting_iterator<uint64_t> first(0);
@@ -646,50 +647,69 @@ uint64_t select_zero_codes(const uint16_t* codes, uint64_t n, cuda::DeviceBuffer
     out.temp.allocate(temp_bytes, stream);
     GSZ_CUDA(cub::DeviceSelect::If(out.temp.data(), temp_bytes, first, index.data(), out.count.data(),
                                    static_cast<int64_t>(n), pred, stream));
-    std::vector<uint64_t> count;
-    cuda::copy_to_host(count, out.count.data(), 1, stream);
-    return count[0];
+    count_host.allocate(1);
+    GSZ_CUDA(cudaMemcpyAsync(count_host.data(), out.count.data(), sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
 }
 
 template <class T>
-void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
+void interp_anchors_launch_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
                                 uint32_t radius, int requested, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
     const InterpAnchorGrid g = interp_anchor_grid(L);
     const uint64_t na = g.count();
     out.anchor_start.allocate(na, stream);
     out.listed.clear();
     out.listed_residual.clear();
-    if (requested != kAnchorsRaw) {
-        const InterpLevelQuant aq = interp_anchor_quant(L, config);
-        out.anchor_q.allocate(na, stream);
-        out.anchor_residual.allocate(na, stream);
-        out.anchor_codes.allocate(na, stream);
-        int64_t* q = out.anchor_q.data();
-        anchor_lattice_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, L, g, aq, q);
-        GSZ_CUDA_LAUNCHED("anchor_lattice_kernel");
-        anchor_code_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, q, L, g, aq, eb, radius,
-                                                                   out.anchor_codes.data(),
-                                                                   out.anchor_residual.data(),
-                                                                   out.anchor_start.data());
-        GSZ_CUDA_LAUNCHED("anchor_code_kernel");
-        // The listed anchors (code 0), in order, and their residuals.
-        const uint64_t listed = select_zero_codes(out.anchor_codes.data(), na, out.anchor_listed, out, stream);
-        out.anchor_mode = interp_choose_anchor_mode(requested, na, listed, sizeof(T));
-        if (out.anchor_mode == kAnchorsCoded) {
-            if (listed) {
-                cuda::DeviceBuffer<uint64_t> residual(listed, stream);
-                gather_kernel<uint64_t><<<blocks_for(listed), 256, 0, stream>>>(
-                    out.anchor_residual.data(), out.anchor_listed.data(), listed, residual.data());
-                GSZ_CUDA_LAUNCHED("gather_kernel");
-                cuda::copy_to_host(out.listed, out.anchor_listed.data(), listed, stream);
-                cuda::copy_to_host(out.listed_residual, residual.data(), listed, stream);
-            }
-            return;
-        }
+    if (requested == kAnchorsRaw) {
+        out.anchor_mode = kAnchorsRaw;
+        anchor_raw_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, L, g, out.anchor_start.data());
+        GSZ_CUDA_LAUNCHED("anchor_raw_kernel");
+        return;
     }
-    out.anchor_mode = kAnchorsRaw;
+    const InterpLevelQuant aq = interp_anchor_quant(L, config);
+    out.anchor_q.allocate(na, stream);
+    out.anchor_residual.allocate(na, stream);
+    out.anchor_codes.allocate(na, stream);
+    int64_t* q = out.anchor_q.data();
+    anchor_lattice_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, L, g, aq, q);
+    GSZ_CUDA_LAUNCHED("anchor_lattice_kernel");
+    anchor_code_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, q, L, g, aq, eb, radius,
+                                                               out.anchor_codes.data(), out.anchor_residual.data(),
+                                                               out.anchor_start.data());
+    GSZ_CUDA_LAUNCHED("anchor_code_kernel");
+    // The listed anchors (code 0), in order; their count comes back with the finish's synchronization.
+    select_zero_codes_launch(out.anchor_codes.data(), na, out.anchor_listed, out.listed_count, out, stream);
+}
+
+template <class T>
+void interp_anchors_finish_cuda(const T* d_data, const InterpLayout& L, int requested, InterpDeviceEncoded<T>& out,
+                                cudaStream_t stream) {
+    if (requested == kAnchorsRaw) return;  // launched whole
+    const InterpAnchorGrid g = interp_anchor_grid(L);
+    const uint64_t na = g.count();
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    const uint64_t listed = *out.listed_count.data();
+    out.anchor_mode = interp_choose_anchor_mode(requested, na, listed, sizeof(T));
+    if (out.anchor_mode == kAnchorsCoded) {
+        if (listed) {
+            cuda::DeviceBuffer<uint64_t> residual(listed, stream);
+            gather_kernel<uint64_t><<<blocks_for(listed), 256, 0, stream>>>(
+                out.anchor_residual.data(), out.anchor_listed.data(), listed, residual.data());
+            GSZ_CUDA_LAUNCHED("gather_kernel");
+            cuda::copy_to_host(out.listed, out.anchor_listed.data(), listed, stream);
+            cuda::copy_to_host(out.listed_residual, residual.data(), listed, stream);
+        }
+        return;
+    }
+    // Coding them would cost more than storing them: raw start values, as the CPU chooses.
     anchor_raw_kernel<T><<<blocks_for(na), 256, 0, stream>>>(d_data, L, g, out.anchor_start.data());
     GSZ_CUDA_LAUNCHED("anchor_raw_kernel");
+}
+
+template <class T>
+void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
+                                uint32_t radius, int requested, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
+    interp_anchors_launch_cuda(d_data, L, config, eb, radius, requested, out, stream);
+    interp_anchors_finish_cuda(d_data, L, requested, out, stream);
 }
 
 template <class T>
@@ -898,6 +918,14 @@ template void interp_anchors_encode_cuda<float>(const float*, const InterpLayout
                                                 uint32_t, int, InterpDeviceEncoded<float>&, cudaStream_t);
 template void interp_anchors_encode_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double,
                                                  uint32_t, int, InterpDeviceEncoded<double>&, cudaStream_t);
+template void interp_anchors_launch_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double,
+                                                uint32_t, int, InterpDeviceEncoded<float>&, cudaStream_t);
+template void interp_anchors_launch_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double,
+                                                 uint32_t, int, InterpDeviceEncoded<double>&, cudaStream_t);
+template void interp_anchors_finish_cuda<float>(const float*, const InterpLayout&, int, InterpDeviceEncoded<float>&,
+                                                cudaStream_t);
+template void interp_anchors_finish_cuda<double>(const double*, const InterpLayout&, int,
+                                                 InterpDeviceEncoded<double>&, cudaStream_t);
 template void interp_anchors_decode_cuda<float>(const uint16_t*, const float*, const uint64_t*, const uint64_t*,
                                                 uint64_t, const uint64_t*, const float*, uint64_t,
                                                 const InterpLayout&, const InterpConfig&, uint32_t, float*, uint32_t*,

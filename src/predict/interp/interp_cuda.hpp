@@ -33,6 +33,7 @@ struct InterpDeviceEncoded {
     cuda::DeviceBuffer<int64_t> anchor_q;             // coded: lattice values
     cuda::DeviceBuffer<uint64_t> anchor_residual, anchor_listed;
     std::vector<uint64_t> listed, listed_residual;  // coded: on the host, for the archive
+    cuda::PinnedBuffer<uint64_t> listed_count;       // coded: how many are listed, read back by the finish
     // Tiles (interp_encode_cuda).
     cuda::DeviceBuffer<uint16_t> codes;            // one per element, raster order
     cuda::DeviceBuffer<uint64_t> outlier_index;    // raster order
@@ -51,6 +52,16 @@ struct InterpDeviceEncoded {
 template <class T>
 void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& layout, const InterpConfig& config, double eb,
                                 uint32_t radius, int requested, InterpDeviceEncoded<T>& out, cudaStream_t stream);
+// The same in two steps: the kernels and the listed count's read-back
+// launched without waiting (of `config` only the level bounds are read:
+// interp_level_bounds' suffice, so the host may tune meanwhile), then the
+// count waited for, the mode chosen and the listed anchors fetched.
+template <class T>
+void interp_anchors_launch_cuda(const T* d_data, const InterpLayout& layout, const InterpConfig& config, double eb,
+                                uint32_t radius, int requested, InterpDeviceEncoded<T>& out, cudaStream_t stream);
+template <class T>
+void interp_anchors_finish_cuda(const T* d_data, const InterpLayout& layout, int requested,
+                                InterpDeviceEncoded<T>& out, cudaStream_t stream);
 
 // Encodes d_data (device, C order) after the anchor stage; `config.anchors`
 // must be `out.anchor_mode`: the tiles, then the outliers.  Synchronizes to
