@@ -299,6 +299,8 @@ json info_json(const gsz_archive_info& a) {
     j["value_min"] = finite_or_null(a.value_min);
     j["value_max"] = finite_or_null(a.value_max);
     if (a.pipeline == GSZ_PIPELINE_LORENZO || a.pipeline == GSZ_PIPELINE_INTERP) {
+        // the dim whose entries were predicted one component at a time, or null
+        j["component_dim"] = a.component_dim >= 0 ? json(a.component_dim) : json(nullptr);
         j["lossless"] = lossless_name(a.lossless);
         if (a.lossless == GSZ_LOSSLESS_RUNS) j["run_dominant_code"] = a.run_dominant_code;
         if (a.lossless != GSZ_LOSSLESS_ANS) j["huffman_symbols"] = a.huffman_symbols;
@@ -345,6 +347,7 @@ struct ArrayArgs {
     double interp_alpha = 0, interp_beta = 0;
     std::string interp_spline = "auto", interp_order = "auto", interp_anchors = "auto", lossless = "auto";
     std::string interp_jump_guard = "on";
+    std::string components = "auto";
     int threads = 0;
     bool json = false;
 };
@@ -385,6 +388,12 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "copy the nearer one across the jump and predict linearly next to it (on), or keep the paper's "
                   "splines everywhere as cuSZ-i does (off); an archive records the guard only where it decided a "
                   "prediction, so fields without such jumps compress to the same bytes and decompress at full speed")
+        ->capture_default_str();
+    c->add_option("--components", a.components,
+                  "lorenzo, interp: a dim of 2..8 entries that are separate quantities (x, y, z of N particles "
+                  "stored N x 3, vector or complex components) is predicted one component at a time when a sample "
+                  "of the data says that beats predicting one component from its neighbour (auto), or never (off: "
+                  "every dim predicted across, as before format version 6)")
         ->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
                                         "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32763)")
@@ -432,6 +441,9 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     if (a.interp_jump_guard == "on") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_ON;
     else if (a.interp_jump_guard == "off") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_OFF;
     else die("--interp-jump-guard " + a.interp_jump_guard + ": expected on or off");
+    if (a.components == "auto") p.components = GSZ_COMPONENTS_AUTO;
+    else if (a.components == "off") p.components = GSZ_COMPONENTS_OFF;
+    else die("--components " + a.components + ": expected auto or off");
     if (a.interp_order != "auto") {
         if (a.interp_order.empty() || a.interp_order.size() > 3) die("--interp-order " + a.interp_order + ": expected auto or up to 3 letters x, y, z");
         std::snprintf(p.interp_order, sizeof p.interp_order, "%s", a.interp_order.c_str());
@@ -667,6 +679,9 @@ int run_info(const std::string& input, bool as_json) {
     std::printf("error bound     %s %g -> absolute %.9g%s\n", mode_name(info.error_mode), info.error_bound,
                 info.error_bound_abs, info.error_bound_abs == 0 ? " (lossless)" : "");
     std::printf("value range     [%.9g, %.9g]\n", info.value_min, info.value_max);
+    if (info.component_dim >= 0)
+        std::printf("components      dim %c (%llu entries) predicted one component at a time\n",
+                    "xyzw"[info.component_dim], static_cast<unsigned long long>(info.dims[info.component_dim]));
     if (info.pipeline == GSZ_PIPELINE_LORENZO)
         std::printf("lorenzo         radius %u, %llu outliers stored exactly\n", info.radius,
                     static_cast<unsigned long long>(info.num_outliers));

@@ -29,7 +29,8 @@ constexpr size_t kOffValueMin = 56;
 constexpr size_t kOffValueMax = 64;
 constexpr size_t kOffNumSections = 72;
 constexpr size_t kOffFlags = 76;
-constexpr size_t kOffReserved = 80;
+constexpr size_t kOffComponentDim = 80;   // version >= 6, with flag 0x1
+constexpr size_t kOffReserved = 81;
 constexpr size_t kOffHeaderChecksum = 120;
 static_assert(kOffHeaderChecksum + 8 == kHeaderBytes);
 
@@ -140,6 +141,21 @@ void header_validate(const Header& h, gsz_status status) {
               h.element_bytes());
     GSZ_CHECK(h.error_mode == GSZ_ERROR_ABS || h.error_mode == GSZ_ERROR_REL, status,
               "header: error_mode %d is not abs (1) or rel (2)", static_cast<int>(h.error_mode));
+    if (h.component_dim >= 0) {
+        const auto k = static_cast<uint32_t>(h.component_dim);
+        GSZ_CHECK(h.format_version >= 6, status, "header: components (flag 0x1) need format version 6, not %u",
+                  h.format_version);
+        GSZ_CHECK(h.pipeline == GSZ_PIPELINE_LORENZO || h.pipeline == GSZ_PIPELINE_INTERP, status,
+                  "header: components with pipeline %d (only lorenzo and interp run on them)",
+                  static_cast<int>(h.pipeline));
+        GSZ_CHECK(k < h.rank && h.dims[k] >= 2 && h.dims[k] <= kMaxComponentExtent, status,
+                  "header: component dim %u is not a dim of extent 2..%llu", k, ull(kMaxComponentExtent));
+        bool other = false;
+        for (uint32_t d = 0; d < h.rank; ++d) other = other || (d != k && h.dims[d] > 1);
+        GSZ_CHECK(other, status, "header: component dim %u is the only dim of extent > 1", k);
+    } else {
+        GSZ_CHECK(h.component_dim == -1, status, "header: component dim %d", h.component_dim);
+    }
     GSZ_CHECK(std::isfinite(h.error_bound) && h.error_bound >= 0, status,
               "header: error_bound %g is not finite and >= 0", h.error_bound);
     GSZ_CHECK(std::isfinite(h.error_bound_abs) && h.error_bound_abs >= 0, status,
@@ -196,7 +212,9 @@ std::vector<uint8_t> archive_write(const Header& h, std::span<const SectionData>
     store<double>(p + kOffValueMin, h.value_min);
     store<double>(p + kOffValueMax, h.value_max);
     store<uint32_t>(p + kOffNumSections, static_cast<uint32_t>(sections.size()));
-    store<uint32_t>(p + kOffFlags, 0);  // flags and reserved bytes stay zero
+    // Flag 0x1 and its dim; the other flags and reserved bytes stay zero.
+    store<uint32_t>(p + kOffFlags, h.component_dim >= 0 ? kHeaderFlagComponents : 0);
+    p[kOffComponentDim] = h.component_dim >= 0 ? static_cast<uint8_t>(h.component_dim) : 0;
 
     uint64_t offset = kHeaderBytes + table_bytes;
     for (size_t i = 0; i < sections.size(); ++i) {
@@ -244,7 +262,13 @@ Archive archive_parse(std::span<const uint8_t> bytes) {
               ull(actual_checksum));
 
     const uint32_t flags = load<uint32_t>(p + kOffFlags);
-    GSZ_CHECK(flags == 0, GSZ_STATUS_CORRUPT, "archive: header flags 0x%08x must be zero", flags);
+    const uint32_t known_flags = p[kOffVersion] >= 6 ? kHeaderFlagComponents : 0;
+    GSZ_CHECK((flags & ~known_flags) == 0, GSZ_STATUS_CORRUPT,
+              "archive: header flags 0x%08x (format version %u knows %s)", flags, p[kOffVersion],
+              known_flags ? "only 0x1, components" : "none: must be zero");
+    GSZ_CHECK((flags & kHeaderFlagComponents) || p[kOffComponentDim] == 0, GSZ_STATUS_CORRUPT,
+              "archive: header byte %zu is 0x%02x without flag 0x1, must be zero", kOffComponentDim,
+              p[kOffComponentDim]);
     for (size_t i = kOffReserved; i < kOffHeaderChecksum; ++i)
         GSZ_CHECK(p[i] == 0, GSZ_STATUS_CORRUPT, "archive: reserved header byte %zu is 0x%02x, must be zero", i,
                   p[i]);
@@ -272,6 +296,7 @@ Archive archive_parse(std::span<const uint8_t> bytes) {
     h.error_bound_abs = load<double>(p + kOffErrorBoundAbs);
     h.value_min = load<double>(p + kOffValueMin);
     h.value_max = load<double>(p + kOffValueMax);
+    h.component_dim = (flags & kHeaderFlagComponents) ? p[kOffComponentDim] : -1;
     header_validate(h, GSZ_STATUS_CORRUPT);
 
     // Payloads are contiguous in table order, so each offset has exactly one

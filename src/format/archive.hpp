@@ -13,7 +13,7 @@
 
 namespace gsz::format {
 
-inline constexpr uint8_t kFormatVersion = 5;        // what this gsz writes
+inline constexpr uint8_t kFormatVersion = 6;        // what this gsz writes
 inline constexpr uint8_t kOldestFormatVersion = 1;  // the oldest it reads (docs/FORMAT.md, "Versions")
 inline constexpr size_t kHeaderBytes = 128;
 inline constexpr size_t kSectionEntryBytes = 32;
@@ -51,10 +51,19 @@ struct Header {
     double error_bound_abs = 0;   // absolute bound applied
     double value_min = 0;         // finite range of the input (NaN when none)
     double value_max = 0;
+    // Version >= 6, lorenzo and interp: the dim whose 2..kMaxComponentExtent
+    // entries are separate components (x, y, z of a particle, say); the
+    // pipeline ran on them stored one after another (pipeline/components.hpp).
+    // -1: none (header flag 0x1 clear).
+    int32_t component_dim = -1;
 
     uint64_t num_elements() const;  // product of dims (validated not to overflow)
     size_t element_bytes() const { return dtype == GSZ_DTYPE_F64 ? 8 : 4; }
 };
+
+// The largest extent a component dim may have (header flag 0x1).
+inline constexpr uint64_t kMaxComponentExtent = 8;
+inline constexpr uint32_t kHeaderFlagComponents = 0x1;
 
 struct SectionData {          // what a writer hands in
     SectionKind kind;

@@ -2,12 +2,14 @@
 
 #include "encode/run_tokens.hpp"
 #include "pipeline/bench.hpp"
+#include "pipeline/components.hpp"
 #include "pipeline/pipeline_cuda.hpp"
 #include "runtime/status.hpp"
 
 #include <zstd.h>
 
 #include <cmath>
+#include <functional>
 
 namespace gsz::pipeline {
 
@@ -40,6 +42,9 @@ void params_validate(const gsz_params& p) {
     const int lossless = enum_bits(p.lossless);
     GSZ_CHECK(lossless >= GSZ_LOSSLESS_AUTO && lossless <= GSZ_LOSSLESS_ANS, bad,
               "lossless stage %d is not auto, none, runs or ans", lossless);
+    const int components = enum_bits(p.components);
+    GSZ_CHECK(components == GSZ_COMPONENTS_AUTO || components == GSZ_COMPONENTS_OFF, bad,
+              "components %d is not auto or off", components);
 }
 
 uint32_t quant_radius(const gsz_params& p) {
@@ -69,14 +74,19 @@ uint64_t compress_bound(const gsz_params& p) {
 
 uint64_t compress_workspace_bytes(const gsz_params& p) {
     const uint64_t n = params_num_elements(p);
-    // codes (2 B) + run tokens (<= 2 B) + bitstream (<= 3 B) + outliers + archive (<= input + zstd bound)
-    return n * (2 + 2 + 3 + 2 * dtype_bytes(p.dtype)) + (1u << 20);
+    // codes (2 B) + run tokens (<= 2 B) + bitstream (<= 3 B) + outliers + archive (<= input + zstd bound),
+    // and the components' copy of the input where a dim may be one
+    const bool components = p.components == GSZ_COMPONENTS_AUTO &&
+                            !component_candidates(p.rank, p.dims, p.pipeline == GSZ_PIPELINE_AUTO
+                                                                      ? GSZ_PIPELINE_LORENZO
+                                                                      : p.pipeline).empty();
+    return n * (2 + 2 + 3 + (components ? 3 : 2) * dtype_bytes(p.dtype)) + (1u << 20);
 }
 
 uint64_t decompress_workspace_bytes(const format::Header& h) {
-    // lorenzo, interp: quant-codes (outliers and anchors are bounded by the archive);
-    // fast: two offsets per block of at least 64 values
-    return h.num_elements() * 2 + (1u << 20);
+    // lorenzo, interp: quant-codes (outliers and anchors are bounded by the archive),
+    // and the components' copy of the output; fast: two offsets per block of at least 64 values
+    return h.num_elements() * (2 + (h.component_dim >= 0 ? h.element_bytes() : 0)) + (1u << 20);
 }
 
 Backend choose_backend(gsz_device device) {
@@ -121,10 +131,47 @@ std::vector<uint8_t> smaller_of_lossy_and_store(std::vector<uint8_t> lossy, cons
     return stored.size() < lossy.size() ? stored : lossy;
 }
 
+int32_t choose_component_dim_host(const gsz_params& p, const void* data) {
+    if (p.components != GSZ_COMPONENTS_AUTO) return -1;
+    return choose_component_dim(p.rank, p.dims, p.pipeline, [&](const std::vector<uint64_t>& index) {
+        std::vector<double> v(index.size());
+        for (size_t i = 0; i < index.size(); ++i)
+            v[i] = p.dtype == GSZ_DTYPE_F32 ? static_cast<const float*>(data)[index[i]]
+                                            : static_cast<const double*>(data)[index[i]];
+        return v;
+    });
+}
+
+std::vector<uint8_t> compress_components(
+    const gsz_params& p, uint32_t k, const std::function<std::vector<uint8_t>(const gsz_params&)>& compress_view,
+    const std::function<std::vector<uint8_t>(const format::Header&)>& store_array) {
+    gsz_params view = component_view_params(p, k);
+    view.components = GSZ_COMPONENTS_OFF;   // one component dim per archive
+    std::vector<uint8_t> archive = compress_view(view);
+    const format::Archive parsed = format::archive_parse(archive);
+    if (parsed.header.pipeline == GSZ_PIPELINE_STORE) {
+        // The lossy archive was larger than the input (or the bound lossless):
+        // the array itself is stored, in its own order.
+        format::Header h = parsed.header;
+        h.rank = p.rank;
+        for (uint32_t d = 0; d < GSZ_MAX_RANK; ++d) h.dims[d] = d < p.rank ? p.dims[d] : 1;
+        return store_array(h);
+    }
+    return component_archive(archive, p.rank, p.dims, k);
+}
+
 std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
     params_validate(p);
     if (p.pipeline == GSZ_PIPELINE_AUTO)
         return smaller_of_lorenzo_and_interp(p, [&](const gsz_params& q) { return compress(q, data); });
+    if (const int32_t k = choose_component_dim_host(p, data); k >= 0) {
+        const ComponentSplit split = component_split(p.rank, p.dims, static_cast<uint32_t>(k));
+        std::vector<uint8_t> apart(split.elements() * dtype_bytes(p.dtype));
+        components_apart_cpu(data, apart.data(), split, dtype_bytes(p.dtype), p.num_threads);
+        return compress_components(
+            p, static_cast<uint32_t>(k), [&](const gsz_params& view) { return compress(view, apart.data()); },
+            [&](const format::Header& h) { return store_compress(h, data); });
+    }
     if (choose_backend(p.device) == Backend::cuda) return compress_cuda(p, data);
     const uint64_t n = params_num_elements(p);
     const FiniteRange range = p.dtype == GSZ_DTYPE_F32
@@ -169,6 +216,14 @@ void check_section_set(const format::Archive& archive) {
 
 void decompress(const format::Archive& archive, void* out, gsz_device device, int num_threads) {
     check_section_set(archive);
+    if (const int32_t k = archive.header.component_dim; k >= 0) {
+        const format::Header& h = archive.header;
+        const ComponentSplit split = component_split(h.rank, h.dims, static_cast<uint32_t>(k));
+        std::vector<uint8_t> apart(split.elements() * h.element_bytes());
+        decompress(component_view_archive(archive), apart.data(), device, num_threads);
+        components_together_cpu(apart.data(), out, split, h.element_bytes(), num_threads);
+        return;
+    }
     const Backend backend = choose_backend(device);
     switch (archive.header.pipeline) {
         case GSZ_PIPELINE_STORE: return store_decompress(archive, out);  // zstd runs on the host
@@ -192,6 +247,13 @@ void describe(const format::Archive& archive, gsz_archive_info& info) {
     info.num_outliers = 0;
     info.block_size = 0;
     info.num_blocks = info.num_constant_blocks = info.num_raw_blocks = 0;
+    info.component_dim = archive.header.component_dim;
+    if (archive.header.component_dim >= 0) {   // the pipeline's params describe the view it ran on
+        const format::Archive view = component_view_archive(archive);
+        if (view.header.pipeline == GSZ_PIPELINE_LORENZO) lorenzo_describe(view, info);
+        if (view.header.pipeline == GSZ_PIPELINE_INTERP) interp_describe(view, info);
+        return;
+    }
     if (archive.header.pipeline == GSZ_PIPELINE_LORENZO) lorenzo_describe(archive, info);
     if (archive.header.pipeline == GSZ_PIPELINE_FAST) fast_describe(archive, info);
     if (archive.header.pipeline == GSZ_PIPELINE_INTERP) interp_describe(archive, info);

@@ -14,6 +14,7 @@
 #include <gsz/gsz.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace gsz::pipeline {
@@ -57,6 +58,19 @@ std::vector<uint8_t> smaller_of_lossy_and_store(std::vector<uint8_t> lossy, cons
                                                 const void* h_data);
 
 std::vector<uint8_t> compress(const gsz_params& params, const void* data);
+
+// The component dim (components.hpp) a compression of this host data runs
+// with, or -1 (params.components off, or no dim qualifies).
+int32_t choose_component_dim_host(const gsz_params& params, const void* h_data);
+
+// Compression with component dim k (components.hpp): `compress_view` runs the
+// pipeline on the view (params with the view's dims, components off) of the
+// data the caller moved apart; its archive gets the array's header.  A store
+// archive (the fallback) is replaced by `store_array(header)`, the store of
+// the array in its own order.
+std::vector<uint8_t> compress_components(
+    const gsz_params& params, uint32_t k, const std::function<std::vector<uint8_t>(const gsz_params&)>& compress_view,
+    const std::function<std::vector<uint8_t>(const format::Header&)>& store_array);
 
 // GSZ_PIPELINE_AUTO: `compress_with` run with the lorenzo and the interp
 // pipeline; the smaller archive (lorenzo's on a tie).  Each pipeline's archive

@@ -3,6 +3,7 @@
 // the host from the GPU histogram (huffman_build), and the archive is
 // assembled by the same code as on the CPU, so the bytes are identical.
 #include "pipeline/bench.hpp"
+#include "pipeline/components.hpp"
 #include "pipeline/fast_sections.hpp"
 #include "pipeline/interp_sections.hpp"
 #include "pipeline/lorenzo_sections.hpp"
@@ -818,6 +819,54 @@ void select_device() {
     (void)pool_configured;
 }
 
+// Component dims on device memory (components.hpp): the sample that decides,
+// read as doubles, and the moves between the array and its view.
+template <class T>
+__global__ void component_sample_kernel(const T* __restrict__ data, const uint64_t* __restrict__ index, uint64_t n,
+                                        double* __restrict__ out) {
+    const uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+    if (i < n) out[i] = static_cast<double>(data[index[i]]);
+}
+
+// out[(c·outer + o)·inner + j] = in[(o·count + c)·inner + j] (Apart), or the
+// reverse; one thread per element of the output.
+template <class T, bool Apart>
+__global__ void component_move_kernel(const T* __restrict__ in, T* __restrict__ out, ComponentSplit s) {
+    const uint64_t total = s.inner * s.count * s.outer;
+    for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < total; i += uint64_t{gridDim.x} * blockDim.x) {
+        const uint64_t j = i % s.inner, rest = i / s.inner;
+        // i's coordinates in the output's order: apart [c][o][j], together [o][c][j]
+        const uint64_t first = rest % (Apart ? s.outer : s.count), second = rest / (Apart ? s.outer : s.count);
+        const uint64_t o = Apart ? first : second, c = Apart ? second : first;
+        const uint64_t src = Apart ? (o * s.count + c) * s.inner + j : (c * s.outer + o) * s.inner + j;
+        out[i] = in[src];
+    }
+}
+
+template <class T>
+int32_t choose_component_dim_device(const gsz_params& p, const T* d_data, cudaStream_t stream) {
+    if (p.components != GSZ_COMPONENTS_AUTO) return -1;
+    return choose_component_dim(p.rank, p.dims, p.pipeline, [&](const std::vector<uint64_t>& index) {
+        cuda::DeviceBuffer<uint64_t> d_index(index.size(), stream);
+        cuda::DeviceBuffer<double> d_values(index.size(), stream);
+        GSZ_CUDA(cudaMemcpyAsync(d_index.data(), index.data(), index.size() * sizeof(uint64_t),
+                                 cudaMemcpyHostToDevice, stream));
+        const auto blocks = static_cast<unsigned>((index.size() + 255) / 256);
+        component_sample_kernel<T><<<blocks, 256, 0, stream>>>(d_data, d_index.data(), index.size(), d_values.data());
+        GSZ_CUDA_LAUNCHED("component_sample_kernel");
+        std::vector<double> values;
+        cuda::copy_to_host(values, d_values.data(), index.size(), stream);
+        return values;
+    });
+}
+
+template <class T, bool Apart>
+void move_components_on_device(const T* in, T* out, const ComponentSplit& s, cudaStream_t stream) {
+    const uint64_t blocks = std::min<uint64_t>((s.elements() + 255) / 256, 65535u * 8);
+    component_move_kernel<T, Apart><<<static_cast<unsigned>(std::max<uint64_t>(blocks, 1)), 256, 0, stream>>>(in, out, s);
+    GSZ_CUDA_LAUNCHED("component_move_kernel");
+}
+
 }  // namespace
 
 bool cuda_backend_available(std::string* why) {
@@ -831,12 +880,42 @@ bool cuda_backend_available(std::string* why) {
     return true;
 }
 
+namespace {
+
+// Device-resident compression with a component dim: the view moved apart on
+// the device, the store fallback from a host copy of the array.
+template <class T>
+std::vector<uint8_t> compress_components_device(const gsz_params& params, const T* d_data, uint32_t k,
+                                                cudaStream_t stream) {
+    const ComponentSplit split = component_split(params.rank, params.dims, k);
+    cuda::DeviceBuffer<T> apart(split.elements(), stream);
+    move_components_on_device<T, true>(d_data, apart.data(), split, stream);
+    return compress_components(
+        params, k,
+        [&](const gsz_params& view) { return compress_cuda_device(view, apart.data(), stream); },
+        [&](const format::Header& h) {
+            std::vector<T> host;
+            cuda::copy_to_host(host, d_data, split.elements(), stream);
+            return store_compress(h, host.data());
+        });
+}
+
+}  // namespace
+
 std::vector<uint8_t> compress_cuda_device(const gsz_params& params, const void* d_data, void* stream) {
     params_validate(params);
     select_device();
     const cudaStream_t s = as_stream(stream);
-    if (params.dtype == GSZ_DTYPE_F32) return compress_typed<float>(params, static_cast<const float*>(d_data), nullptr, s);
-    return compress_typed<double>(params, static_cast<const double*>(d_data), nullptr, s);
+    if (params.dtype == GSZ_DTYPE_F32) {
+        const auto* d = static_cast<const float*>(d_data);
+        if (const int32_t k = choose_component_dim_device(params, d, s); k >= 0)
+            return compress_components_device(params, d, static_cast<uint32_t>(k), s);
+        return compress_typed<float>(params, d, nullptr, s);
+    }
+    const auto* d = static_cast<const double*>(d_data);
+    if (const int32_t k = choose_component_dim_device(params, d, s); k >= 0)
+        return compress_components_device(params, d, static_cast<uint32_t>(k), s);
+    return compress_typed<double>(params, d, nullptr, s);
 }
 
 std::vector<uint8_t> compress_cuda(const gsz_params& params, const void* h_data) {
@@ -856,6 +935,20 @@ void decompress_cuda_device(const format::Archive& archive, void* d_out, void* s
     check_section_set(archive);
     select_device();
     const cudaStream_t s = as_stream(stream);
+    if (const int32_t k = archive.header.component_dim; k >= 0) {   // decode the view, then move back
+        const format::Header& h = archive.header;
+        const ComponentSplit split = component_split(h.rank, h.dims, static_cast<uint32_t>(k));
+        cuda::DeviceBuffer<uint8_t> apart(split.elements() * h.element_bytes(), s);
+        decompress_cuda_device(component_view_archive(archive), apart.data(), stream);
+        if (h.dtype == GSZ_DTYPE_F32)
+            move_components_on_device<float, false>(reinterpret_cast<const float*>(apart.data()),
+                                                    static_cast<float*>(d_out), split, s);
+        else
+            move_components_on_device<double, false>(reinterpret_cast<const double*>(apart.data()),
+                                                     static_cast<double*>(d_out), split, s);
+        GSZ_CUDA(cudaStreamSynchronize(s));
+        return;
+    }
     if (archive.header.pipeline == GSZ_PIPELINE_STORE) {  // zstd runs on the host
         std::vector<uint8_t> host(archive.header.num_elements() * archive.header.element_bytes());
         store_decompress(archive, host.data());
@@ -962,6 +1055,30 @@ double bench_typed_decompress(const std::vector<uint8_t>& archive, void* d_out, 
 BenchResult bench_cuda(const BenchOptions& options, const void* host_data) {
     const gsz_params& params = options.params;
     params_validate(params);
+    if (const int32_t k = choose_component_dim_host(params, host_data); k >= 0) {
+        // The pipeline's view is timed (moving the components apart and back,
+        // memory-speed copies, is not), and its archive and output are the array's.
+        const ComponentSplit split = component_split(params.rank, params.dims, static_cast<uint32_t>(k));
+        const size_t bytes = dtype_bytes(params.dtype);
+        std::vector<uint8_t> apart(split.elements() * bytes);
+        components_apart_cpu(host_data, apart.data(), split, bytes, params.num_threads);
+        BenchOptions view = options;
+        view.params = component_view_params(params, static_cast<uint32_t>(k));
+        view.params.components = GSZ_COMPONENTS_OFF;
+        BenchResult r = bench_cuda(view, apart.data());
+        format::Header h = format::archive_parse(r.archive).header;
+        if (h.pipeline != GSZ_PIPELINE_STORE) {
+            r.archive = component_archive(r.archive, params.rank, params.dims, static_cast<uint32_t>(k));
+        } else {   // the store fallback holds the array in its own order
+            h.rank = params.rank;
+            for (uint32_t d = 0; d < GSZ_MAX_RANK; ++d) h.dims[d] = d < params.rank ? params.dims[d] : 1;
+            r.archive = store_compress(h, host_data);
+        }
+        r.archive_bytes = r.archive.size();
+        components_together_cpu(r.decoded.data(), apart.data(), split, bytes, params.num_threads);
+        r.decoded = std::move(apart);
+        return r;
+    }
     select_device();
     int device = 0;
     GSZ_CUDA(cudaGetDevice(&device));

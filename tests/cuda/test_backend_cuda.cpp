@@ -332,6 +332,56 @@ TEST(CudaBackend, DevicePointerApi) {
     cudaStreamDestroy(stream);
 }
 
+// Component dims (pipeline/components.hpp): the device-pointer API chooses from
+// its own sample and moves the components on the device; the archive and the
+// output must be the CPU's, for both pipelines and both dtypes.
+template <class T>
+void components_on_device(gsz_pipeline pipeline) {
+    const auto sample = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    const uint64_t n = 20000;
+    std::vector<T> data(3 * n);
+    for (uint64_t i = 0; i < n; ++i)
+        for (uint64_t c = 0; c < 3; ++c) data[i * 3 + c] = static_cast<T>(sample[c * 200000 + i]);
+    data[77] = std::numeric_limits<T>::quiet_NaN();
+    auto p = make_params(dtype_of<T>(), {3, n}, GSZ_ERROR_REL, 1e-3);
+    p.pipeline = pipeline;
+    p.device = GSZ_DEVICE_CPU;
+    gsz::Context ctx;
+    const auto reference = ctx.compress(p, data.data());
+    ASSERT_EQ(ctx.inspect(reference.data(), reference.size()).component_dim, 0);
+    p.device = GSZ_DEVICE_CUDA;
+    EXPECT_EQ(ctx.compress(p, data.data()), reference) << "host pointers on the GPU";
+    const size_t bytes = data.size() * sizeof(T);
+    void *d_data = nullptr, *d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_data, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_data, data.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    size_t cap = 0, size = 0;
+    ASSERT_EQ(gsz_compress_bound(&p, &cap), GSZ_STATUS_OK);
+    std::vector<uint8_t> archive(cap);
+    ASSERT_EQ(gsz_compress_device(ctx.get(), &p, d_data, archive.data(), cap, &size, 0, nullptr), GSZ_STATUS_OK)
+        << gsz_ctx_last_error(ctx.get());
+    archive.resize(size);
+    EXPECT_EQ(archive, reference) << "device pointers";
+    ASSERT_EQ(gsz_decompress_device(ctx.get(), archive.data(), size, 0, d_out, bytes, nullptr), GSZ_STATUS_OK)
+        << gsz_ctx_last_error(ctx.get());
+    std::vector<T> out(data.size());
+    ASSERT_EQ(cudaMemcpy(out.data(), d_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    const auto ref = ctx.decompress<T>(reference, GSZ_DEVICE_CPU);
+    EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), bytes));
+    EXPECT_EQ(check_bound(data, out, ctx.inspect(reference.data(), reference.size()).error_bound_abs).violations, 0u);
+    cudaFree(d_data);
+    cudaFree(d_out);
+}
+
+TEST(CudaBackend, ComponentsOnDevicePointers) {
+    REQUIRE_GPU();
+    components_on_device<float>(GSZ_PIPELINE_LORENZO);
+    components_on_device<float>(GSZ_PIPELINE_INTERP);
+    components_on_device<double>(GSZ_PIPELINE_LORENZO);
+    components_on_device<double>(GSZ_PIPELINE_INTERP);
+}
+
 // ---- the fast pipeline ------------------------------------------------------
 
 template <class T>

@@ -317,7 +317,12 @@ TEST(Archive, HeaderFieldsRejectedWithValidChecksum) {
 }
 
 TEST(Archive, ReservedHeaderBytesRejectedWithValidChecksum) {
-    for (size_t i = 80; i < 120; ++i) {
+    // Byte 80 is the component dim (version 6, with flag 0x1): zero without the flag.
+    auto c = sample_archive();
+    c[80] = 0x01;
+    fix_header_checksum(c);
+    expect_corrupt(c, "header byte 80 is 0x01 without flag 0x1");
+    for (size_t i = 81; i < 120; ++i) {
         auto a = sample_archive();
         a[i] = 0x01;
         fix_header_checksum(a);

@@ -33,6 +33,7 @@ struct Golden {
     gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_AUTO;
     bool fill = false;   // a quarter of each plane holds a fill value (golden_input)
     bool near_jump = false;   // odd x a step of about the jump threshold above even x (golden_input)
+    bool components = false;  // dims {3, N}: three far-apart stretches of the sample as components (golden_input)
 };
 
 const Golden kGoldens[] = {
@@ -74,6 +75,11 @@ const Golden kGoldens[] = {
     // cannot reach the threshold: the skipping must not change a byte)
     {"interp_nearjump_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, true},
+    // version 6: component dims (header flag 0x1), both pipelines that run on them
+    {"components_wmag_3x1500_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {3, 1500}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_LORENZO,
+     128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, true},
+    {"components_interp_wmag_3x1500_f64_abs1e-2.gsz", GSZ_DTYPE_F64, {3, 1500}, GSZ_ERROR_ABS, 1e-2,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, true},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -123,13 +129,39 @@ const std::vector<OldGolden> kVersion3 = [] {
 // Version 4's archives decode to version 3's outputs (version 5 changed interp's predictions).
 const std::vector<OldGolden>& kVersion4 = kVersion3;
 
+// Version 5 (before component dims): goldens 0-17 (their version 6 archives decode to the same bits).
+const std::vector<OldGolden> kVersion5 = {
+    {kGoldens[0], 0xc475dca136af3563},
+    {kGoldens[1], 0xd5cb5be74805d65b},
+    {kGoldens[2], 0x33e2c0ba7355faa3},
+    {kGoldens[3], 0x85b61ac350352257},
+    {kGoldens[4], 0x4df1c2427c3738d8},
+    {kGoldens[5], 0xb4186b21cdd2f3f0},
+    {kGoldens[6], 0xe437ede65804d6d0},
+    {kGoldens[7], 0x03998a19b5e86a01},
+    {kGoldens[8], 0x33e2c0ba7355faa3},
+    {kGoldens[9], 0xa45c4cfd18faa1f0},
+    {kGoldens[10], 0xabddb3f838f8d463},
+    {kGoldens[11], 0x96d32f871e8a0059},
+    {kGoldens[12], 0x9d55517fd7ae2bc7},
+    {kGoldens[13], 0x63ab618908655ef5},
+    {kGoldens[14], 0x411058a30ef32f2f},
+    {kGoldens[15], 0xc475dca136af3563},
+    {kGoldens[16], 0xb41c51b981c57007},
+    {kGoldens[17], 0x39a7c707541ee185},
+};
+
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
 template <class T>
-std::vector<T> golden_input(const std::vector<uint64_t>& dims, bool fill = false, bool near_jump = false) {
+std::vector<T> golden_input(const std::vector<uint64_t>& dims, bool fill = false, bool near_jump = false,
+                            bool components = false) {
     const auto all = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
     std::vector<T> v;
-    if (dims.size() == 1) {
+    if (components) {   // dims {C, N}: component c is the stretch of the sample that starts at c * 200000
+        for (uint64_t i = 0; i < dims[1]; ++i)
+            for (uint64_t c = 0; c < dims[0]; ++c) v.push_back(static_cast<T>(all[c * 200000 + i]));
+    } else if (dims.size() == 1) {
         v.assign(all.begin(), all.begin() + static_cast<ptrdiff_t>(dims[0]));
     } else {
         const uint64_t nz = dims.size() > 2 ? dims[2] : 1;
@@ -163,7 +195,7 @@ std::string version_dir(uint32_t version) {
 
 template <class T>
 void check_golden(const Golden& g) {
-    const auto input = golden_input<T>(g.dims, g.fill, g.near_jump);
+    const auto input = golden_input<T>(g.dims, g.fill, g.near_jump, g.components);
     const auto path = repo_dir() / "tests" / "golden" / version_dir(gsz::format::kFormatVersion) / g.file;
     gsz::Context ctx;
     auto params = make_params(g.dtype, g.dims, g.mode, g.eb);
@@ -183,6 +215,7 @@ void check_golden(const Golden& g) {
                                           "the format version and regenerate with GSZ_UPDATE_GOLDEN=1";
     const auto info = ctx.inspect(golden.data(), golden.size());
     EXPECT_EQ(info.pipeline, g.pipeline) << "the golden must pin the pipeline's own format, not the store fallback";
+    EXPECT_EQ(info.component_dim, g.components ? 0 : -1);
     if (g.lossless != GSZ_LOSSLESS_AUTO) {
         EXPECT_EQ(info.lossless, g.lossless);
     }
@@ -195,7 +228,7 @@ void check_golden(const Golden& g) {
 template <class T>
 void check_old_golden(const OldGolden& old, uint32_t version) {
     const Golden& g = old.source;
-    const auto input = golden_input<T>(g.dims);
+    const auto input = golden_input<T>(g.dims, g.fill, g.near_jump, g.components);
     const auto path = repo_dir() / "tests" / "golden" / version_dir(version) / g.file;
     ASSERT_TRUE(std::filesystem::exists(path)) << path;
     const auto golden = read_bytes(path);
@@ -213,7 +246,7 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
 
 TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
     const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
-        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}};
+        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}};
     for (const auto& [version, goldens] : versions) {
         for (const OldGolden& g : goldens) {
             SCOPED_TRACE(version_dir(version) + "/" + g.source.file);
