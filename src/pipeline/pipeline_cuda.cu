@@ -1064,16 +1064,11 @@ BenchResult bench_cuda(const BenchOptions& options, const void* host_data) {
         components_apart_cpu(host_data, apart.data(), split, bytes, params.num_threads);
         BenchOptions view = options;
         view.params = component_view_params(params, static_cast<uint32_t>(k));
-        view.params.components = GSZ_COMPONENTS_OFF;
+        view.params.components = GSZ_COMPONENTS_OFF;   // as compress_components runs it
         BenchResult r = bench_cuda(view, apart.data());
-        format::Header h = format::archive_parse(r.archive).header;
-        if (h.pipeline != GSZ_PIPELINE_STORE) {
-            r.archive = component_archive(r.archive, params.rank, params.dims, static_cast<uint32_t>(k));
-        } else {   // the store fallback holds the array in its own order
-            h.rank = params.rank;
-            for (uint32_t d = 0; d < GSZ_MAX_RANK; ++d) h.dims[d] = d < params.rank ? params.dims[d] : 1;
-            r.archive = store_compress(h, host_data);
-        }
+        r.archive = compress_components(
+            params, static_cast<uint32_t>(k), [&](const gsz_params&) { return r.archive; },
+            [&](const format::Header& h) { return store_compress(h, host_data); });
         r.archive_bytes = r.archive.size();
         components_together_cpu(r.decoded.data(), apart.data(), split, bytes, params.num_threads);
         r.decoded = std::move(apart);
