@@ -298,9 +298,9 @@ json info_json(const gsz_archive_info& a) {
     j["error_bound_abs"] = a.error_bound_abs;
     j["value_min"] = finite_or_null(a.value_min);
     j["value_max"] = finite_or_null(a.value_max);
+    // lossy pipelines: the dim whose entries were predicted one component at a time, or null
+    if (a.pipeline != GSZ_PIPELINE_STORE) j["component_dim"] = a.component_dim >= 0 ? json(a.component_dim) : json(nullptr);
     if (a.pipeline == GSZ_PIPELINE_LORENZO || a.pipeline == GSZ_PIPELINE_INTERP) {
-        // the dim whose entries were predicted one component at a time, or null
-        j["component_dim"] = a.component_dim >= 0 ? json(a.component_dim) : json(nullptr);
         j["lossless"] = lossless_name(a.lossless);
         if (a.lossless == GSZ_LOSSLESS_RUNS) j["run_dominant_code"] = a.run_dominant_code;
         if (a.lossless != GSZ_LOSSLESS_ANS) j["huffman_symbols"] = a.huffman_symbols;
@@ -390,10 +390,10 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "prediction, so fields without such jumps compress to the same bytes and decompress at full speed")
         ->capture_default_str();
     c->add_option("--components", a.components,
-                  "lorenzo, interp: a dim of 2..8 entries that are separate quantities (x, y, z of N particles "
-                  "stored N x 3, vector or complex components) is predicted one component at a time when a sample "
-                  "of the data says that beats predicting one component from its neighbour (auto), or never (off: "
-                  "every dim predicted across, as before format version 6)")
+                  "lorenzo, interp, fast: a dim of 2..8 entries that are separate quantities (x, y, z of N "
+                  "particles stored N x 3, vector or complex components) is predicted (fast: blocked) one component "
+                  "at a time when a sample of the data says that beats predicting one component from its neighbour "
+                  "(auto), or never (off: every dim predicted across, as before format version 6)")
         ->capture_default_str();
     c->add_option("--radius", a.radius, "Quantization radius: residuals in (-radius, radius) get a Huffman code, "
                                         "others are stored exactly (1..32768; 0 = the pipeline's default: lorenzo 512, interp 32763)")

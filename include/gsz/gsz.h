@@ -117,7 +117,7 @@ typedef enum gsz_lossless {
                                 value, each code conditioned on its level and the code before it */
 } gsz_lossless;
 
-/* Component dims (lorenzo, interp): a dim of extent 2..8 whose entries are
+/* Component dims (lorenzo, interp, fast): a dim of extent 2..8 whose entries are
  * separate quantities (the x, y, z of N particles as N x 3, vector or
  * complex components) is better predicted one component at a time than from
  * its neighbour component.  AUTO decides from a sample of the data (per
@@ -155,7 +155,7 @@ typedef struct gsz_params {
     gsz_interp_anchors interp_anchors;  /* default GSZ_INTERP_ANCHORS_AUTO */
     gsz_lossless lossless;          /* lorenzo and interp; default GSZ_LOSSLESS_AUTO */
     gsz_interp_jump_guard interp_jump_guard;  /* interp; default GSZ_INTERP_JUMP_GUARD_AUTO (on) */
-    gsz_components components;      /* lorenzo and interp; default GSZ_COMPONENTS_AUTO */
+    gsz_components components;      /* lorenzo, interp, fast; default GSZ_COMPONENTS_AUTO */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */
@@ -191,7 +191,7 @@ typedef struct gsz_archive_info {
     double interp_jump;             /*   jump guard: neighbours farther apart than this are a jump
                                          (95% of the value range); 0 = none recorded
                                          (off, or it decided no prediction) */
-    int32_t component_dim;          /* lorenzo, interp: the dim predicted one component at a
+    int32_t component_dim;          /* lossy pipelines: the dim predicted one component at a
                                        time (its entries stored apart), or -1 */
     uint64_t archive_bytes;
     uint64_t original_bytes;

@@ -145,8 +145,9 @@ void header_validate(const Header& h, gsz_status status) {
         const auto k = static_cast<uint32_t>(h.component_dim);
         GSZ_CHECK(h.format_version >= 6, status, "header: components (flag 0x1) need format version 6, not %u",
                   h.format_version);
-        GSZ_CHECK(h.pipeline == GSZ_PIPELINE_LORENZO || h.pipeline == GSZ_PIPELINE_INTERP, status,
-                  "header: components with pipeline %d (only lorenzo and interp run on them)",
+        GSZ_CHECK(h.pipeline == GSZ_PIPELINE_LORENZO || h.pipeline == GSZ_PIPELINE_INTERP ||
+                      h.pipeline == GSZ_PIPELINE_FAST,
+                  status, "header: components with pipeline %d (only lorenzo, interp and fast run on them)",
                   static_cast<int>(h.pipeline));
         GSZ_CHECK(k < h.rank && h.dims[k] >= 2 && h.dims[k] <= kMaxComponentExtent, status,
                   "header: component dim %u is not a dim of extent 2..%llu", k, ull(kMaxComponentExtent));

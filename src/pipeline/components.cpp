@@ -32,7 +32,7 @@ void component_view_dims(uint32_t rank, const uint64_t* dims, uint32_t k, uint32
 
 std::vector<uint32_t> component_candidates(uint32_t rank, const uint64_t* dims, gsz_pipeline pipeline) {
     std::vector<uint32_t> out;
-    if (pipeline != GSZ_PIPELINE_LORENZO && pipeline != GSZ_PIPELINE_INTERP) return out;
+    if (pipeline != GSZ_PIPELINE_LORENZO && pipeline != GSZ_PIPELINE_INTERP && pipeline != GSZ_PIPELINE_FAST) return out;
     for (uint32_t k = 0; k < rank; ++k) {
         if (dims[k] < 2 || dims[k] > format::kMaxComponentExtent) continue;
         // The components land one after another along the slowest other dim

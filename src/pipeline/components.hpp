@@ -39,7 +39,7 @@ ComponentSplit component_split(uint32_t rank, const uint64_t* dims, uint32_t k);
 void component_view_dims(uint32_t rank, const uint64_t* dims, uint32_t k, uint32_t& view_rank, uint64_t* view_dims);
 
 // The dims a component choice may name, for a pipeline that runs on views
-// (lorenzo and interp), in increasing order: extent 2..kMaxComponentExtent,
+// (the lossy ones: lorenzo, interp, fast), in increasing order: extent 2..kMaxComponentExtent,
 // and the slowest other dim of extent > 1 at least kComponentMinRun long (the
 // view's slowest dim holds the components one after another: sz_testfloat's
 // 8 variables over 8 copies lost a third of interp's ratio to tiles that

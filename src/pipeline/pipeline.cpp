@@ -251,6 +251,7 @@ void describe(const format::Archive& archive, gsz_archive_info& info) {
     if (archive.header.component_dim >= 0) {   // the pipeline's params describe the view it ran on
         const format::Archive view = component_view_archive(archive);
         if (view.header.pipeline == GSZ_PIPELINE_LORENZO) lorenzo_describe(view, info);
+        if (view.header.pipeline == GSZ_PIPELINE_FAST) fast_describe(view, info);
         if (view.header.pipeline == GSZ_PIPELINE_INTERP) interp_describe(view, info);
         return;
     }

@@ -334,7 +334,7 @@ TEST(CudaBackend, DevicePointerApi) {
 
 // Component dims (pipeline/components.hpp): the device-pointer API chooses from
 // its own sample and moves the components on the device; the archive and the
-// output must be the CPU's, for both pipelines and both dtypes.
+// output must be the CPU's, for every lossy pipeline and both dtypes.
 template <class T>
 void components_on_device(gsz_pipeline pipeline) {
     const auto sample = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
@@ -380,6 +380,8 @@ TEST(CudaBackend, ComponentsOnDevicePointers) {
     components_on_device<float>(GSZ_PIPELINE_INTERP);
     components_on_device<double>(GSZ_PIPELINE_LORENZO);
     components_on_device<double>(GSZ_PIPELINE_INTERP);
+    components_on_device<float>(GSZ_PIPELINE_FAST);
+    components_on_device<double>(GSZ_PIPELINE_FAST);
 }
 
 // ---- the fast pipeline ------------------------------------------------------

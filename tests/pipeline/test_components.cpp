@@ -48,7 +48,7 @@ TEST(Components, ChosenWhereTheComponentsAreBetterApart) {
     const auto apart = walks(4000, 3, false);
     EXPECT_EQ(choose(apart, {3, 4000}), 0);
     EXPECT_EQ(choose(apart, {3, 4000}, GSZ_PIPELINE_INTERP), 0);
-    EXPECT_EQ(choose(apart, {3, 4000}, GSZ_PIPELINE_FAST), -1) << "fast predicts nothing across dims";
+    EXPECT_EQ(choose(apart, {3, 4000}, GSZ_PIPELINE_FAST), 0) << "fast's blocks would mix the components";
     // Correlated channels predict each other: kept together.
     EXPECT_EQ(choose(walks(4000, 3, true), {3, 4000}), -1);
     // The same bytes seen as 3 rows of 4000 (components slowest): no dim qualifies
@@ -115,7 +115,7 @@ TEST(Components, ParticlesCompressApartWithinTheBound) {
     v[100] = std::numeric_limits<float>::quiet_NaN();
     v[6001] = std::numeric_limits<float>::infinity();
     gsz::Context ctx;
-    for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP}) {
+    for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP, GSZ_PIPELINE_FAST}) {
         for (const double eb : {1e-2, 1e-4}) {
             SCOPED_TRACE(testing::Message() << "pipeline " << pipeline << " rel " << eb);
             auto p = make_params(GSZ_DTYPE_F32, {3, 20000}, GSZ_ERROR_REL, eb);
@@ -157,7 +157,7 @@ TEST(Components, MiddleDimAndDoubles) {
     gsz::Context ctx;
     auto p = make_params(GSZ_DTYPE_F64, {nx, nc, nz}, GSZ_ERROR_ABS, 1e-3);
     p.device = GSZ_DEVICE_CPU;
-    for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP}) {
+    for (const gsz_pipeline pipeline : {GSZ_PIPELINE_LORENZO, GSZ_PIPELINE_INTERP, GSZ_PIPELINE_FAST}) {
         p.pipeline = pipeline;
         const auto archive = ctx.compress(p, v.data());
         const auto info = ctx.inspect(archive.data(), archive.size());

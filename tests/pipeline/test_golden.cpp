@@ -75,11 +75,13 @@ const Golden kGoldens[] = {
     // cannot reach the threshold: the skipping must not change a byte)
     {"interp_nearjump_wmag_40x24x10_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-3,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, true},
-    // version 6: component dims (header flag 0x1), both pipelines that run on them
+    // version 6: component dims (header flag 0x1), every lossy pipeline
     {"components_wmag_3x1500_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {3, 1500}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_LORENZO,
      128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, true},
     {"components_interp_wmag_3x1500_f64_abs1e-2.gsz", GSZ_DTYPE_F64, {3, 1500}, GSZ_ERROR_ABS, 1e-2,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, true},
+    {"components_fast_wmag_3x1500_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {3, 1500}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_FAST,
+     128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, true},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
