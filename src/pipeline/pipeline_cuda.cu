@@ -843,6 +843,39 @@ __global__ void component_move_kernel(const T* __restrict__ in, T* __restrict__ 
     }
 }
 
+// The common case, components fastest (inner = 1: N x C particles): a block
+// moves 512 points through shared memory, so both the interleaved side and the
+// component-major side are read and written in whole contiguous runs (the
+// element-wise kernel reads the interleaved side with a stride of C).
+constexpr uint32_t kComponentTile = 512;
+
+template <class T, bool Apart>
+__global__ void __launch_bounds__(256) component_move_fastest_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                                                     uint64_t count, uint64_t outer) {
+    __shared__ T tile[kComponentTile * format::kMaxComponentExtent];
+    const uint64_t o0 = blockIdx.x * uint64_t{kComponentTile};
+    const uint32_t points = static_cast<uint32_t>(outer - o0 < kComponentTile ? outer - o0 : kComponentTile);
+    const uint32_t values = points * static_cast<uint32_t>(count);
+    // interleaved side: values o0*count .. (o0+points)*count, contiguous
+    if constexpr (Apart) {
+        for (uint32_t v = threadIdx.x; v < values; v += blockDim.x) tile[v] = in[o0 * count + v];
+    } else {
+        for (uint32_t v = threadIdx.x; v < values; v += blockDim.x) {
+            const uint32_t c = v / points, t = v % points;   // component-major side, run c
+            tile[t * count + c] = in[c * outer + o0 + t];
+        }
+    }
+    __syncthreads();
+    if constexpr (Apart) {
+        for (uint32_t v = threadIdx.x; v < values; v += blockDim.x) {
+            const uint32_t c = v / points, t = v % points;
+            out[c * outer + o0 + t] = tile[t * count + c];
+        }
+    } else {
+        for (uint32_t v = threadIdx.x; v < values; v += blockDim.x) out[o0 * count + v] = tile[v];
+    }
+}
+
 template <class T>
 int32_t choose_component_dim_device(const gsz_params& p, const T* d_data, cudaStream_t stream) {
     if (p.components != GSZ_COMPONENTS_AUTO) return -1;
@@ -862,6 +895,15 @@ int32_t choose_component_dim_device(const gsz_params& p, const T* d_data, cudaSt
 
 template <class T, bool Apart>
 void move_components_on_device(const T* in, T* out, const ComponentSplit& s, cudaStream_t stream) {
+    if (s.inner == 1 && s.outer > 0) {
+        const uint64_t tiles = (s.outer + kComponentTile - 1) / kComponentTile;
+        GSZ_CHECK(tiles < (uint64_t{1} << 31), GSZ_STATUS_INTERNAL, "component move: %llu tiles",
+                  static_cast<unsigned long long>(tiles));
+        component_move_fastest_kernel<T, Apart>
+            <<<static_cast<unsigned>(tiles), 256, 0, stream>>>(in, out, s.count, s.outer);
+        GSZ_CUDA_LAUNCHED("component_move_fastest_kernel");
+        return;
+    }
     const auto blocks = static_cast<unsigned>(std::max<uint64_t>(std::min<uint64_t>((s.elements() + 255) / 256, 65535u * 8), 1));
     if (s.elements() < (uint64_t{1} << 32) - uint64_t{blocks} * 256)   // no 32-bit index (or step) wraps
         component_move_kernel<T, Apart, uint32_t><<<blocks, 256, 0, stream>>>(

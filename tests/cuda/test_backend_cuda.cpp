@@ -335,20 +335,26 @@ TEST(CudaBackend, DevicePointerApi) {
 // Component dims (pipeline/components.hpp): the device-pointer API chooses from
 // its own sample and moves the components on the device; the archive and the
 // output must be the CPU's, for every lossy pipeline and both dtypes.
+// middle: the components as the middle dim of {50, 3, 400} (the moves' general
+// kernel); else N x 3 (components fastest: the tiled kernel).
 template <class T>
-void components_on_device(gsz_pipeline pipeline) {
+void components_on_device(gsz_pipeline pipeline, bool middle = false) {
     const auto sample = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
     const uint64_t n = 20000;
     std::vector<T> data(3 * n);
     for (uint64_t i = 0; i < n; ++i)
-        for (uint64_t c = 0; c < 3; ++c) data[i * 3 + c] = static_cast<T>(sample[c * 200000 + i]);
+        for (uint64_t c = 0; c < 3; ++c) {
+            const uint64_t at = middle ? (i / 50 * 3 + c) * 50 + i % 50 : i * 3 + c;
+            data[at] = static_cast<T>(sample[c * 200000 + i]);
+        }
     data[77] = std::numeric_limits<T>::quiet_NaN();
-    auto p = make_params(dtype_of<T>(), {3, n}, GSZ_ERROR_REL, 1e-3);
+    auto p = make_params(dtype_of<T>(), middle ? std::vector<uint64_t>{50, 3, 400} : std::vector<uint64_t>{3, n},
+                         GSZ_ERROR_REL, 1e-3);
     p.pipeline = pipeline;
     p.device = GSZ_DEVICE_CPU;
     gsz::Context ctx;
     const auto reference = ctx.compress(p, data.data());
-    ASSERT_EQ(ctx.inspect(reference.data(), reference.size()).component_dim, 0);
+    ASSERT_EQ(ctx.inspect(reference.data(), reference.size()).component_dim, middle ? 1 : 0);
     p.device = GSZ_DEVICE_CUDA;
     EXPECT_EQ(ctx.compress(p, data.data()), reference) << "host pointers on the GPU";
     const size_t bytes = data.size() * sizeof(T);
@@ -382,6 +388,8 @@ TEST(CudaBackend, ComponentsOnDevicePointers) {
     components_on_device<double>(GSZ_PIPELINE_INTERP);
     components_on_device<float>(GSZ_PIPELINE_FAST);
     components_on_device<double>(GSZ_PIPELINE_FAST);
+    components_on_device<float>(GSZ_PIPELINE_LORENZO, true);
+    components_on_device<double>(GSZ_PIPELINE_INTERP, true);
 }
 
 // ---- the fast pipeline ------------------------------------------------------
