@@ -153,8 +153,8 @@ uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> h
 }
 
 uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits) {
-    // 64 bits of state and word count per lane, ~2% of the payload.
-    const uint64_t lanes = std::max<uint64_t>(1, payload_bits / 3200);
+    // ~2% of the payload in lane states and word counts.
+    const uint64_t lanes = std::max<uint64_t>(1, payload_bits / (50 * kAnsLaneBitsEstimate));
     uint64_t s = n / lanes + (n % lanes != 0);
     s = std::clamp<uint64_t>((s + 63) / 64 * 64, 256, kAnsMaxLaneSymbols);
     return static_cast<uint32_t>(s);
@@ -163,7 +163,7 @@ uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits) {
 uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n) {
     const uint64_t bits = ans_estimated_bits(tables, histogram);
     const uint64_t lanes = lane_count(n, ans_lane_symbols(n, bits));
-    return bits / 8 + 2 + lanes * 8 + ans_tables_bytes(tables);
+    return bits / 8 + 2 + (lanes * kAnsLaneBitsEstimate + 7) / 8 + 1 + ans_tables_bytes(tables);
 }
 
 AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
@@ -285,11 +285,109 @@ void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter
         write_table(tables.entry.data() + size_t{ctx} * kAnsAlphabet, out);
 }
 
-void ans_lanes_write(const AnsStream& stream, ByteWriter& out) {
-    for (uint64_t lane = 0; lane < stream.num_lanes(); ++lane) {
-        out.put(stream.lane_state[lane]);
-        out.put(stream.lane_words[lane]);
+namespace {
+
+// Bits packed low first into bytes (the packed ans_lanes layout).
+class BitWriter {
+public:
+    explicit BitWriter(ByteWriter& out) : out_(out) {}
+    void put(uint32_t value, uint32_t bits) {  // bits <= 32
+        acc_ |= static_cast<uint64_t>(value) << fill_;
+        fill_ += bits;
+        for (; fill_ >= 8; fill_ -= 8, acc_ >>= 8) out_.put(static_cast<uint8_t>(acc_));
     }
+    void finish() {  // zero bits up to the byte
+        if (fill_) out_.put(static_cast<uint8_t>(acc_));
+        acc_ = 0;
+        fill_ = 0;
+    }
+
+private:
+    ByteWriter& out_;
+    uint64_t acc_ = 0;
+    uint32_t fill_ = 0;
+};
+
+class BitReader {
+public:
+    BitReader(std::span<const uint8_t> data, size_t byte_offset) : data_(data), bit_(8 * byte_offset) {}
+    uint32_t get(uint32_t bits, const char* field) {  // bits <= 32
+        GSZ_CHECK(bits <= 8 * data_.size() - bit_, kCorrupt, "ans_lanes: the section ends inside a lane's %s", field);
+        uint32_t v = 0;
+        for (uint32_t got = 0; got < bits;) {
+            const uint32_t in_byte = bit_ & 7u, take = std::min(bits - got, 8 - in_byte);
+            v |= ((static_cast<uint32_t>(data_[bit_ >> 3]) >> in_byte) & ((1u << take) - 1u)) << got;
+            got += take;
+            bit_ += take;
+        }
+        return v;
+    }
+    // The zero bits before the next one bit, at most `limit` (more is corrupt).
+    uint32_t zeros(uint32_t limit, const char* field) {
+        for (uint32_t z = 0;; ++z) {
+            if (get(1, field)) return z;
+            GSZ_CHECK(z < limit, kCorrupt, "ans_lanes: a lane's %s is longer than any count", field);
+        }
+    }
+    // The padding after the last lane: zero bits to the end of its byte, then nothing.
+    void expect_end() const {
+        const size_t byte = (bit_ + 7) / 8;
+        GSZ_CHECK(byte == data_.size(), kCorrupt, "ans_lanes: %zu unexpected trailing bytes", data_.size() - byte);
+        GSZ_CHECK((bit_ & 7u) == 0 || (data_[bit_ >> 3] >> (bit_ & 7u)) == 0, kCorrupt,
+                  "ans_lanes: padding bits are not zero");
+    }
+
+private:
+    std::span<const uint8_t> data_;
+    size_t bit_;
+};
+
+uint32_t bit_length(uint32_t v) { return v ? ans_floor_log2(v) + 1 : 0; }
+
+// Bits of w as an exponential-Golomb code of order k: m = (w >> k) + 1 as
+// floor(log2 m) zeros, then m from its top bit down... written low first: the
+// zeros, a one, the bits of m below its top one, then the k low bits of w.
+uint32_t exp_golomb_bits(uint32_t w, uint32_t k) { return 2 * (bit_length((w >> k) + 1) - 1) + 1 + k; }
+
+void put_exp_golomb(BitWriter& out, uint32_t w, uint32_t k) {
+    const uint32_t m = (w >> k) + 1, top = bit_length(m) - 1;
+    out.put(0, top);
+    out.put(1, 1);
+    out.put(m & ((1u << top) - 1u), top);
+    out.put(w & ((1u << k) - 1u), k);
+}
+
+// Word counts are below 2^25 (2 per code, lanes below 2^24 codes).
+constexpr uint32_t kMaxWordBits = 26;
+
+}  // namespace
+
+void ans_lanes_write(const AnsStream& stream, ByteWriter& out, AnsLanesLayout layout) {
+    const uint64_t lanes = stream.num_lanes();
+    if (layout == AnsLanesLayout::fixed) {
+        for (uint64_t lane = 0; lane < lanes; ++lane) {
+            out.put(stream.lane_state[lane]);
+            out.put(stream.lane_words[lane]);
+        }
+        return;
+    }
+    // The order of the word counts' code: the one that packs them smallest
+    // (the smallest such order on ties).
+    uint64_t total[kMaxWordBits] = {};
+    for (uint64_t lane = 0; lane < lanes; ++lane)
+        for (uint32_t k = 0; k < kMaxWordBits; ++k) total[k] += exp_golomb_bits(stream.lane_words[lane], k);
+    const uint32_t order = static_cast<uint32_t>(std::min_element(total, total + kMaxWordBits) - total);
+    out.put(static_cast<uint8_t>(order));
+    BitWriter bits(out);
+    for (uint64_t lane = 0; lane < lanes; ++lane) {
+        const uint32_t x = stream.lane_state[lane];  // in [2^16, 2^32)
+        GSZ_CHECK(x >= kAnsStateLow, GSZ_STATUS_INTERNAL, "ans lanes: state %u below 2^16", x);
+        const uint32_t top = ans_floor_log2(x);     // 16..31
+        bits.put(top - 16, 4);
+        bits.put(x & ((1u << top) - 1u), top);      // the bits below the top one
+        put_exp_golomb(bits, stream.lane_words[lane], order);
+    }
+    bits.finish();
 }
 
 void ans_stream_write(const AnsStream& stream, ByteWriter& out) {
@@ -297,7 +395,8 @@ void ans_stream_write(const AnsStream& stream, ByteWriter& out) {
 }
 
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
-                              std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels) {
+                              std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
+                              AnsLanesLayout layout) {
     AnsStreamView v;
     ByteReader in(tables_section, "ans_tables");
     v.num_symbols = n;
@@ -361,22 +460,44 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
     in.expect_end();
 
     const uint64_t lanes = lane_count(n, v.lane_symbols);
-    GSZ_CHECK(lanes_section.size() / 8 == lanes && lanes_section.size() % 8 == 0, kCorrupt,
-              "ans_lanes: %zu bytes for %llu lanes of %u codes", lanes_section.size(),
-              static_cast<unsigned long long>(lanes), v.lane_symbols);
+    if (layout == AnsLanesLayout::fixed) {
+        GSZ_CHECK(lanes_section.size() / 8 == lanes && lanes_section.size() % 8 == 0, kCorrupt,
+                  "ans_lanes: %zu bytes for %llu lanes of %u codes", lanes_section.size(),
+                  static_cast<unsigned long long>(lanes), v.lane_symbols);
+    } else {
+        // At least 21 bits a lane (4 + 16 of state, 1 of word count): no
+        // allocation for lanes the section cannot hold.
+        GSZ_CHECK(!lanes_section.empty() && (lanes_section.size() - 1) * 8 / 21 >= lanes, kCorrupt,
+                  "ans_lanes: %zu bytes for %llu lanes of %u codes", lanes_section.size(),
+                  static_cast<unsigned long long>(lanes), v.lane_symbols);
+    }
     ByteReader lin(lanes_section, "ans_lanes");
+    const uint32_t order = layout == AnsLanesLayout::packed ? lin.get<uint8_t>("word count order") : 0u;
+    GSZ_CHECK(order < kMaxWordBits, kCorrupt, "ans_lanes: word counts coded with order %u", order);
+    BitReader bits(lanes_section, 1);
     v.lane_state.resize(lanes);
     v.lane_word_offset.resize(lanes + 1);
     v.lane_word_offset[0] = 0;
     for (uint64_t lane = 0; lane < lanes; ++lane) {
-        v.lane_state[lane] = lin.get<uint32_t>("lane state");
-        const uint32_t words = lin.get<uint32_t>("lane words");
+        uint32_t state = 0, words = 0;
+        if (layout == AnsLanesLayout::fixed) {
+            state = lin.get<uint32_t>("lane state");
+            words = lin.get<uint32_t>("lane words");
+        } else {
+            const uint32_t top = 16 + bits.get(4, "state");
+            state = 1u << top | bits.get(top, "state");
+            const uint32_t zeros = bits.zeros(kMaxWordBits - order, "word count");
+            const uint32_t m = (1u << zeros | bits.get(zeros, "word count")) - 1u;  // < 2^(26 - order)
+            words = m << order | bits.get(order, "word count");
+        }
         const uint64_t count = lane_range(lane, v.lane_symbols, n).second - lane * v.lane_symbols;
-        GSZ_CHECK(v.lane_state[lane] >= kAnsStateLow && words <= 2 * count, kCorrupt,
+        GSZ_CHECK(state >= kAnsStateLow && words <= 2 * count, kCorrupt,
                   "ans_lanes: lane %llu: state %u, %u words for %llu codes", static_cast<unsigned long long>(lane),
-                  v.lane_state[lane], words, static_cast<unsigned long long>(count));
+                  state, words, static_cast<unsigned long long>(count));
+        v.lane_state[lane] = state;
         v.lane_word_offset[lane + 1] = v.lane_word_offset[lane] + words;
     }
+    if (layout == AnsLanesLayout::packed) bits.expect_end();
     GSZ_CHECK(stream_section.size() % 2 == 0 && stream_section.size() / 2 == v.lane_word_offset[lanes], kCorrupt,
               "ans_stream: %zu bytes, the lanes hold %llu words", stream_section.size(),
               static_cast<unsigned long long>(v.lane_word_offset[lanes]));

@@ -4,9 +4,11 @@
 //
 // The codes are cut into lanes of `lane_symbols` consecutive codes; each lane
 // is one rANS chain (one GPU thread decodes it), encoded last code first and
-// stored as its 16-bit words in decoding order plus the final encoder state.
-// The lane length is chosen so that the lanes' 64 bits each stay near 2% of
-// the payload: few lanes for a small or highly compressible field.
+// stored as its 16-bit words in decoding order plus the final encoder state
+// and its word count, bit-packed (~36 bits a lane; 64 before format version
+// 7).  The lane length is chosen so that the lanes stay near 2% of the
+// payload: few lanes for a small or highly compressible field, and as many as
+// that allows for the GPU, whose coders run one lane per thread.
 //
 // Frequency tables are static, built on the host from an integer histogram of
 // (context, symbol), so the CPU and CUDA backends build the same tables.
@@ -62,8 +64,14 @@ uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> h
 // a lane's words then fit 32-bit counts on the GPU.
 inline constexpr uint32_t kAnsMaxLaneSymbols = 1u << 24;
 
-// Lane length for n codes of about `payload_bits`: a multiple of 64, at least
-// 256, at most kAnsMaxLaneSymbols.
+// What the lane length assumes a lane costs in the ans_lanes section (the
+// packed layout: ~28 bits of state, ~8 of word count; measured 36.3 on
+// etopo5 at rel 1e-2).
+inline constexpr uint32_t kAnsLaneBitsEstimate = 36;
+
+// Lane length for n codes of about `payload_bits`: lanes of ~50 times
+// kAnsLaneBitsEstimate bits of payload (2% overhead), a multiple of 64, at
+// least 256, at most kAnsMaxLaneSymbols.
 uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits);
 
 // Bytes of the ans_tables section for these tables.
@@ -85,10 +93,16 @@ struct AnsStream {
 AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
                          const AnsContextShape& shape, uint32_t lane_symbols, int num_threads);
 
+// The ans_lanes section's layouts: u32 state and u32 word count per lane
+// (format versions 3-6), or bit-packed (version 7 on; docs/FORMAT.md): the
+// state's bit length and the bits below its top one, the word count as an
+// exponential-Golomb code of the order the section's first byte gives.
+enum class AnsLanesLayout : uint8_t { fixed, packed };
+
 // Sections: ans_tables (lane length and tables), ans_lanes (state and word
-// count per lane), ans_stream (the words).
+// count per lane, packed), ans_stream (the words).
 void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out);
-void ans_lanes_write(const AnsStream& stream, ByteWriter& out);
+void ans_lanes_write(const AnsStream& stream, ByteWriter& out, AnsLanesLayout layout = AnsLanesLayout::packed);
 void ans_stream_write(const AnsStream& stream, ByteWriter& out);
 
 // A validated view of the three sections for n codes of a pipeline with
@@ -104,7 +118,8 @@ struct AnsStreamView {
     std::span<const uint8_t> words;          // little-endian 16-bit words
 };
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
-                              std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels);
+                              std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
+                              AnsLanesLayout layout);
 
 // Slot -> symbol per context ([context * kAnsScale + slot]; 0xFF where a
 // context has no table): the decoders' lookup.

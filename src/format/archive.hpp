@@ -13,7 +13,7 @@
 
 namespace gsz::format {
 
-inline constexpr uint8_t kFormatVersion = 6;        // what this gsz writes
+inline constexpr uint8_t kFormatVersion = 7;        // what this gsz writes
 inline constexpr uint8_t kOldestFormatVersion = 1;  // the oldest it reads (docs/FORMAT.md, "Versions")
 inline constexpr size_t kHeaderBytes = 128;
 inline constexpr size_t kSectionEntryBytes = 32;
@@ -34,7 +34,7 @@ enum class SectionKind : uint32_t {
     outlier_indices = 12,   // interp: raster indices of the outliers (u64, increasing)
     run_tokens = 13,        // lorenzo, interp: the Huffman symbols are run tokens (lossless stage "runs")
     ans_tables = 14,        // lorenzo, interp (version >= 3): rANS lane length and frequency tables ("ans")
-    ans_lanes = 15,         // lorenzo, interp (version >= 3): final state and word count per rANS lane
+    ans_lanes = 15,         // lorenzo, interp (version >= 3): final state and word count per rANS lane (packed from 7)
     ans_stream = 16,        // lorenzo, interp (version >= 3): the lanes' 16-bit words
 };
 

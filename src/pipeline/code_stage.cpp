@@ -179,7 +179,9 @@ CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, u
                   GSZ_STATUS_CORRUPT, "archive: rANS and Huffman sections together");
         plan.ans = encode::ans_stream_read(archive.section(SectionKind::ans_tables),
                                            archive.section(SectionKind::ans_lanes),
-                                           archive.section(SectionKind::ans_stream), n, ans_levels);
+                                           archive.section(SectionKind::ans_stream), n, ans_levels,
+                                           archive.header.format_version >= 7 ? encode::AnsLanesLayout::packed
+                                                                              : encode::AnsLanesLayout::fixed);
         return plan;
     }
     GSZ_CHECK(!archive.has(SectionKind::ans_lanes) && !archive.has(SectionKind::ans_stream), GSZ_STATUS_CORRUPT,

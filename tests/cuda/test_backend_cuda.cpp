@@ -1161,7 +1161,7 @@ TEST(CudaBackend, AnsKernelsMatchCpu) {
                             ans_stream_write(sent, w);
                             AnsStreamView view;
                             try {
-                                view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, levels);
+                                view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, levels, AnsLanesLayout::packed);
                             } catch (const gsz::Error&) {
                                 continue;  // a state below 2^16: rejected before any decoding
                             }

@@ -134,14 +134,18 @@ AnsStream encode(const std::vector<uint16_t>& codes, uint32_t radius, const AnsC
 }
 
 std::vector<uint16_t> round_trip(const std::vector<uint16_t>& codes, uint32_t radius, const AnsContextShape& shape,
-                                 uint32_t lane_symbols, int threads) {
+                                 uint32_t lane_symbols, int threads,
+                                 AnsLanesLayout layout = AnsLanesLayout::packed) {
     AnsTables tables;
     const AnsStream s = encode(codes, radius, shape, lane_symbols, threads, &tables);
     ByteWriter t, l, w;
     ans_tables_write(tables, s.lane_symbols, t);
-    ans_lanes_write(s, l);
+    ans_lanes_write(s, l, layout);
     ans_stream_write(s, w);
-    const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels);
+    const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels, layout);
+    EXPECT_EQ(view.lane_state, s.lane_state);
+    for (uint64_t lane = 0; lane < s.num_lanes(); ++lane)
+        EXPECT_EQ(view.lane_word_offset[lane + 1] - view.lane_word_offset[lane], s.lane_words[lane]);
     std::vector<uint16_t> out(codes.size(), 0xABCD);
     ans_decode_cpu(view, radius, shape, out, threads);
     return out;
@@ -160,6 +164,7 @@ TEST(Ans, RoundTripsAcrossLanesShapesAndRadii) {
                              std::to_string(lane));
                 ASSERT_EQ(round_trip(codes, radius, AnsContextShape{}, lane, 2), codes);
                 ASSERT_EQ(round_trip(codes, radius, interp, lane, 2), codes);
+                ASSERT_EQ(round_trip(codes, radius, interp, lane, 2, AnsLanesLayout::fixed), codes);
             }
         }
     }
@@ -225,9 +230,14 @@ TEST(Ans, SpendsWhatTheModelSaysAndBeatsOrderZero) {
     const auto hist = ans_histogram_cpu(codes, 512, shape, 2);
     const uint32_t lane = ans_lane_symbols(n, ans_estimated_bits(ans_build_tables(hist, 1), hist));
     const AnsStream s = encode(codes, 512, shape, lane, 2, &tables);
-    const double coded_bits = 16.0 * static_cast<double>(s.words.size()) + 32.0 * static_cast<double>(s.num_lanes());
+    ByteWriter lanes;
+    ans_lanes_write(s, lanes);
+    const double lane_bits = 8.0 * static_cast<double>(lanes.size());
+    const double coded_bits = 16.0 * static_cast<double>(s.words.size()) + lane_bits;
     const double estimate = static_cast<double>(ans_estimated_bits(tables, hist));
-    EXPECT_NEAR(coded_bits / estimate, 1.0, 0.03) << "the words and lane states must match the estimate";
+    EXPECT_NEAR(coded_bits / estimate, 1.0, 0.03) << "the words and lanes must match the estimate";
+    EXPECT_LT(lane_bits, kAnsLaneBitsEstimate * static_cast<double>(s.num_lanes()))
+        << "packed lanes must cost what the lane length assumes";
     // Order-0 entropy of the codes themselves: what any context-free coder pays at best.
     std::vector<double> f(1024, 0);
     for (const uint16_t c : codes) f[c] += 1;
@@ -247,25 +257,94 @@ TEST(Ans, SpendsWhatTheModelSaysAndBeatsOrderZero) {
     EXPECT_LT(coded_bits, 1.05 * h1) << "within 5% of the context model's entropy (tables are 12-bit)";
     EXPECT_LT(coded_bits, 0.9 * h0) << "the previous code's context must pay off on a Markov source";
     // The lanes' states and counts stay near 2% of the payload.
-    EXPECT_LT(64.0 * static_cast<double>(s.num_lanes()), 0.03 * coded_bits);
+    EXPECT_LT(lane_bits, 0.03 * coded_bits);
+    EXPECT_GT(lane_bits, 0.005 * coded_bits) << "as many lanes as 2% allows, for the GPU";
 }
 
 TEST(Ans, ReaderRejectsInconsistentSections) {
     const auto codes = markov_codes(3000, 512, 5);
     AnsTables tables;
     const AnsStream s = encode(codes, 512, AnsContextShape{}, 256, 1, &tables);
+    for (const AnsLanesLayout layout : {AnsLanesLayout::packed, AnsLanesLayout::fixed}) {
+        ByteWriter t, l, w;
+        ans_tables_write(tables, s.lane_symbols, t);
+        ans_lanes_write(s, l, layout);
+        ans_stream_write(s, w);
+        EXPECT_NO_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), 1, layout));
+        // The same sections claimed for another code count or level count.
+        EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size() + 256, 1, layout), Error);
+        EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size() - 256, 1, layout), Error);
+        EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), 2, layout), Error);
+        auto odd = w.bytes();
+        odd.push_back(0);
+        EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), odd, codes.size(), 1, layout), Error);
+        // A lanes section cut short or with a byte more.
+        auto cut = l.bytes();
+        cut.pop_back();
+        EXPECT_THROW(ans_stream_read(t.bytes(), cut, w.bytes(), codes.size(), 1, layout), Error);
+        auto longer = l.bytes();
+        longer.push_back(0);
+        EXPECT_THROW(ans_stream_read(t.bytes(), longer, w.bytes(), codes.size(), 1, layout), Error);
+    }
+}
+
+// The packed lanes (format version 7): the states and counts come back
+// exactly at every bit length and count size, and a hostile section (a
+// count's code longer than any count, an order out of range, padding bits
+// set, more words than a lane may have) is rejected before any decoding.
+TEST(Ans, PackedLanesRoundTripAndRejectHostileBits) {
+    AnsStream s;
+    s.num_symbols = 40 * 1024;
+    s.lane_symbols = 1024;
+    std::mt19937 rng(3);
+    for (uint32_t lane = 0; lane < 40; ++lane) {
+        const uint32_t top = 16 + lane % 16;  // every state bit length
+        s.lane_state.push_back(1u << top | (static_cast<uint32_t>(rng()) & ((1u << top) - 1u)));
+        // counts from 0 to the most a lane may hold (2 words per code)
+        s.lane_words.push_back(lane == 39 ? 2048u : lane % 7 == 0 ? 0u : static_cast<uint32_t>(rng() % 700));
+    }
+    uint64_t total = 0;
+    for (const uint32_t w : s.lane_words) total += w;
+    s.words.assign(total, 0);
+    AnsTables tables = ans_build_tables(std::vector<uint64_t>(kAnsClasses * kAnsAlphabet, 1), 1);
     ByteWriter t, l, w;
     ans_tables_write(tables, s.lane_symbols, t);
     ans_lanes_write(s, l);
     ans_stream_write(s, w);
-    EXPECT_NO_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), 1));
-    // The same sections claimed for another code count or level count.
-    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size() + 256, 1), Error);
-    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size() - 256, 1), Error);
-    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), 2), Error);
-    auto odd = w.bytes();
-    odd.push_back(0);
-    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), odd, codes.size(), 1), Error);
+    EXPECT_LT(8 * l.size(), 40u * 40u) << "packed lanes: ~28 bits of state, the counts' bits; the fixed layout 64";
+    const AnsStreamView v = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), s.num_symbols, 1, AnsLanesLayout::packed);
+    EXPECT_EQ(v.lane_state, s.lane_state);
+    for (uint32_t lane = 0; lane < 40; ++lane)
+        EXPECT_EQ(v.lane_word_offset[lane + 1] - v.lane_word_offset[lane], s.lane_words[lane]) << lane;
+
+    const auto read = [&](std::vector<uint8_t> lanes) {
+        return ans_stream_read(t.bytes(), lanes, w.bytes(), s.num_symbols, 1, AnsLanesLayout::packed);
+    };
+    auto bad_order = l.bytes();
+    bad_order[0] = 26;
+    EXPECT_THROW(read(bad_order), Error);
+    // The last byte's top bit: a padding bit (rejected as such) or the last
+    // bit of the last lane's count code (its count no longer adds up to the
+    // stream, or, for the 1 that ends a zero run, the run reads past the end).
+    auto padding = l.bytes();
+    padding.back() ^= 0x80;
+    EXPECT_THROW(read(padding), Error);
+    // A first lane whose count's code is all zeros: longer than any count.
+    std::vector<uint8_t> zeros(l.size() + 8, 0);
+    zeros[0] = l.bytes()[0];
+    zeros[1] = 0xFF;  // state: bit length 31, then bits
+    zeros[2] = 0xFF;
+    zeros[3] = 0xFF;
+    zeros[4] = 0xFF;  // the count's code starts at bit 35: zeros from byte 5 on
+    EXPECT_THROW(read(zeros), Error);
+    // One more word than a lane may hold (2 per code).
+    AnsStream over = s;
+    over.lane_words[3] = 2049;
+    over.words.push_back(0);
+    ByteWriter lo, wo;
+    ans_lanes_write(over, lo);
+    ans_stream_write(over, wo);
+    EXPECT_THROW(ans_stream_read(t.bytes(), lo.bytes(), wo.bytes(), s.num_symbols, 1, AnsLanesLayout::packed), Error);
 }
 
 // The auto choice skips the codebook builds when rANS beats every Huffman

@@ -82,6 +82,7 @@ const Golden kGoldens[] = {
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, true},
     {"components_fast_wmag_3x1500_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {3, 1500}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_FAST,
      128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, true},
+    // version 7: ans_lanes bit-packed (the ans goldens above pin it)
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -152,6 +153,15 @@ const std::vector<OldGolden> kVersion5 = {
     {kGoldens[16], 0xb41c51b981c57007},
     {kGoldens[17], 0x39a7c707541ee185},
 };
+
+// Version 6 (fixed 8-byte ans lanes): every golden above (its version 7 archive decodes to the same bits).
+const std::vector<OldGolden> kVersion6 = [] {
+    std::vector<OldGolden> v = kVersion5;
+    v.push_back({kGoldens[18], 0x936d375720e4f8bb});
+    v.push_back({kGoldens[19], 0xdf306f3ef9c48a86});
+    v.push_back({kGoldens[20], 0x2174ef05daec6383});
+    return v;
+}();
 
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
@@ -248,7 +258,7 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
 
 TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
     const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
-        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}};
+        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}, {6, kVersion6}};
     for (const auto& [version, goldens] : versions) {
         for (const OldGolden& g : goldens) {
             SCOPED_TRACE(version_dir(version) + "/" + g.source.file);
