@@ -69,9 +69,17 @@ inline constexpr uint32_t kAnsMaxLaneSymbols = 1u << 24;
 // etopo5 at rel 1e-2).
 inline constexpr uint32_t kAnsLaneBitsEstimate = 36;
 
+// The most lanes the lane length aims at: an H100's or H200's 132
+// multiprocessors hold ~2^17 decoding threads at once, and more, shorter
+// lanes only add per-lane work (tables loaded per block, lane starts):
+// wmagT's decoding at rel 1e-3 / 1e-4 ran 8% slower with 235K / 413K lanes
+// than with 132K / 232K (bench/NOTES.md).
+inline constexpr uint64_t kAnsMaxLanes = uint64_t{1} << 17;
+
 // Lane length for n codes of about `payload_bits`: lanes of ~50 times
-// kAnsLaneBitsEstimate bits of payload (2% overhead), a multiple of 64, at
-// least 256, at most kAnsMaxLaneSymbols.
+// kAnsLaneBitsEstimate bits of payload (2% overhead) but at most
+// kAnsMaxLanes of them, a multiple of 64, at least 256, at most
+// kAnsMaxLaneSymbols.
 uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits);
 
 // Bytes of the ans_tables section for these tables.

@@ -261,6 +261,27 @@ TEST(Ans, SpendsWhatTheModelSaysAndBeatsOrderZero) {
     EXPECT_GT(lane_bits, 0.005 * coded_bits) << "as many lanes as 2% allows, for the GPU";
 }
 
+// Lanes: 2% of the payload at the packed layout's ~36 bits each, at most
+// 2^17 of them (what a GPU decodes at once), lengths a multiple of 64 and at
+// least 256.
+TEST(Ans, LaneLengthKeepsTwoPercentUpToTheGpusLanes) {
+    const auto lanes = [](uint64_t n, uint64_t bits) {
+        const uint64_t s = ans_lane_symbols(n, bits);
+        EXPECT_EQ(s % 64, 0u);
+        EXPECT_GE(s, 256u);
+        return (n + s - 1) / s;
+    };
+    // etopoT at rel 1e-2 (75M codes at ~0.45 bits): 2% gives ~18.7K lanes.
+    EXPECT_NEAR(static_cast<double>(lanes(74'680'320, 33'600'000)), 33'600'000.0 / 1800, 400);
+    // wmagT at rel 1e-4 (94M codes at ~7.9 bits): 2% would be 413K lanes; the cap holds it to 2^17.
+    const uint64_t capped = lanes(94'196'375, 744'000'000);
+    EXPECT_LE(capped, kAnsMaxLanes);
+    EXPECT_GT(capped, kAnsMaxLanes * 9 / 10);
+    // A small, highly compressible field: one lane; a small dense one: lanes of 256 codes.
+    EXPECT_EQ(lanes(3000, 100), 1u);
+    EXPECT_EQ(ans_lane_symbols(100000, 1'000'000'000), 256u);
+}
+
 TEST(Ans, ReaderRejectsInconsistentSections) {
     const auto codes = markov_codes(3000, 512, 5);
     AnsTables tables;
