@@ -4,6 +4,8 @@
 // under AddressSanitizer and UBSan).
 #include "test_util.hpp"
 
+#include "encode/ans.hpp"
+
 #include "format/archive.hpp"
 #include "pipeline/code_stage.hpp"
 #include "pipeline/interp_sections.hpp"
@@ -678,12 +680,42 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         expect_corrupt(SectionKind::ans_tables, longer, "trailing byte");
         expect_corrupt(SectionKind::ans_tables, {tables.begin(), tables.end() - 1}, "truncated");
 
-        // ans_lanes: (state u32, words u32) per lane.
-        expect_corrupt(SectionKind::ans_lanes, patched(lanes, 0, uint32_t{0xFFFF}), "state below 2^16");
-        const uint32_t w0 = lanes[4] | lanes[5] << 8 | lanes[6] << 16 | uint32_t{lanes[7]} << 24;
-        expect_corrupt(SectionKind::ans_lanes, patched(lanes, 4, w0 + 1), "word count over the stream");
-        expect_corrupt(SectionKind::ans_lanes, patched(lanes, 4, uint32_t{0xFFFFFFFF}), "giant word count");
-        expect_corrupt(SectionKind::ans_lanes, {lanes.begin(), lanes.end() - 8}, "a lane missing");
+        // ans_lanes (format version 7): u8 order, then per lane the state's bit length and low bits and the
+        // word count's exponential-Golomb code, packed.  Rewritten with one lane's count or one lane changed.
+        expect_corrupt(SectionKind::ans_lanes, patched(lanes, 0, uint8_t{26}), "count order out of range");
+        expect_corrupt(SectionKind::ans_lanes, {lanes.begin(), lanes.end() - 1}, "truncated");
+        auto longer_lanes = lanes;
+        longer_lanes.push_back(0);
+        expect_corrupt(SectionKind::ans_lanes, longer_lanes, "trailing byte");
+        const uint64_t n = gsz::Context().inspect(archive.data(), archive.size()).num_elements;
+        const gsz::encode::AnsStreamView view =
+            gsz::encode::ans_stream_read(tables, lanes, words, n, tables[4], gsz::encode::AnsLanesLayout::packed);
+        gsz::encode::AnsStream s;
+        s.num_symbols = n;
+        s.lane_symbols = view.lane_symbols;
+        s.lane_state = view.lane_state;
+        for (size_t l = 0; l + 1 < view.lane_word_offset.size(); ++l)
+            s.lane_words.push_back(static_cast<uint32_t>(view.lane_word_offset[l + 1] - view.lane_word_offset[l]));
+        const auto written = [](const gsz::encode::AnsStream& st) {
+            gsz::ByteWriter out;
+            gsz::encode::ans_lanes_write(st, out);
+            return out.take();
+        };
+        ASSERT_EQ(written(s), lanes) << "the packed lanes must read back to the same section";
+        const auto with_count = [&](uint32_t words0) {
+            auto t = s;
+            t.lane_words[0] = words0;
+            return written(t);
+        };
+        const uint32_t w0 = s.lane_words[0];
+        expect_corrupt(SectionKind::ans_lanes, with_count(w0 + 1), "word count over the stream");
+        expect_corrupt(SectionKind::ans_lanes, with_count(2 * s.lane_symbols + 1), "more words than 2 per code");
+        if (s.lane_state.size() > 1) {
+            auto fewer = s;
+            fewer.lane_state.pop_back();
+            fewer.lane_words.pop_back();
+            expect_corrupt(SectionKind::ans_lanes, written(fewer), "a lane missing");
+        }
 
         // A changed state or word is a lie no entropy coder can always see
         // (the section checksums catch real damage): the decoder must stay in
@@ -697,7 +729,7 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
             ++lies;
             caught += st == GSZ_STATUS_CORRUPT;
         }
-        for (size_t at = 0; at < 4; ++at) {
+        for (size_t at = 1; at < 5; ++at) {  // the first lane's state (byte 0 is the counts' order)
             auto changed = lanes;
             changed[at] ^= 0x21;
             const gsz_status st = try_decompress(with_section(archive, SectionKind::ans_lanes, changed));
@@ -710,7 +742,7 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         if (w0 >= 1) {
             auto shorter = words;
             shorter.erase(shorter.begin(), shorter.begin() + 2);
-            const auto fewer = patched(lanes, 4, w0 - 1);
+            const auto fewer = with_count(w0 - 1);
             EXPECT_EQ(try_decompress(with_section(with_section(archive, SectionKind::ans_lanes, fewer),
                                                   SectionKind::ans_stream, shorter)),
                       GSZ_STATUS_CORRUPT)
@@ -718,7 +750,7 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         }
         auto more = words;
         more.insert(more.begin(), {0x34, 0x12});
-        EXPECT_EQ(try_decompress(with_section(with_section(archive, SectionKind::ans_lanes, patched(lanes, 4, w0 + 1)),
+        EXPECT_EQ(try_decompress(with_section(with_section(archive, SectionKind::ans_lanes, with_count(w0 + 1)),
                                               SectionKind::ans_stream, more)),
                   GSZ_STATUS_CORRUPT)
             << "a word added";
