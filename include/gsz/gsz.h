@@ -176,6 +176,9 @@ typedef struct gsz_archive_info {
     gsz_lossless lossless;          /* lorenzo and interp: NONE, RUNS or ANS as stored, else 0 */
     uint32_t run_dominant_code;     /*   RUNS: the code whose runs are tokens */
     uint64_t huffman_symbols;       /*   symbols Huffman coded (codes, or run tokens; 0 with ANS) */
+    uint64_t ans_lanes;             /*   ANS: rANS lanes (chains decoded one GPU thread each), else 0 */
+    uint32_t ans_lane_symbols;      /*   ANS: codes per lane (the last lane holds the rest) */
+    uint64_t ans_lanes_bytes;       /*   ANS: bytes of the lanes' final states and word counts */
     uint32_t block_size;            /* fast only, else 0 */
     uint64_t num_blocks;            /* fast only: blocks, of which */
     uint64_t num_constant_blocks;   /*   stored as one value */

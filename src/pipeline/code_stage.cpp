@@ -230,6 +230,14 @@ void describe_code_stage(const format::Archive& archive, uint32_t radius, gsz_ar
     if (archive.has(format::SectionKind::ans_tables)) {
         info.lossless = GSZ_LOSSLESS_ANS;
         info.huffman_symbols = 0;
+        ByteReader in(archive.section(format::SectionKind::ans_tables), "ans_tables");
+        const uint32_t lane_symbols = in.get<uint32_t>("lane length");
+        GSZ_CHECK(lane_symbols >= 1 && lane_symbols <= encode::kAnsMaxLaneSymbols, GSZ_STATUS_CORRUPT,
+                  "ans_tables: lanes of %u codes", lane_symbols);
+        const uint64_t n = archive.header.num_elements();
+        info.ans_lane_symbols = lane_symbols;
+        info.ans_lanes = n / lane_symbols + (n % lane_symbols != 0);
+        info.ans_lanes_bytes = archive.section(format::SectionKind::ans_lanes).size();
         return;
     }
     info.lossless = GSZ_LOSSLESS_NONE;

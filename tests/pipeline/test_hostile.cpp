@@ -702,6 +702,10 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
             return out.take();
         };
         ASSERT_EQ(written(s), lanes) << "the packed lanes must read back to the same section";
+        const gsz_archive_info info = gsz::Context().inspect(archive.data(), archive.size());
+        EXPECT_EQ(info.ans_lanes, s.lane_state.size()) << "gsz info's lanes";
+        EXPECT_EQ(info.ans_lane_symbols, s.lane_symbols);
+        EXPECT_EQ(info.ans_lanes_bytes, lanes.size());
         const auto with_count = [&](uint32_t words0) {
             auto t = s;
             t.lane_words[0] = words0;
