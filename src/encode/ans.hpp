@@ -70,10 +70,10 @@ inline constexpr uint32_t kAnsMaxLaneSymbols = 1u << 24;
 inline constexpr uint32_t kAnsLaneBitsEstimate = 36;
 
 // The most lanes the lane length aims at: an H100's or H200's 132
-// multiprocessors hold ~2^17 decoding threads at once, and more, shorter
-// lanes only add per-lane work (tables loaded per block, lane starts):
-// wmagT's decoding at rel 1e-3 / 1e-4 ran 8% slower with 235K / 413K lanes
-// than with 132K / 232K (bench/NOTES.md).
+// multiprocessors keep about this many decoding threads resident, and in
+// same-machine runs more, shorter lanes decoded slower (wmagT: interp at rel
+// 1e-3 and lorenzo at 1e-4 8-10% slower with 235K / 410K lanes than with
+// 132K / 230K; bench/NOTES.md, where one case also went the other way).
 inline constexpr uint64_t kAnsMaxLanes = uint64_t{1} << 17;
 
 // Lane length for n codes of about `payload_bits`: lanes of ~50 times
