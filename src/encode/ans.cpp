@@ -290,8 +290,8 @@ void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter
 namespace {
 
 // Bits packed low first into bytes (the packed ans_lanes layout), 32 at a
-// time through a 64-bit accumulator: a GPU compression writes ~10^5 lanes
-// per call on the host, inside its time.
+// time through a 64-bit accumulator: a GPU compression's archive packs up to
+// 2^17 lanes on the host, inside its end-to-end time.
 class BitWriter {
 public:
     // Room for `max_bits` more bits is made at once; finish() trims it.
