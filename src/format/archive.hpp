@@ -13,11 +13,26 @@
 
 namespace gsz::format {
 
-inline constexpr uint8_t kFormatVersion = 7;        // what this gsz writes
+inline constexpr uint8_t kFormatVersion = 8;        // what this gsz writes
 inline constexpr uint8_t kOldestFormatVersion = 1;  // the oldest it reads (docs/FORMAT.md, "Versions")
+inline constexpr uint32_t kMaxSections = 64;
+
+// Versions 1..7: the fixed container, a 128-byte header and 32-byte table
+// entries, a checksum per section.
 inline constexpr size_t kHeaderBytes = 128;
 inline constexpr size_t kSectionEntryBytes = 32;
-inline constexpr uint32_t kMaxSections = 64;
+
+// Version >= 8: the compact container (FORMAT.md "Structure"), the header's
+// fields and the table's lengths as varints, one checksum over the payloads:
+// 60 to 90 bytes before the payloads instead of 128 + 32 per section, which
+// is a tenth of a small field's archive.
+inline constexpr uint8_t kFirstCompactVersion = 8;
+// Fixed bytes at the start: magic, version, dtype, rank, error_mode, pipeline, flags.
+inline constexpr size_t kCompactPrefixBytes = 9;
+// The longest compact header + table: prefix, component dim, 4 dims of 10
+// varint bytes, 4 f64, the section count, 64 entries of a kind byte and a
+// 10-byte length, 2 checksums.
+inline constexpr size_t kMaxCompactHeaderBytes = kCompactPrefixBytes + 1 + 4 * 10 + 32 + 1 + kMaxSections * 11 + 16;
 
 enum class SectionKind : uint32_t {
     pipeline_params = 1,    // pipeline-specific parameters (layout per pipeline, FORMAT.md)
@@ -88,11 +103,12 @@ struct Archive {
 // throws gsz::Error(GSZ_STATUS_INVALID_ARGUMENT / CORRUPT) naming the field.
 void header_validate(const Header& header, gsz_status status_on_error);
 
-// Serialize header + section table + sections, with all checksums.
+// Serialize header + section table + sections, with all checksums, in the
+// container of header.format_version (fixed before 8, compact from 8).
 std::vector<uint8_t> archive_write(const Header& header, std::span<const SectionData> sections);
 
 // Validate everything (magic, version, header checksum, reserved fields, dims,
-// section table bounds and order, section checksums, no trailing bytes)
+// section table bounds and order, section or payload checksums, no trailing bytes)
 // before returning views into `bytes`.  Throws gsz::Error on any failure:
 // GSZ_STATUS_UNSUPPORTED for an unknown version or pipeline, else
 // GSZ_STATUS_CORRUPT.  Never allocates more than the section table.

@@ -42,7 +42,7 @@ int main(void) {
 
     gsz_archive_info info;
     EXPECT(gsz_archive_inspect(ctx, arc, size, &info) == GSZ_STATUS_OK);
-    EXPECT(info.format_version == 7 && info.num_elements == N && info.rank == 3 && info.dims[2] == NZ);
+    EXPECT(info.format_version == 8 && info.num_elements == N && info.rank == 3 && info.dims[2] == NZ);
     EXPECT(info.error_bound_abs == 0.01 && info.archive_bytes == size);
 
     EXPECT(gsz_decompress(ctx, arc, size, back, N * sizeof(float), GSZ_DEVICE_CPU, 0) == GSZ_STATUS_OK);

@@ -1,5 +1,7 @@
 // Archive container: round trip, byte layout, and rejection of every
-// truncation, every single-byte flip and each semantic violation.
+// truncation, every single-byte flip and each semantic violation, for the
+// fixed container of versions 1..7 (the "Archive" tests) and the compact one
+// of version 8 on (the "CompactArchive" tests).
 #include "format/archive.hpp"
 #include "runtime/status.hpp"
 
@@ -36,8 +38,12 @@ void fix_header_checksum(std::vector<uint8_t>& a) {
     poke<uint64_t>(a, 120, checksum64(covered));
 }
 
-Header sample_header() {
+// The last version of the fixed container: the "Archive" tests below write it.
+constexpr uint8_t kLastFixedVersion = kFirstCompactVersion - 1;
+
+Header sample_header(uint8_t version = kLastFixedVersion) {
     Header h;
+    h.format_version = version;
     h.dtype = GSZ_DTYPE_F32;
     h.rank = 3;
     h.dims[0] = 7;
@@ -56,13 +62,27 @@ const std::vector<uint8_t> kParams = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 const std::vector<uint8_t> kBitstream = {0xde, 0xad, 0xbe, 0xef, 0x00, 0x01, 0x02};
 const std::vector<uint8_t> kOutliers = {0x40, 0x49, 0x0f, 0xdb};
 
-std::vector<uint8_t> sample_archive() {
+std::vector<uint8_t> sample_archive(uint8_t version = kLastFixedVersion) {
     const SectionData sections[] = {
         {SectionKind::pipeline_params, kParams},
         {SectionKind::huffman_bitstream, kBitstream},
         {SectionKind::outlier_values, kOutliers},
     };
-    return archive_write(sample_header(), sections);
+    return archive_write(sample_header(version), sections);
+}
+
+void expect_same_header(const Header& got, const Header& want) {
+    EXPECT_EQ(got.format_version, want.format_version);
+    EXPECT_EQ(got.dtype, want.dtype);
+    EXPECT_EQ(got.rank, want.rank);
+    for (int i = 0; i < GSZ_MAX_RANK; ++i) EXPECT_EQ(got.dims[i], want.dims[i]);
+    EXPECT_EQ(got.error_mode, want.error_mode);
+    EXPECT_EQ(got.pipeline, want.pipeline);
+    EXPECT_EQ(got.error_bound, want.error_bound);
+    EXPECT_EQ(got.error_bound_abs, want.error_bound_abs);
+    EXPECT_EQ(got.value_min, want.value_min);
+    EXPECT_EQ(got.value_max, want.value_max);
+    EXPECT_EQ(got.component_dim, want.component_dim);
 }
 
 gsz_status parse_status(const std::vector<uint8_t>& a, std::string* message = nullptr) {
@@ -87,16 +107,8 @@ TEST(Archive, RoundTrip) {
                                 kOutliers.size());
     const Archive a = archive_parse(bytes);
     const Header want = sample_header();
-    EXPECT_EQ(a.header.format_version, kFormatVersion);
-    EXPECT_EQ(a.header.dtype, want.dtype);
-    EXPECT_EQ(a.header.rank, want.rank);
-    for (int i = 0; i < GSZ_MAX_RANK; ++i) EXPECT_EQ(a.header.dims[i], want.dims[i]);
-    EXPECT_EQ(a.header.error_mode, want.error_mode);
-    EXPECT_EQ(a.header.pipeline, want.pipeline);
-    EXPECT_EQ(a.header.error_bound, want.error_bound);
-    EXPECT_EQ(a.header.error_bound_abs, want.error_bound_abs);
-    EXPECT_EQ(a.header.value_min, want.value_min);
-    EXPECT_EQ(a.header.value_max, want.value_max);
+    EXPECT_EQ(a.header.format_version, kLastFixedVersion);
+    expect_same_header(a.header, want);
     EXPECT_EQ(a.header.num_elements(), 105u);
 
     ASSERT_EQ(a.sections.size(), 3u);
@@ -135,7 +147,7 @@ TEST(Archive, ByteLayout) {
     EXPECT_EQ(b[0], 'G');
     EXPECT_EQ(b[1], 'S');
     EXPECT_EQ(b[2], 'Z');
-    EXPECT_EQ(b[3], kFormatVersion);
+    EXPECT_EQ(b[3], kLastFixedVersion);
     EXPECT_EQ(b[4], GSZ_DTYPE_F32);
     EXPECT_EQ(b[5], 3);
     EXPECT_EQ(b[6], GSZ_ERROR_REL);
@@ -492,6 +504,219 @@ TEST(Archive, WriteRejectsBadInput) {
     EXPECT_EQ(status_of([&] { archive_write(v2, ans_in_v2); }), GSZ_STATUS_INTERNAL);
     const std::vector<SectionData> too_many(kMaxSections + 1, SectionData{SectionKind::pipeline_params, kParams});
     EXPECT_EQ(status_of([&] { archive_write(h, too_many); }), GSZ_STATUS_INTERNAL);
+}
+
+// ---- The compact container (version >= 8) ----
+
+// A compact archive from its header fields as raw bytes (everything up to the
+// two checksums) and its payloads: the checksums are computed here, from the
+// spec, not by the library, so that a test can write what the writer never would.
+std::vector<uint8_t> seal_compact(std::vector<uint8_t> header, const std::vector<std::vector<uint8_t>>& payloads) {
+    std::vector<uint8_t> body;
+    for (const auto& p : payloads) body.insert(body.end(), p.begin(), p.end());
+    const uint64_t payload_checksum = checksum64(body);
+    header.resize(header.size() + 8);
+    std::memcpy(header.data() + header.size() - 8, &payload_checksum, 8);
+    const uint64_t header_checksum = checksum64(header);
+    header.resize(header.size() + 8);
+    std::memcpy(header.data() + header.size() - 8, &header_checksum, 8);
+    header.insert(header.end(), body.begin(), body.end());
+    return header;
+}
+
+void put_f64(std::vector<uint8_t>& out, double v) {
+    uint8_t b[8];
+    std::memcpy(b, &v, 8);
+    out.insert(out.end(), b, b + 8);
+}
+
+// The header bytes of sample_header(8) with the sample's three sections,
+// field by field as FORMAT.md lists them; `patch` may change any field.
+struct CompactFields {
+    std::vector<uint8_t> prefix = {'G', 'S', 'Z', kFirstCompactVersion, GSZ_DTYPE_F32, 3, GSZ_ERROR_REL,
+                                   GSZ_PIPELINE_LORENZO, 0};
+    std::vector<uint8_t> component;                 // the component dim byte, with flag 0x1
+    std::vector<uint8_t> dims = {7, 5, 3};          // varints
+    double bounds[4] = {1e-3, 2.5e-3, -1.25, 1.25};
+    std::vector<uint8_t> table = {3, 1, 12, 4, 7, 5, 4};  // count, then kind and varint length
+    std::vector<std::vector<uint8_t>> payloads = {kParams, kBitstream, kOutliers};
+
+    std::vector<uint8_t> archive() const {
+        std::vector<uint8_t> h = prefix;
+        h.insert(h.end(), component.begin(), component.end());
+        h.insert(h.end(), dims.begin(), dims.end());
+        for (const double b : bounds) put_f64(h, b);
+        h.insert(h.end(), table.begin(), table.end());
+        return seal_compact(h, payloads);
+    }
+};
+
+constexpr size_t kCompactSampleHeaderBytes = 9 + 3 + 32 + 7 + 16;
+
+TEST(CompactArchive, RoundTripAndByteLayout) {
+    const auto bytes = sample_archive(kFirstCompactVersion);
+    EXPECT_EQ(bytes, CompactFields{}.archive());   // the writer lays out exactly what FORMAT.md says
+    EXPECT_EQ(bytes.size(), kCompactSampleHeaderBytes + kParams.size() + kBitstream.size() + kOutliers.size());
+    const Archive a = archive_parse(bytes);
+    const Header want = sample_header(kFirstCompactVersion);
+    EXPECT_EQ(a.header.format_version, kFirstCompactVersion);
+    expect_same_header(a.header, want);
+    EXPECT_EQ(a.header.component_dim, -1);
+    ASSERT_EQ(a.sections.size(), 3u);
+    EXPECT_EQ(a.section(SectionKind::pipeline_params).data(), bytes.data() + kCompactSampleHeaderBytes);
+    EXPECT_EQ(a.section(SectionKind::outlier_values).size(), kOutliers.size());
+    std::vector<SectionData> again;
+    for (const auto& sec : a.sections) again.push_back({sec.kind, sec.bytes});
+    EXPECT_EQ(archive_write(a.header, again), bytes);
+    // The pipelines write this container.
+    EXPECT_GE(kFormatVersion, kFirstCompactVersion);
+}
+
+TEST(CompactArchive, LargeDimsComponentsAndEmptySections) {
+    Header h = sample_header(kFirstCompactVersion);
+    h.rank = 4;
+    h.dims[0] = 3;
+    h.dims[1] = 300;                      // two varint bytes
+    h.dims[2] = uint64_t{1} << 40;        // six
+    h.dims[3] = 1;
+    h.component_dim = 0;
+    h.value_min = std::numeric_limits<double>::quiet_NaN();
+    h.value_max = std::numeric_limits<double>::quiet_NaN();
+    const std::vector<uint8_t> empty, big(300, 0xAB);
+    const SectionData sections[] = {{SectionKind::pipeline_params, empty}, {SectionKind::huffman_bitstream, big}};
+    const auto bytes = archive_write(h, sections);
+    CompactFields f;
+    f.prefix[5] = 4;
+    f.prefix[8] = 0x1;
+    f.component = {0};
+    f.dims = {3, 0xAC, 0x02, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 1};
+    f.bounds[2] = f.bounds[3] = std::numeric_limits<double>::quiet_NaN();
+    f.table = {2, 1, 0, 4, 0xAC, 0x02};
+    f.payloads = {empty, big};
+    EXPECT_EQ(bytes, f.archive());
+    const Archive a = archive_parse(bytes);
+    EXPECT_EQ(a.header.component_dim, 0);
+    EXPECT_EQ(a.header.dims[2], uint64_t{1} << 40);
+    EXPECT_TRUE(std::isnan(a.header.value_min));
+    EXPECT_TRUE(a.section(SectionKind::pipeline_params).empty());
+    EXPECT_EQ(a.section(SectionKind::huffman_bitstream).size(), 300u);
+}
+
+TEST(CompactArchive, EveryTruncationIsCorrupt) {
+    const auto bytes = sample_archive(kFirstCompactVersion);
+    for (size_t n = 0; n < bytes.size(); ++n) {
+        const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + n);
+        std::string message;
+        EXPECT_EQ(parse_status(cut, &message), GSZ_STATUS_CORRUPT) << "length " << n << ": " << message;
+    }
+}
+
+TEST(CompactArchive, EverySingleByteFlipIsDetected) {
+    const auto bytes = sample_archive(kFirstCompactVersion);
+    for (const uint8_t mask : {uint8_t{0xFF}, uint8_t{0x01}, uint8_t{0x80}}) {
+        for (size_t i = 0; i < bytes.size(); ++i) {
+            auto flipped = bytes;
+            flipped[i] ^= mask;
+            EXPECT_NE(parse_status(flipped), GSZ_STATUS_OK) << "byte " << i << " xor " << int{mask};
+        }
+    }
+}
+
+TEST(CompactArchive, ChecksumsAndTrailingBytes) {
+    auto a = sample_archive(kFirstCompactVersion);
+    a.back() ^= 0x80;
+    expect_corrupt(a, "payload checksum mismatch");
+    a = sample_archive(kFirstCompactVersion);
+    a[20] ^= 0x01;   // inside error_bound
+    expect_corrupt(a, "header checksum mismatch");
+    a = sample_archive(kFirstCompactVersion);
+    a.push_back(0);
+    expect_corrupt(a, "trailing");
+    CompactFields f;
+    f.payloads.back().push_back(0);   // one byte more than the table says, checksums right
+    expect_corrupt(f.archive(), "trailing");
+    f = CompactFields{};
+    f.table.back() = 5;   // the last length one past the end
+    f.payloads.back().pop_back();
+    f.payloads.back().push_back(0);
+    f.payloads.back().pop_back();
+    expect_corrupt(f.archive(), "runs past the archive end");
+}
+
+TEST(CompactArchive, FieldsRejectedWithValidChecksums) {
+    struct Case {
+        const char* name;
+        void (*patch)(CompactFields&);
+        const char* message;
+        gsz_status status = GSZ_STATUS_CORRUPT;
+    };
+    const Case cases[] = {
+        {"dtype 3", [](CompactFields& f) { f.prefix[4] = 3; }, "dtype"},
+        {"rank 0", [](CompactFields& f) { f.prefix[5] = 0; }, "rank 0"},
+        {"rank 5", [](CompactFields& f) { f.prefix[5] = 5; }, "rank 5"},
+        {"error_mode 3", [](CompactFields& f) { f.prefix[6] = 3; }, "error_mode"},
+        {"pipeline 4", [](CompactFields& f) { f.prefix[7] = 4; }, "pipeline 4", GSZ_STATUS_UNSUPPORTED},
+        {"flag 0x2", [](CompactFields& f) { f.prefix[8] = 0x2; }, "flags 0x02"},
+        {"component dim 1 of extent 5 with the flag",
+         [](CompactFields& f) {
+             f.prefix[8] = 0x1;
+             f.component = {3};
+         },
+         "component dim 3"},
+        {"dims[1] 0", [](CompactFields& f) { f.dims[1] = 0; }, "dims[1] is 0"},
+        {"a dim in two bytes where one does", [](CompactFields& f) { f.dims = {0x87, 0x00, 5, 3}; }, "fewest bytes"},
+        {"a dim of 11 varint bytes",
+         [](CompactFields& f) { f.dims = {7, 5, 0x83, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}; },
+         "overflows 64 bits"},   // a tenth byte with more to follow is already above 2^64
+        {"a dim above 2^64",
+         [](CompactFields& f) { f.dims = {7, 5, 0x83, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02}; },
+         "overflows 64 bits"},
+        {"dims overflow", [](CompactFields& f) { f.dims = {7, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 3}; },
+         "overflow"},
+        {"error_bound < 0", [](CompactFields& f) { f.bounds[0] = -1; }, "error_bound"},
+        {"min > max", [](CompactFields& f) { f.bounds[2] = 2; }, "value range"},
+        {"num_sections 0", [](CompactFields& f) { f.table = {0}; f.payloads.clear(); }, "num_sections 0"},
+        {"num_sections 65",
+         [](CompactFields& f) {
+             f.table = {65};
+             for (int i = 0; i < 65; ++i) f.table.insert(f.table.end(), {1, 0});
+             f.payloads.clear();
+         },
+         "num_sections 65"},
+        {"kind 0", [](CompactFields& f) { f.table[1] = 0; }, "unknown kind 0"},
+        {"kind 17", [](CompactFields& f) { f.table[3] = 17; }, "unknown kind 17"},
+        {"a kind twice", [](CompactFields& f) { f.table[5] = 1; }, "pipeline_params appears twice"},
+        {"a section length in two bytes", [](CompactFields& f) { f.table = {3, 1, 0x8C, 0x00, 4, 7, 5, 4}; },
+         "fewest bytes"},
+        {"a section length of 2^64 - 1",
+         [](CompactFields& f) {
+             f.table = {3, 1, 12, 4, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 5, 4};
+         },
+         "runs past the archive end"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.name);
+        CompactFields f;
+        c.patch(f);
+        std::string message;
+        EXPECT_EQ(parse_status(f.archive(), &message), c.status) << message;
+        EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    }
+}
+
+TEST(CompactArchive, OlderVersionsKeepTheFixedContainer) {
+    for (uint8_t version = kOldestFormatVersion; version <= kFormatVersion; ++version) {
+        SCOPED_TRACE(int{version});
+        const auto bytes = sample_archive(version);
+        const size_t header = version >= kFirstCompactVersion ? kCompactSampleHeaderBytes
+                                                             : kHeaderBytes + 3 * kSectionEntryBytes;
+        EXPECT_EQ(bytes.size(), header + kParams.size() + kBitstream.size() + kOutliers.size());
+        const Archive a = archive_parse(bytes);
+        EXPECT_EQ(a.header.format_version, version);
+        std::vector<SectionData> again;
+        for (const auto& sec : a.sections) again.push_back({sec.kind, sec.bytes});
+        EXPECT_EQ(archive_write(a.header, again), bytes);
+    }
 }
 
 }  // namespace

@@ -194,25 +194,24 @@ TEST(Components, HeaderFlagIsChecked) {
     EXPECT_EQ(rewrite([](auto& h) { h.component_dim = -1; }), GSZ_STATUS_CORRUPT);
     EXPECT_NE(rewrite([](auto& h) { h.component_dim = 1; }), GSZ_STATUS_OK);   // extent 3000
     EXPECT_NE(rewrite([](auto& h) { h.format_version = 5; }), GSZ_STATUS_OK);
-    // Raw header bytes with the checksum recomputed (XXH64 of bytes 0..119 and
-    // the section table): the reader's own checks must refuse them.
+    // Raw header bytes with the header checksum recomputed (format version 8's
+    // compact container: XXH64 of every byte before it, which sits just
+    // before the first payload): the reader's own checks must refuse them.
+    ASSERT_EQ(parsed.header.format_version, 8);
+    const size_t header_end = static_cast<size_t>(parsed.sections.front().bytes.data() - archive.data());
     const auto patched = [&](size_t offset, uint8_t value) {
         auto a = archive;
         a[offset] = value;
-        uint32_t sections_count = 0;
-        std::memcpy(&sections_count, a.data() + 72, 4);
-        std::vector<uint8_t> hashed(a.begin(), a.begin() + 120);
-        hashed.insert(hashed.end(), a.begin() + 128, a.begin() + 128 + 32 * sections_count);
-        const uint64_t sum = XXH64(hashed.data(), hashed.size(), 0);
-        std::memcpy(a.data() + 120, &sum, 8);
+        const uint64_t sum = XXH64(a.data(), header_end - 8, 0);
+        std::memcpy(a.data() + header_end - 8, &sum, 8);
         std::vector<float> dec(v.size());
         return gsz_decompress(ctx.get(), a.data(), a.size(), dec.data(), dec.size() * 4, GSZ_DEVICE_CPU, 0);
     };
-    EXPECT_EQ(patched(80, 0), GSZ_STATUS_OK) << "the patch itself keeps a valid archive valid";
-    EXPECT_EQ(patched(80, 1), GSZ_STATUS_CORRUPT) << "dim 1 has 3000 entries";
-    EXPECT_EQ(patched(80, 2), GSZ_STATUS_CORRUPT) << "beyond the rank";
-    EXPECT_EQ(patched(76, 0), GSZ_STATUS_CORRUPT) << "the dim byte without the flag";
-    EXPECT_EQ(patched(76, 3), GSZ_STATUS_CORRUPT) << "an unknown flag";
-    EXPECT_EQ(patched(81, 1), GSZ_STATUS_CORRUPT) << "a reserved byte";
-    EXPECT_EQ(patched(3, 5), GSZ_STATUS_CORRUPT) << "flag 0x1 in a version 5 archive";
+    EXPECT_EQ(archive[8], 0x1) << "the flags byte";
+    EXPECT_EQ(patched(9, 0), GSZ_STATUS_OK) << "the patch itself keeps a valid archive valid";
+    EXPECT_EQ(patched(9, 1), GSZ_STATUS_CORRUPT) << "dim 1 has 3000 entries";
+    EXPECT_EQ(patched(9, 2), GSZ_STATUS_CORRUPT) << "beyond the rank";
+    EXPECT_EQ(patched(8, 0), GSZ_STATUS_CORRUPT) << "without the flag, the dim byte reads as the first dim";
+    EXPECT_EQ(patched(8, 3), GSZ_STATUS_CORRUPT) << "an unknown flag";
+    EXPECT_EQ(patched(3, 5), GSZ_STATUS_CORRUPT) << "a version 5 archive (the fixed container)";
 }
