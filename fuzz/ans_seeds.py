@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Seeds for ans_decode_fuzz from the lorenzo archives with rANS sections:
-the fuzzer's 10-byte head (section sizes, levels 1, radius 512, code count)
+the fuzzer's 10-byte head (section sizes, levels 1, radius 512, the lanes'
+layout, code count)
 followed by the archive's ans_tables, ans_lanes and ans_stream payloads.
 Usage: ans_seeds.py OUT_DIR ARCHIVE..."""
 import os
@@ -10,20 +11,52 @@ import sys
 ANS_TABLES, ANS_LANES, ANS_STREAM = 14, 15, 16
 
 
+def varint(blob, pos):
+    value, shift = 0, 0
+    while True:
+        b = blob[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, pos
+
+
 def sections(blob):
-    if blob[:3] != b"GSZ" or len(blob) < 128:
+    """(version, pipeline, element count, {kind: payload}) of a gsz archive
+    of either container (docs/FORMAT.md "Structure")."""
+    if blob[:3] != b"GSZ" or len(blob) < 16:
         return None
-    rank, pipeline = blob[5], blob[7]
-    dims = struct.unpack_from("<4Q", blob, 8)
-    count = struct.unpack_from("<I", blob, 72)[0]
+    version, rank, pipeline = blob[3], blob[5], blob[7]
     found = {}
-    for i in range(count):
-        kind, _, offset, length, _ = struct.unpack_from("<IIQQQ", blob, 128 + 32 * i)
-        found[kind] = blob[offset:offset + length]
+    if version >= 8:   # compact: varint dims and lengths, payloads after two checksums
+        pos = 9 + (blob[8] & 1)
+        dims = []
+        for _ in range(rank):
+            d, pos = varint(blob, pos)
+            dims.append(d)
+        pos += 32
+        count = blob[pos]
+        pos += 1
+        table = []
+        for _ in range(count):
+            kind = blob[pos]
+            length, pos = varint(blob, pos + 1)
+            table.append((kind, length))
+        offset = pos + 16
+        for kind, length in table:
+            found[kind] = blob[offset:offset + length]
+            offset += length
+    else:              # fixed: 128-byte header, 32-byte entries
+        dims = struct.unpack_from("<4Q", blob, 8)[:rank]
+        count = struct.unpack_from("<I", blob, 72)[0]
+        for i in range(count):
+            kind, _, offset, length, _ = struct.unpack_from("<IIQQQ", blob, 128 + 32 * i)
+            found[kind] = blob[offset:offset + length]
     n = 1
-    for d in dims[:rank]:
+    for d in dims:
         n *= d
-    return pipeline, n, found
+    return version, pipeline, n, found
 
 
 def main():
@@ -33,11 +66,12 @@ def main():
         parsed = sections(open(path, "rb").read())
         if not parsed:
             continue
-        pipeline, n, found = parsed
+        version, pipeline, n, found = parsed
         if pipeline != 1 or ANS_TABLES not in found or n > 1 << 18:
             continue
         tables, lanes, stream = found[ANS_TABLES], found[ANS_LANES], found[ANS_STREAM]
-        head = struct.pack("<HHBBI", len(tables), len(lanes), 0, 2, n - 1)
+        # byte 5: radius 512 (2), bit 2 for the fixed lanes of versions 3 to 6
+        head = struct.pack("<HHBBI", len(tables), len(lanes), 0, 2 | (4 if version < 7 else 0), n - 1)
         name = os.path.join(out, "ans_" + os.path.basename(path))
         open(name, "wb").write(head + tables + lanes + stream)
 

@@ -3,9 +3,8 @@
 // very same bytes: the format has exactly one encoding of each archive, so a
 // mismatch means the parser accepted something the spec does not allow.
 //
-// Mutated bytes almost never pass the checksums, which would hide every later
-// check from the fuzzer; so each input is also tried with its checksums
-// repaired (zstd's fuzzers skip checksums for the same reason).
+// Each input is also tried with its checksums repaired (archive_repair.hpp).
+#include "archive_repair.hpp"
 #include "format/archive.hpp"
 #include "runtime/status.hpp"
 
@@ -15,36 +14,6 @@
 namespace {
 
 using namespace gsz::format;
-
-template <class T>
-T peek(const std::vector<uint8_t>& a, size_t offset) {
-    T value;
-    std::memcpy(&value, a.data() + offset, sizeof(T));
-    return value;
-}
-
-template <class T>
-void poke(std::vector<uint8_t>& a, size_t offset, T value) {
-    std::memcpy(a.data() + offset, &value, sizeof(T));
-}
-
-// Rewrites the section checksums of in-bounds entries, then the header
-// checksum, leaving every other byte as the fuzzer made it.
-void repair_checksums(std::vector<uint8_t>& a) {
-    if (a.size() < kHeaderBytes) return;
-    const uint32_t n = peek<uint32_t>(a, 72);
-    if (n > kMaxSections || a.size() - kHeaderBytes < size_t{n} * kSectionEntryBytes) return;
-    for (uint32_t i = 0; i < n; ++i) {
-        const size_t e = kHeaderBytes + size_t{i} * kSectionEntryBytes;
-        const uint64_t offset = peek<uint64_t>(a, e + 8);
-        const uint64_t length = peek<uint64_t>(a, e + 16);
-        if (offset <= a.size() && length <= a.size() - offset)
-            poke<uint64_t>(a, e + 24, checksum64({a.data() + offset, static_cast<size_t>(length)}));
-    }
-    std::vector<uint8_t> covered(a.begin(), a.begin() + 120);
-    covered.insert(covered.end(), a.begin() + kHeaderBytes, a.begin() + kHeaderBytes + size_t{n} * kSectionEntryBytes);
-    poke<uint64_t>(a, 120, checksum64(covered));
-}
 
 void check_one(std::span<const uint8_t> input) {
     Archive archive;
@@ -67,7 +36,7 @@ void check_one(std::span<const uint8_t> input) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_one({data, size});
     std::vector<uint8_t> repaired(data, data + size);
-    repair_checksums(repaired);
+    gsz::fuzz::repair_checksums(repaired);
     check_one(repaired);
     return 0;
 }
