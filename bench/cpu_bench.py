@@ -2,6 +2,9 @@
 """CPU benchmarks for bench/RESULTS.md.
 
   python3 bench/cpu_bench.py ratios [lorenzo|fast]  # every shared field at rel 1e-2/1e-3/1e-4: ratio, PSNR, max error
+  python3 bench/cpu_bench.py peers                  # issue 5's table (interp against SZ3's ratio and PSNR
+                                                    # from PEERS.md, fields without fill) and issue 4's row
+                                                    # (interp ratio >= lorenzo ratio, every field, rel 1e-3/1e-4)
   python3 bench/cpu_bench.py throughput             # etopo5 at rel 1e-2/1e-3/1e-4, in-process (gsz bench,
                                                     # medians), 1 and all threads, both pipelines, with SZ3
                                                     # (pysz, single thread, in process) measured in the same run
@@ -118,6 +121,73 @@ def throughput():
         print(f"| {name} | {eb:g} | {c:.3f} | {d:.3f} | {r:.2f} |")
 
 
+def sz3_peers():
+    """SZ3's ratio and PSNR per field and bound from PEERS.md's first table."""
+    peers = {}
+    lines = (DATA / "PEERS.md").read_text().splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("## SZ3"))
+    for line in lines[start + 1:]:
+        if line.startswith("## "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 7 and cells[0].endswith((".f32", ".f64")):
+            peers[cells[0]] = ([float(c) for c in cells[1:4]], [float(c) for c in cells[4:7]])
+    return peers
+
+
+def peers():
+    readme = (DATA / "README.md").read_text()
+    filled = {l.split("|")[1].strip() for l in readme.splitlines()
+              if l.startswith("| ") and "none" not in l.split("|")[7] and l.split("|")[1].strip().endswith(("f32", "f64"))}
+    sz3 = sz3_peers()
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path, dtype, dims in fields():
+            for eb in BOUNDS:
+                for pipeline in ("interp", "lorenzo"):
+                    r = gsz("compress", "-i", str(path), "-t", dtype, "-l", dims, "-p", pipeline, "-m", "rel",
+                            "-e", str(eb), "--verify", "--json", "-f", "-o", os.path.join(tmp, "a.gsz"))
+                    assert r["bound_violations"] == 0 and r["nonfinite_mismatches"] == 0, (path, eb, pipeline)
+                    results[path.name, eb, pipeline] = r
+    print("Issue 5: interp (default options) against SZ3, fields without fill values")
+    print()
+    print("| field | rel | SZ3 ratio (PSNR) | interp: stage, ratio (PSNR) | interp / SZ3 | PSNR - SZ3's |")
+    print("|---|---|---|---|---|---|")
+    met = total = 0
+    for path, _, _ in fields():
+        if path.name in filled or path.name not in sz3:
+            continue
+        for k, eb in enumerate(BOUNDS):
+            r = results[path.name, eb, "interp"]
+            share = r["ratio"] / sz3[path.name][0][k]
+            dpsnr = r["psnr"] - sz3[path.name][1][k]
+            ok = share >= 0.9 and dpsnr >= -1
+            met += ok
+            total += 1
+            print(f"| {path.stem} | {eb:g} | {sz3[path.name][0][k]:.2f} ({sz3[path.name][1][k]:.1f}) | "
+                  f"{r['lossless']} {r['ratio']:.2f} ({r['psnr']:.1f}) | {'' if ok else '**'}{100 * share:.0f}%"
+                  f"{'' if ok else '**'} | {dpsnr:+.1f} |")
+    print()
+    print(f"met (>= 90% of SZ3's ratio, PSNR >= SZ3's - 1 dB): {met} of {total}")
+    print()
+    print("Issue 4: interp ratio >= lorenzo ratio (default options), every field")
+    print()
+    print("| field | rel 1e-3 interp / lorenzo | rel 1e-4 interp / lorenzo |")
+    print("|---|---|---|")
+    wins = {1e-3: 0, 1e-4: 0}
+    n = 0
+    for path, _, _ in fields():
+        n += 1
+        cells = []
+        for eb in (1e-3, 1e-4):
+            i, l = results[path.name, eb, "interp"]["ratio"], results[path.name, eb, "lorenzo"]["ratio"]
+            wins[eb] += i >= l
+            cells.append(f"{i:.2f} / {l:.2f} ({100 * (i / l - 1):+.1f}%)")
+        print(f"| {path.stem} | {cells[0]} | {cells[1]} |")
+    print()
+    print(f"interp >= lorenzo: rel 1e-3 {wins[1e-3]} of {n}, rel 1e-4 {wins[1e-4]} of {n} (80% = {0.8 * n:.1f})")
+
+
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else "ratios"
-    {"ratios": ratios, "throughput": throughput}[command](*sys.argv[2:])
+    {"ratios": ratios, "peers": peers, "throughput": throughput}[command](*sys.argv[2:])
