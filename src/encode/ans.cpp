@@ -110,12 +110,72 @@ void pack(const uint32_t* freq, uint32_t* entry) {
 
 }  // namespace
 
-AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels) {
+namespace {
+
+// One context's table: u8 used; with used <= 7 the symbols as u8 each, else a
+// 56-bit presence mask (7 bytes); then frequency - 1 of every listed symbol
+// but the last (whose frequency is what the others leave of kAnsScale) as a
+// minimal 1- or 2-byte varint (7 bits per byte, low first).
+constexpr uint32_t kAnsListedSymbols = 7;
+constexpr uint32_t kAnsMaskBytes = 7;
+
+// Cost of a frequency in 1/256 bits: 256 * (scale_bits - log2 f).
+const std::vector<uint32_t>& freq_cost_q8() {
+    static const std::vector<uint32_t> cost = [] {
+        std::vector<uint32_t> c(kAnsScale + 1, 0);
+        for (uint32_t f = 1; f <= kAnsScale; ++f)
+            c[f] = static_cast<uint32_t>(std::lround(256.0 * (kAnsScaleBits - std::log2(static_cast<double>(f)))));
+        return c;
+    }();
+    return cost;
+}
+
+// What write_table spends on a table of these frequencies.
+uint64_t table_bytes(const uint32_t* freq) {
+    uint32_t used = 0;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s) used += freq[s] != 0;
+    if (used == 0) return 1;
+    uint64_t bytes = 1 + (used <= kAnsListedSymbols ? used : kAnsMaskBytes);
+    uint32_t listed = 0;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+        if (freq[s] && ++listed < used) bytes += freq[s] - 1 < 128 ? 1 : 2;
+    return bytes;
+}
+
+// A table repeated by reference: the marker byte and the context it repeats.
+constexpr uint64_t kTableRefBytes = 2;
+
+// Contexts that share one table: the counts it is normalized from (a lane
+// start's are its level's, so it holds every symbol), the counts coded with
+// it, and what it costs them in 1/256 bits: its bytes, a reference for every
+// member but the first, and the codes (without their uniform bits, which no
+// table changes).
+struct TableGroup {
+    uint64_t define[kAnsAlphabet];
+    uint64_t coded[kAnsAlphabet];
+    uint32_t members;
+    uint64_t cost_q8;
+};
+
+uint64_t group_cost_q8(const uint64_t* define, const uint64_t* coded, uint32_t members) {
+    uint32_t freq[kAnsAlphabet];
+    normalize(define, freq);
+    const auto& cost = freq_cost_q8();
+    uint64_t q8 = (table_bytes(freq) + (members - 1) * kTableRefBytes) * 8 * 256;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s) q8 += coded[s] * cost[std::max<uint32_t>(freq[s], 1)];
+    return q8;
+}
+
+}  // namespace
+
+AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share) {
     GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && histogram.size() == size_t{levels} * kAnsClasses * kAnsAlphabet,
               GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels", histogram.size(), levels);
     AnsTables t;
     t.levels = levels;
     t.entry.assign(histogram.size(), 0);
+    std::vector<TableGroup> groups;   // one per used context, in context order
+    std::vector<uint32_t> group_ctx;
     for (uint32_t level = 0; level < levels; ++level) {
         uint64_t start[kAnsAlphabet] = {};  // the level's marginal over every class, lane starts included
         for (uint32_t c = 0; c < kAnsClasses; ++c)
@@ -130,19 +190,86 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels)
             uint32_t freq[kAnsAlphabet];
             normalize(count, freq);
             pack(freq, t.entry.data() + ctx * kAnsAlphabet);
+            TableGroup g;
+            std::copy(count, count + kAnsAlphabet, g.define);
+            std::copy(histogram.data() + ctx * kAnsAlphabet, histogram.data() + (ctx + 1) * kAnsAlphabet, g.coded);
+            g.members = 1;
+            g.cost_q8 = group_cost_q8(g.define, g.coded, 1);
+            groups.push_back(g);
+            group_ctx.push_back(static_cast<uint32_t>(ctx));
         }
+    }
+    if (!share || groups.size() < 2) return t;
+    // Only where the tables weigh: a large field's tables are a few KB of MBs,
+    // and its compression keeps the host step short.
+    uint64_t tables_q8 = 0, codes_q8 = 0;
+    for (const auto& g : groups) {
+        uint32_t freq[kAnsAlphabet];
+        normalize(g.define, freq);
+        const uint64_t own = table_bytes(freq) * 8 * 256;
+        tables_q8 += own;
+        codes_q8 += g.cost_q8 - own;
+    }
+    if (tables_q8 * 64 <= codes_q8) return t;
+
+    // Greedy merging: the pair that saves the most, lower context first on
+    // ties; a merged group keeps its lowest context (the one the others name).
+    const size_t k = groups.size();
+    std::vector<int64_t> delta(k * k, 0);
+    std::vector<uint8_t> alive(k, 1);
+    auto merged_delta = [&](size_t i, size_t j) {
+        uint64_t define[kAnsAlphabet], coded[kAnsAlphabet];
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            define[s] = groups[i].define[s] + groups[j].define[s];
+            coded[s] = groups[i].coded[s] + groups[j].coded[s];
+        }
+        return static_cast<int64_t>(group_cost_q8(define, coded, groups[i].members + groups[j].members)) -
+               static_cast<int64_t>(groups[i].cost_q8 + groups[j].cost_q8);
+    };
+    for (size_t i = 0; i < k; ++i)
+        for (size_t j = i + 1; j < k; ++j) delta[i * k + j] = merged_delta(i, j);
+    std::vector<uint32_t> group_of(k);
+    for (size_t i = 0; i < k; ++i) group_of[i] = static_cast<uint32_t>(i);
+    for (;;) {
+        int64_t best = 0;
+        size_t bi = 0, bj = 0;
+        for (size_t i = 0; i < k; ++i) {
+            if (!alive[i]) continue;
+            for (size_t j = i + 1; j < k; ++j)
+                if (alive[j] && delta[i * k + j] < best) {
+                    best = delta[i * k + j];
+                    bi = i;
+                    bj = j;
+                }
+        }
+        if (best >= 0) break;
+        TableGroup& g = groups[bi];
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            g.define[s] += groups[bj].define[s];
+            g.coded[s] += groups[bj].coded[s];
+        }
+        g.members += groups[bj].members;
+        g.cost_q8 = group_cost_q8(g.define, g.coded, g.members);
+        alive[bj] = 0;
+        for (size_t m = 0; m < k; ++m)
+            if (group_of[m] == bj) group_of[m] = static_cast<uint32_t>(bi);
+        for (size_t m = 0; m < k; ++m)
+            if (alive[m] && m != bi) delta[std::min(m, bi) * k + std::max(m, bi)] = merged_delta(std::min(m, bi), std::max(m, bi));
+    }
+    t.source.resize(t.num_contexts());
+    for (uint32_t ctx = 0; ctx < t.num_contexts(); ++ctx) t.source[ctx] = static_cast<uint8_t>(ctx);
+    for (size_t m = 0; m < k; ++m) {
+        const size_t g = group_of[m];
+        uint32_t freq[kAnsAlphabet];
+        normalize(groups[g].define, freq);
+        pack(freq, t.entry.data() + size_t{group_ctx[m]} * kAnsAlphabet);
+        t.source[group_ctx[m]] = static_cast<uint8_t>(group_ctx[g]);
     }
     return t;
 }
 
 uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> histogram) {
-    // Cost of a frequency in 1/256 bits: 256 * (scale_bits - log2 f).
-    static const std::vector<uint32_t> cost = [] {
-        std::vector<uint32_t> c(kAnsScale + 1, 0);
-        for (uint32_t f = 1; f <= kAnsScale; ++f)
-            c[f] = static_cast<uint32_t>(std::lround(256.0 * (kAnsScaleBits - std::log2(static_cast<double>(f)))));
-        return c;
-    }();
+    const auto& cost = freq_cost_q8();
     uint64_t q8 = 0;
     for (size_t b = 0; b < histogram.size(); ++b) {
         if (histogram[b] == 0) continue;
@@ -233,12 +360,6 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
 
 namespace {
 
-// One context's table: u8 used; with used <= 7 the symbols as u8 each, else a
-// 56-bit presence mask (7 bytes); then frequency - 1 of every listed symbol
-// but the last (whose frequency is what the others leave of kAnsScale) as a
-// minimal 1- or 2-byte varint (7 bits per byte, low first).
-constexpr uint32_t kAnsListedSymbols = 7;
-constexpr uint32_t kAnsMaskBytes = 7;
 
 void put_varint(ByteWriter& out, uint32_t v) {  // v < 2^14
     if (v < 128) {
@@ -270,10 +391,25 @@ void write_table(const uint32_t* e, ByteWriter& out) {
 
 }  // namespace
 
+namespace {
+
+// Every context's table, or its reference to the earlier context whose table it repeats.
+void write_tables(const AnsTables& tables, ByteWriter& out) {
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
+        if (!tables.source.empty() && tables.source[ctx] != ctx) {
+            out.put(static_cast<uint8_t>(kAnsTableRef));
+            out.put(tables.source[ctx]);
+        } else {
+            write_table(tables.entry.data() + size_t{ctx} * kAnsAlphabet, out);
+        }
+    }
+}
+
+}  // namespace
+
 uint64_t ans_tables_bytes(const AnsTables& tables) {
     ByteWriter out;
-    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx)
-        write_table(tables.entry.data() + size_t{ctx} * kAnsAlphabet, out);
+    write_tables(tables, out);
     return 8 + out.size();
 }
 
@@ -283,8 +419,7 @@ void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter
     out.put(static_cast<uint8_t>(kAnsClasses));
     out.put(static_cast<uint8_t>(kAnsAlphabet));
     out.put(static_cast<uint8_t>(kAnsScaleBits));
-    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx)
-        write_table(tables.entry.data() + size_t{ctx} * kAnsAlphabet, out);
+    write_tables(tables, out);
 }
 
 namespace {
@@ -427,7 +562,7 @@ void ans_stream_write(const AnsStream& stream, ByteWriter& out) {
 
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
                               std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
-                              AnsLanesLayout layout) {
+                              AnsLanesLayout layout, bool table_refs) {
     AnsStreamView v;
     ByteReader in(tables_section, "ans_tables");
     v.num_symbols = n;
@@ -444,10 +579,25 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
               stored_levels, classes, alphabet, scale_bits, levels, kAnsClasses, kAnsAlphabet, kAnsScaleBits);
     v.tables.levels = levels;
     v.tables.entry.assign(size_t{v.tables.num_contexts()} * kAnsAlphabet, 0);
+    v.tables.source.resize(v.tables.num_contexts());
+    bool own[kAnsMaxContexts] = {};   // contexts with a table of their own
     for (uint32_t ctx = 0; ctx < v.tables.num_contexts(); ++ctx) {
+        v.tables.source[ctx] = static_cast<uint8_t>(ctx);
         const uint32_t used = in.get<uint8_t>("used symbols");
+        if (used == kAnsTableRef && table_refs) {
+            // A reference names an earlier context's own table (never another
+            // reference), so each set of shared tables has one encoding.
+            const uint32_t src = in.get<uint8_t>("table reference");
+            GSZ_CHECK(src < ctx && own[src], kCorrupt,
+                      "ans_tables: context %u repeats context %u, which has no table of its own before it", ctx, src);
+            std::copy_n(v.tables.entry.data() + size_t{src} * kAnsAlphabet, kAnsAlphabet,
+                        v.tables.entry.data() + size_t{ctx} * kAnsAlphabet);
+            v.tables.source[ctx] = static_cast<uint8_t>(src);
+            continue;
+        }
         GSZ_CHECK(used <= kAnsAlphabet, kCorrupt, "ans_tables: context %u lists %u symbols", ctx, used);
         if (used == 0) continue;
+        own[ctx] = true;
         uint32_t symbols[kAnsAlphabet];
         if (used <= kAnsListedSymbols) {
             for (uint32_t k = 0; k < used; ++k) {

@@ -45,6 +45,10 @@ std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_
 struct AnsTables {
     uint32_t levels = 1;
     std::vector<uint32_t> entry;  // [context * kAnsAlphabet + symbol]
+    // Per context, the context whose table it repeats (itself: its own);
+    // empty: every context its own.  Written as a reference (format version
+    // 8 on, docs/FORMAT.md "ans_tables"): small fields pay less for tables.
+    std::vector<uint8_t> source;
 
     uint32_t num_contexts() const { return levels * kAnsClasses; }
     static uint32_t freq(uint32_t e) { return e & 0xFFFFu; }
@@ -53,8 +57,12 @@ struct AnsTables {
 
 // Normalizes the histogram into tables; each level's lane-start context gets
 // the level's counts summed over all classes, so it holds every symbol of the
-// level.  Deterministic integer arithmetic.
-AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels);
+// level.  Where the tables would be more than 1/64 of the coded bits (a small
+// field), contexts share tables: greedily, the pair whose merge saves the
+// most bytes (table bytes against the bits the pooled table costs their
+// codes) until no merge saves any (`share`; off: every context its own, as
+// archives before version 8).  Deterministic integer arithmetic.
+AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share = true);
 
 // The coded size of these counts under these tables, in bits (symbols and
 // uniform bits; lane states and tables not included).
@@ -125,9 +133,10 @@ struct AnsStreamView {
     std::vector<uint64_t> lane_word_offset;  // [lanes + 1]
     std::span<const uint8_t> words;          // little-endian 16-bit words
 };
+// `table_refs`: a context may repeat an earlier context's table (version 8 on).
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
                               std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
-                              AnsLanesLayout layout);
+                              AnsLanesLayout layout, bool table_refs = true);
 
 // Slot -> symbol per context ([context * kAnsScale + slot]; 0xFF where a
 // context has no table): the decoders' lookup.

@@ -40,6 +40,8 @@ inline constexpr uint32_t kAnsStartClass = 11;      // a lane's first kAnsLookBa
 inline constexpr uint32_t kAnsLookBack = 16;        // residual-0 codes are counted up to this
 inline constexpr uint32_t kAnsMaxLevels = 8;
 inline constexpr uint32_t kAnsMaxContexts = kAnsMaxLevels * kAnsClasses;
+// ans_tables: a context's `used` byte that says it repeats an earlier context's table (version 8 on).
+inline constexpr uint32_t kAnsTableRef = 0xFF;
 inline constexpr uint32_t kAnsBadCode = 0xFFFFFFFFu;  // ans_code_of's "not a code of this radius"
 
 GSZ_HD uint32_t ans_floor_log2(uint32_t a) {  // a > 0

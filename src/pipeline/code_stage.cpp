@@ -181,7 +181,8 @@ CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, u
                                            archive.section(SectionKind::ans_lanes),
                                            archive.section(SectionKind::ans_stream), n, ans_levels,
                                            archive.header.format_version >= 7 ? encode::AnsLanesLayout::packed
-                                                                              : encode::AnsLanesLayout::fixed);
+                                                                              : encode::AnsLanesLayout::fixed,
+                                           archive.header.format_version >= 8);
         return plan;
     }
     GSZ_CHECK(!archive.has(SectionKind::ans_lanes) && !archive.has(SectionKind::ans_stream), GSZ_STATUS_CORRUPT,

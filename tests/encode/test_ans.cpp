@@ -313,6 +313,95 @@ TEST(Ans, ReaderRejectsInconsistentSections) {
 // exactly at every bit length and count size, and a hostile section (a
 // count's code longer than any count, an order out of range, padding bits
 // set, more words than a lane may have) is rejected before any decoding.
+TEST(Ans, SmallFieldsShareTables) {
+    AnsContextShape shape;
+    shape.dims[0] = 3000;
+    shape.levels = 4;
+    const uint32_t radius = 512;
+    const auto codes = markov_codes(3000, radius, 7);
+    const auto hist = ans_histogram_cpu(codes, radius, shape, 1);
+    const AnsTables own = ans_build_tables(hist, shape.levels, false);
+    const AnsTables shared = ans_build_tables(hist, shape.levels);
+    EXPECT_TRUE(own.source.empty());
+    ASSERT_EQ(shared.source.size(), shared.num_contexts());
+    uint32_t refs = 0;
+    for (uint32_t ctx = 0; ctx < shared.num_contexts(); ++ctx) {
+        const uint32_t src = shared.source[ctx];
+        const uint32_t* e = shared.entry.data() + size_t{ctx} * kAnsAlphabet;
+        if (src != ctx) {
+            ++refs;
+            ASSERT_LT(src, ctx);
+            ASSERT_EQ(shared.source[src], src) << "a reference names a table of its own";
+            ASSERT_TRUE(std::equal(e, e + kAnsAlphabet, shared.entry.data() + size_t{src} * kAnsAlphabet));
+        }
+        uint32_t sum = 0;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            sum += AnsTables::freq(e[s]);
+            if (hist[size_t{ctx} * kAnsAlphabet + s]) ASSERT_GT(AnsTables::freq(e[s]), 0u) << ctx << " " << s;
+        }
+        ASSERT_TRUE(sum == 0 || sum == kAnsScale) << ctx;
+    }
+    EXPECT_GT(refs, 0u);
+    EXPECT_LT(ans_estimated_bytes(shared, hist, codes.size()), ans_estimated_bytes(own, hist, codes.size()));
+    // What the estimate says is what the sections take.
+    const AnsStream s = ans_encode_cpu(shared, codes, radius, shape, 3000, 1);
+    ByteWriter t, l, w;
+    ans_tables_write(shared, s.lane_symbols, t);
+    ans_lanes_write(s, l);
+    ans_stream_write(s, w);
+    EXPECT_EQ(t.size(), ans_tables_bytes(shared));
+    const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels,
+                                               AnsLanesLayout::packed);
+    EXPECT_EQ(view.tables.entry, shared.entry);
+    EXPECT_EQ(view.tables.source, shared.source);
+    std::vector<uint16_t> out(codes.size());
+    ans_decode_cpu(view, radius, shape, out, 1);
+    EXPECT_EQ(out, codes);
+    // Before version 8 a context's used byte is at most 56: 0xFF is corrupt there.
+    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels, AnsLanesLayout::packed,
+                                 false),
+                 Error);
+    // A large field's tables are a sliver of its codes: no sharing, no time spent on it.
+    const auto big = markov_codes(1 << 20, radius, 8);
+    AnsContextShape flat;
+    flat.dims[0] = big.size();
+    EXPECT_TRUE(ans_build_tables(ans_histogram_cpu(big, radius, flat, 2), 1).source.empty());
+}
+
+TEST(Ans, TableReferencesAreChecked) {
+    const auto codes = markov_codes(3000, 512, 9);
+    const AnsTables base = ans_build_tables(ans_histogram_cpu(codes, 512, AnsContextShape{}, 1), 1, false);
+    std::vector<uint32_t> with_table;
+    for (uint32_t ctx = 0; ctx < base.num_contexts(); ++ctx)
+        if (base.entry[size_t{ctx} * kAnsAlphabet + kAnsExact]) with_table.push_back(ctx);
+    ASSERT_GE(with_table.size(), 4u);
+    uint32_t unused = 0;
+    while (unused < base.num_contexts() &&
+           std::find(with_table.begin(), with_table.end(), unused) != with_table.end())
+        ++unused;
+    const uint32_t a = with_table[0], b = with_table[1], c = with_table[2];
+    auto read_with = [&](std::vector<std::pair<uint32_t, uint32_t>> refs) {
+        AnsTables t = base;
+        t.source.resize(t.num_contexts());
+        for (uint32_t ctx = 0; ctx < t.num_contexts(); ++ctx) t.source[ctx] = static_cast<uint8_t>(ctx);
+        for (const auto& [ctx, src] : refs) t.source[ctx] = static_cast<uint8_t>(src);
+        ByteWriter tw;
+        ans_tables_write(t, 3000, tw);
+        const uint8_t lanes[8] = {};
+        try {
+            ans_stream_read(tw.bytes(), lanes, {}, codes.size(), 1, AnsLanesLayout::packed);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("read");
+    };
+    EXPECT_EQ(read_with({{b, a}}).find("repeats"), std::string::npos) << "a valid reference gets past the tables";
+    EXPECT_NE(read_with({{a, b}}).find("repeats context"), std::string::npos) << "a later context";
+    EXPECT_NE(read_with({{c, b}, {b, a}}).find("repeats context"), std::string::npos) << "a reference to a reference";
+    if (unused < base.num_contexts() && unused < c)
+        EXPECT_NE(read_with({{c, unused}}).find("repeats context"), std::string::npos) << "a context without a table";
+}
+
 TEST(Ans, PackedLanesRoundTripAndRejectHostileBits) {
     AnsStream s;
     s.num_symbols = 40 * 1024;
