@@ -70,8 +70,8 @@ def main():
         if pipeline != 1 or ANS_TABLES not in found or n > 1 << 18:
             continue
         tables, lanes, stream = found[ANS_TABLES], found[ANS_LANES], found[ANS_STREAM]
-        # byte 5: radius 512 (2), bit 2 for the fixed lanes of versions 3 to 6, bit 3 for no table
-        # references (before version 8)
+        # byte 5: radius 512 (2), bit 2 for the fixed lanes of versions 3 to 6, bit 3 for the tables
+        # of versions 3 to 7 (no class lag byte, no references)
         flags = 2 | (4 if version < 7 else 0) | (8 if version < 8 else 0)
         head = struct.pack("<HHBBI", len(tables), len(lanes), 0, flags, n - 1)
         name = os.path.join(out, "ans_" + os.path.basename(path))

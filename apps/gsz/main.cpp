@@ -308,6 +308,7 @@ json info_json(const gsz_archive_info& a) {
             j["ans_lanes"] = a.ans_lanes;
             j["ans_lane_symbols"] = a.ans_lane_symbols;
             j["ans_lanes_bytes"] = a.ans_lanes_bytes;
+            j["ans_class_lag"] = a.ans_class_lag;
         }
     }
     if (a.pipeline == GSZ_PIPELINE_LORENZO) {
@@ -712,10 +713,11 @@ int run_info(const std::string& input, bool as_json) {
     if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP) {
         if (info.lossless == GSZ_LOSSLESS_ANS)
             std::printf("lossless        ans: context-modelled rANS of the %llu quant-codes in %llu lanes of %u "
-                        "(their states and word counts: %llu bytes)\n",
+                        "(their states and word counts: %llu bytes), contexts from the code %s\n",
                         static_cast<unsigned long long>(info.num_elements),
                         static_cast<unsigned long long>(info.ans_lanes), info.ans_lane_symbols,
-                        static_cast<unsigned long long>(info.ans_lanes_bytes));
+                        static_cast<unsigned long long>(info.ans_lanes_bytes),
+                        info.ans_class_lag == 2 ? "two back" : "before");
         else if (info.lossless == GSZ_LOSSLESS_RUNS)
             std::printf("lossless        runs of code %u folded into Huffman: %llu symbols for %llu codes\n",
                         info.run_dominant_code, static_cast<unsigned long long>(info.huffman_symbols),

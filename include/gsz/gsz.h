@@ -198,6 +198,8 @@ typedef struct gsz_archive_info {
                                        time (its entries stored apart), or -1 */
     uint64_t archive_bytes;
     uint64_t original_bytes;
+    uint32_t ans_class_lag;         /* ANS: 1 or 2, the code before a code whose class picks its
+                                       context (2: the one before that; format version 8), else 0 */
 } gsz_archive_info;
 
 typedef struct gsz_ctx gsz_ctx;

@@ -32,29 +32,47 @@ uint32_t zeros_before(std::span<const uint16_t> codes, uint64_t i, uint64_t firs
 }  // namespace
 
 std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_t radius,
-                                        const AnsContextShape& shape, int num_threads) {
-    GSZ_CHECK(radius >= 1 && radius <= 32768 && shape.levels >= 1 && shape.levels <= kAnsMaxLevels,
-              GSZ_STATUS_INVALID_ARGUMENT, "ans histogram: radius %u, %u levels", radius, shape.levels);
+                                        const AnsContextShape& shape, int num_threads, uint32_t class_lag,
+                                        uint32_t sample_stride) {
+    GSZ_CHECK(radius >= 1 && radius <= 32768 && shape.levels >= 1 && shape.levels <= kAnsMaxLevels &&
+                  class_lag >= 1 && class_lag <= kAnsMaxClassLag && sample_stride >= 1,
+              GSZ_STATUS_INVALID_ARGUMENT, "ans histogram: radius %u, %u levels, class lag %u, sample stride %u",
+              radius, shape.levels, class_lag, sample_stride);
     const size_t bins = size_t{shape.num_contexts()} * kAnsAlphabet;
-    const int threads = resolve_threads(num_threads);
-    std::vector<std::vector<uint64_t>> partial(static_cast<size_t>(threads));
-    std::vector<uint8_t> bad(static_cast<size_t>(threads), 0);
-#pragma omp parallel num_threads(threads)
-    {
-        const auto [begin, end] = thread_range(codes.size());
-        std::vector<uint64_t> h(bins, 0);
+    const uint64_t n = codes.size();
+    // Counts codes [begin, end) into h.
+    const auto count = [&](uint64_t begin, uint64_t end, std::vector<uint64_t>& h, bool& out_of_range) {
         AnsCursor cur = shape.cursor();
         cur.seek(begin);
-        uint32_t prev_class = begin == 0 ? 0 : ans_class_of(codes[begin - 1], radius);
         uint32_t zeros = zeros_before(codes, begin, 0, radius);
-        bool out_of_range = false;
         for (uint64_t i = begin; i < end; ++i, cur.next()) {
             const uint32_t code = codes[i];
             out_of_range |= code >= 2 * radius;
+            // Codes before the lane-start span (the first kAnsLookBack) exist.
+            const uint32_t prev_class = i >= kAnsLookBack ? ans_class_of(codes[i - class_lag], radius) : 0u;
             const uint32_t ctx = cur.level() * kAnsClasses + ans_context_class(i, zeros, prev_class);
             ++h[size_t{ctx} * kAnsAlphabet + ans_symbol_of(std::min(code, 2 * radius - 1), radius).symbol];
-            prev_class = ans_class_of(code, radius);
             zeros = code == radius ? std::min(zeros + 1, kAnsLookBack) : 0;
+        }
+    };
+    const int threads = resolve_threads(num_threads);
+    std::vector<std::vector<uint64_t>> partial(static_cast<size_t>(threads));
+    std::vector<uint8_t> bad(static_cast<size_t>(threads), 0);
+    const uint64_t chunks = (n + kAnsSampleChunk - 1) / kAnsSampleChunk;
+    const uint64_t sampled = (chunks + sample_stride - 1) / sample_stride;
+#pragma omp parallel num_threads(threads)
+    {
+        std::vector<uint64_t> h(bins, 0);
+        bool out_of_range = false;
+        if (sample_stride == 1) {
+            const auto [begin, end] = thread_range(n);
+            count(begin, end, h, out_of_range);
+        } else {
+            const auto [first, last] = thread_range(sampled);
+            for (uint64_t c = first; c < last; ++c) {
+                const uint64_t begin = c * sample_stride * kAnsSampleChunk;
+                count(begin, std::min(n, begin + kAnsSampleChunk), h, out_of_range);
+            }
         }
         bad[static_cast<size_t>(thread_index())] = out_of_range;
         partial[static_cast<size_t>(thread_index())] = std::move(h);
@@ -65,6 +83,14 @@ std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_
         for (size_t b = 0; b < partial[t].size(); ++b) hist[b] += partial[t][b];
     }
     return hist;
+}
+
+uint32_t ans_class_lag_sample_stride(uint64_t n) { return n > kAnsFullLagHistogramCodes ? kAnsLagSampleStride : 1u; }
+
+uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const uint64_t> lag2, uint32_t levels,
+                              uint64_t n) {
+    const AnsTables t1 = ans_build_tables(lag1, levels, true, 1), t2 = ans_build_tables(lag2, levels, true, 2);
+    return ans_estimated_bytes(t2, lag2, n) < ans_estimated_bytes(t1, lag1, n) ? 2u : 1u;
 }
 
 namespace {
@@ -168,11 +194,14 @@ uint64_t group_cost_q8(const uint64_t* define, const uint64_t* coded, uint32_t m
 
 }  // namespace
 
-AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share) {
-    GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && histogram.size() == size_t{levels} * kAnsClasses * kAnsAlphabet,
-              GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels", histogram.size(), levels);
+AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share, uint32_t class_lag) {
+    GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && histogram.size() == size_t{levels} * kAnsClasses * kAnsAlphabet &&
+                  class_lag >= 1 && class_lag <= kAnsMaxClassLag,
+              GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels, class lag %u", histogram.size(),
+              levels, class_lag);
     AnsTables t;
     t.levels = levels;
+    t.class_lag = class_lag;
     t.entry.assign(histogram.size(), 0);
     std::vector<TableGroup> groups;   // one per used context, in context order
     std::vector<uint32_t> group_ctx;
@@ -329,7 +358,7 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
             const uint32_t cls = i - begin < kAnsLookBack  // a lane start: no look back
                                      ? kAnsStartClass
                                      : ans_context_class(i - begin, ans_zeros_in_mask(zmask),
-                                                         ans_class_of(codes[i - 1], radius));
+                                                         ans_class_of(codes[i - tables.class_lag], radius));
             zmask = zmask >> 1 |
                     (i >= begin + kAnsLookBack + 1 ? static_cast<uint32_t>(codes[i - kAnsLookBack - 1] == radius) : 0u)
                         << (kAnsLookBack - 1);
@@ -410,15 +439,19 @@ void write_tables(const AnsTables& tables, ByteWriter& out) {
 uint64_t ans_tables_bytes(const AnsTables& tables) {
     ByteWriter out;
     write_tables(tables, out);
-    return 8 + out.size();
+    return 9 + out.size();
 }
 
-void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out) {
+void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out, AnsTablesLayout layout) {
+    GSZ_CHECK(layout == AnsTablesLayout::lagged || (tables.class_lag == 1 && tables.source.empty()),
+              GSZ_STATUS_INTERNAL, "ans tables: lag %u or shared tables in the layout of versions 3-7",
+              tables.class_lag);
     out.put(lane_symbols);
     out.put(static_cast<uint8_t>(tables.levels));
     out.put(static_cast<uint8_t>(kAnsClasses));
     out.put(static_cast<uint8_t>(kAnsAlphabet));
     out.put(static_cast<uint8_t>(kAnsScaleBits));
+    if (layout == AnsTablesLayout::lagged) out.put(static_cast<uint8_t>(tables.class_lag));
     write_tables(tables, out);
 }
 
@@ -562,7 +595,8 @@ void ans_stream_write(const AnsStream& stream, ByteWriter& out) {
 
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
                               std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
-                              AnsLanesLayout layout, bool table_refs) {
+                              AnsLanesLayout layout, AnsTablesLayout tables_layout) {
+    const bool lagged = tables_layout == AnsTablesLayout::lagged;
     AnsStreamView v;
     ByteReader in(tables_section, "ans_tables");
     v.num_symbols = n;
@@ -578,13 +612,16 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
               kCorrupt, "ans_tables: %u levels, %u classes, %u symbols, %u-bit tables (expected %u, %u, %u, %u)",
               stored_levels, classes, alphabet, scale_bits, levels, kAnsClasses, kAnsAlphabet, kAnsScaleBits);
     v.tables.levels = levels;
+    v.tables.class_lag = lagged ? in.get<uint8_t>("class lag") : 1u;
+    GSZ_CHECK(v.tables.class_lag >= 1 && v.tables.class_lag <= kAnsMaxClassLag, kCorrupt,
+              "ans_tables: class lag %u (1 or 2)", v.tables.class_lag);
     v.tables.entry.assign(size_t{v.tables.num_contexts()} * kAnsAlphabet, 0);
     v.tables.source.resize(v.tables.num_contexts());
     bool own[kAnsMaxContexts] = {};   // contexts with a table of their own
     for (uint32_t ctx = 0; ctx < v.tables.num_contexts(); ++ctx) {
         v.tables.source[ctx] = static_cast<uint8_t>(ctx);
         const uint32_t used = in.get<uint8_t>("used symbols");
-        if (used == kAnsTableRef && table_refs) {
+        if (used == kAnsTableRef && lagged) {
             // A reference names an earlier context's own table (never another
             // reference), so each set of shared tables has one encoding.
             const uint32_t src = in.get<uint8_t>("table reference");
@@ -724,12 +761,14 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
             return true;
         };
         uint32_t x = stream.lane_state[lane];
-        uint32_t prev_class = 0, zeros = 0;
+        const bool lag2 = stream.tables.class_lag == 2;
+        uint32_t prev_class = 0, prev2_class = 0, zeros = 0;  // of the codes one and two back
         AnsCursor cur = shape.cursor();
         cur.seek(begin);
         bool ok = true;
         for (uint64_t i = begin; ok && i < end; ++i, cur.next()) {
-            const uint32_t ctx = cur.level() * kAnsClasses + ans_context_class(i - begin, zeros, prev_class);
+            const uint32_t ctx =
+                cur.level() * kAnsClasses + ans_context_class(i - begin, zeros, lag2 ? prev2_class : prev_class);
             const uint32_t slot = x & (kAnsScale - 1);
             const uint32_t s = lut[size_t{ctx} * kAnsScale + slot];
             if (s == 0xFF) {
@@ -748,6 +787,7 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
             const uint32_t code = ans_code_of(s, extra, radius);
             ok = ok && code != kAnsBadCode;
             codes[i] = static_cast<uint16_t>(ok ? code : 0);
+            prev2_class = prev_class;
             prev_class = ans_class_of_symbol(s);
             zeros = s == kAnsZeroSymbol ? std::min(zeros + 1, kAnsLookBack) : 0;
         }

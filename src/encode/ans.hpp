@@ -37,13 +37,38 @@ struct AnsContextShape {
 // shape.num_contexts() contexts; every code is counted under the context
 // class ans_context_class gives it with its array index as the offset,
 // whatever the lanes.  Codes must be < 2 * radius (checked).
+// `class_lag`: as AnsTables::class_lag.  `sample_stride` > 1 counts only the
+// chunks of kAnsSampleChunk codes whose index is a multiple of it (the sample
+// the class lag is chosen on; the GPU's histogram samples the same codes).
 std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_t radius,
-                                        const AnsContextShape& shape, int num_threads);
+                                        const AnsContextShape& shape, int num_threads, uint32_t class_lag = 1,
+                                        uint32_t sample_stride = 1);
+
+// The class lag is chosen on histograms of both lags: of every code up to
+// kAnsFullLagHistogramCodes codes (the chosen one is then the histogram the
+// tables are built from), of one chunk in kAnsLagSampleStride above (a full
+// histogram of the chosen lag follows; a second full pass cost the GPU's
+// interp compression 20-30% of its speed).
+inline constexpr uint32_t kAnsSampleChunk = 64;
+inline constexpr uint32_t kAnsLagSampleStride = 16;
+inline constexpr uint64_t kAnsFullLagHistogramCodes = uint64_t{1} << 22;
+uint32_t ans_class_lag_sample_stride(uint64_t n);
+
+// The lag whose histogram (of the same codes) gives the smaller estimated
+// stage (tables included); 1 on a tie.
+uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const uint64_t> lag2, uint32_t levels,
+                              uint64_t n);
 
 // Per context, the frequencies of its symbols (sum kAnsScale, or an unused
 // context with none), as packed entries freq | cum << 16 (freq 0: absent).
 struct AnsTables {
     uint32_t levels = 1;
+    // Which code before a code gives its context class (ans_context_class's
+    // prev_class): 1, the one just before, or 2, the one before that (format
+    // version 8 on; the encoder takes the smaller estimate).  In interp's
+    // raster order the code two back is at the same level, which wins on
+    // smooth fields (ncl_atm_temp3d rel 1e-3: -10.5% bytes).
+    uint32_t class_lag = 1;
     std::vector<uint32_t> entry;  // [context * kAnsAlphabet + symbol]
     // Per context, the context whose table it repeats (itself: its own);
     // empty: every context its own.  Written as a reference (format version
@@ -62,7 +87,8 @@ struct AnsTables {
 // most bytes (table bytes against the bits the pooled table costs their
 // codes) until no merge saves any (`share`; off: every context its own, as
 // archives before version 8).  Deterministic integer arithmetic.
-AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share = true);
+AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share = true,
+                           uint32_t class_lag = 1);
 
 // The coded size of these counts under these tables, in bits (symbols and
 // uniform bits; lane states and tables not included).
@@ -113,11 +139,15 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
 // (format versions 3-6), or bit-packed (version 7 on; docs/FORMAT.md): the
 // state's bit length and the bits below its top one, the word count as an
 // exponential-Golomb code of the order the section's first byte gives.
+// The ans_tables section's layouts: versions 3-7, or version 8 on, with the
+// class lag byte and tables that may repeat an earlier context's.
+enum class AnsTablesLayout : uint8_t { plain, lagged };
 enum class AnsLanesLayout : uint8_t { fixed, packed };
 
 // Sections: ans_tables (lane length and tables), ans_lanes (state and word
 // count per lane, packed), ans_stream (the words).
-void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out);
+void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out,
+                      AnsTablesLayout layout = AnsTablesLayout::lagged);
 void ans_lanes_write(const AnsStream& stream, ByteWriter& out, AnsLanesLayout layout = AnsLanesLayout::packed);
 void ans_stream_write(const AnsStream& stream, ByteWriter& out);
 
@@ -133,10 +163,9 @@ struct AnsStreamView {
     std::vector<uint64_t> lane_word_offset;  // [lanes + 1]
     std::span<const uint8_t> words;          // little-endian 16-bit words
 };
-// `table_refs`: a context may repeat an earlier context's table (version 8 on).
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
                               std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
-                              AnsLanesLayout layout, bool table_refs = true);
+                              AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::lagged);
 
 // Slot -> symbol per context ([context * kAnsScale + slot]; 0xFF where a
 // context has no table): the decoders' lookup.

@@ -116,11 +116,13 @@ __device__ __forceinline__ void group_levels(const AnsCursor& cur, uint32_t (&lv
 template <bool Levels>
 __global__ void __launch_bounds__(kHistThreads)
     ans_histogram_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint32_t radius, AnsCursor shape,
-                         uint32_t bins, unsigned long long* __restrict__ d_hist, uint32_t* __restrict__ d_bad) {
+                         uint32_t class_lag, uint32_t sample_stride, uint32_t bins,
+                         unsigned long long* __restrict__ d_hist, uint32_t* __restrict__ d_bad) {
     extern __shared__ uint32_t s_hist[];
     for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x) s_hist[i] = 0;
     __syncthreads();
-    const uint64_t begin = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kHistCodesPerThread;
+    // The thread's chunk of kHistCodesPerThread codes: every sample_stride-th (ans_histogram_cpu's sample).
+    const uint64_t begin = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) * sample_stride * kHistCodesPerThread;
     bool bad = false;
     if (begin < n) {
         const uint32_t count = static_cast<uint32_t>(min(n - begin, uint64_t{kHistCodesPerThread}));
@@ -163,7 +165,8 @@ __global__ void __launch_bounds__(kHistThreads)
                 const uint32_t raw = c0[j];
                 bad |= raw > limit;
                 const uint32_t code = min(raw, limit);
-                const uint32_t prev = min(j ? c0[j - 1] : c1[7], limit);
+                const uint32_t prev = min(class_lag == 2 ? (j >= 2 ? c0[j - 2] : c1[(6 + j) & 7]) : (j ? c0[j - 1] : c1[7]),
+                                          limit);
                 const uint32_t zeros = static_cast<uint32_t>(__clz(~((zf >> j) << 16)));
                 const uint32_t cls = ans_context_class(begin + q + j, zeros, ans_class_of(prev, radius));
                 const uint32_t bin = (lv[j] * kAnsClasses + cls) * kAnsAlphabet + ans_symbol_of(code, radius).symbol;
@@ -199,7 +202,7 @@ template <bool Levels>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_encode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries,
                       const unsigned long long* __restrict__ d_rcp, const uint16_t* __restrict__ codes, uint64_t n,
-                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
+                      uint32_t radius, AnsCursor shape, uint32_t class_lag, uint32_t lane_symbols, uint64_t lanes,
                       uint16_t* __restrict__ slots, uint64_t slot_words, uint32_t* __restrict__ lane_state,
                       uint32_t* __restrict__ lane_words, uint64_t* __restrict__ lane_count) {
     extern __shared__ uint32_t s_entry[];  // the tables' freq | cum << 16
@@ -233,7 +236,8 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
             const AnsSymbol s = ans_symbol_of(c0[j], radius);
             // The 16 codes before k are bits j .. j + 15 of zf; its run of zeros ends at bit j + 15.
             const uint32_t zeros = static_cast<uint32_t>(__clz(~((zf >> j) << 16)));
-            const uint32_t cls = ans_context_class(k, zeros, ans_class_of(j ? c0[j - 1] : c1[7], radius));
+            const uint32_t prev = class_lag == 2 ? (j >= 2 ? c0[j - 2] : c1[(6 + j) & 7]) : (j ? c0[j - 1] : c1[7]);
+            const uint32_t cls = ans_context_class(k, zeros, ans_class_of(prev, radius));
             const uint32_t e = s_entry[(lv[j] * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
             freq[j] = e & 0xFFFFu;
             cum[j] = e >> 16;
@@ -337,7 +341,7 @@ template <bool Levels>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_decode_kernel(const uint32_t* __restrict__ d_tables, uint32_t table_words, const uint16_t* __restrict__ words,
                       const uint32_t* __restrict__ lane_state, const uint64_t* __restrict__ lane_offset, uint64_t n,
-                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
+                      uint32_t radius, AnsCursor shape, uint32_t class_lag, uint32_t lane_symbols, uint64_t lanes,
                       uint16_t* __restrict__ codes, uint32_t* __restrict__ d_corrupt) {
     extern __shared__ uint32_t s_tables[];
     for (uint32_t i = threadIdx.x; i < table_words; i += blockDim.x) s_tables[i] = d_tables[i];
@@ -353,6 +357,8 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     uint32_t x = lane_state[lane];
     uint32_t next_word = num_words ? __ldg(lane_words) : 0u;
     uint32_t next_block = 0, zeros = 0;  // the next code's class, as its block offset
+    uint32_t last_block = 0;             // the class of the code decoded last, as a block offset
+    const bool lag2 = class_lag == 2;    // the next code's class is that of the code before the last
     AnsCursor cur = shape;
     if constexpr (Levels) cur.seek(begin);
     uint16_t* out = codes + begin;
@@ -397,7 +403,10 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
             bad |= c == kAnsBadCode || s >= kAnsAlphabet;
             code[j] = c;
             zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsLookBack) : 0u;
-            next_block = (zeros >= 2 ? ans_context_class(kAnsLookBack, zeros, 0) : dec_class(e)) * kContextBytes;
+            const uint32_t block_of_s = dec_class(e) * kContextBytes;
+            next_block = zeros >= 2 ? ans_context_class(kAnsLookBack, zeros, 0) * kContextBytes
+                                    : (lag2 ? last_block : block_of_s);
+            last_block = block_of_s;
         };
         if (k + 8 <= count && k >= kAnsLookBack) {
 #pragma unroll
@@ -452,14 +461,20 @@ uint32_t lane_threads(uint64_t lanes) {
 }  // namespace
 
 void ans_histogram_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, const AnsContextShape& shape,
-                        uint64_t* d_hist, uint32_t* d_bad_code, cudaStream_t stream) {
+                        uint64_t* d_hist, uint32_t* d_bad_code, cudaStream_t stream, uint32_t class_lag,
+                        uint32_t sample_stride) {
+    static_assert(kHistCodesPerThread == kAnsSampleChunk, "the GPU's sample is the CPU's");
+    GSZ_CHECK(class_lag >= 1 && class_lag <= kAnsMaxClassLag && sample_stride >= 1, GSZ_STATUS_INVALID_ARGUMENT,
+              "ans histogram: class lag %u, sample stride %u", class_lag, sample_stride);
     const uint32_t bins = shape.num_contexts() * kAnsAlphabet;
     GSZ_CUDA(cudaMemsetAsync(d_hist, 0, bins * sizeof(uint64_t), stream));
     if (n == 0) return;
-    const uint32_t blocks = grid_of((n + kHistCodesPerThread - 1) / kHistCodesPerThread, kHistThreads);
+    const uint64_t chunks = (n + kHistCodesPerThread - 1) / kHistCodesPerThread;
+    const uint32_t blocks = grid_of((chunks + sample_stride - 1) / sample_stride, kHistThreads);
     const auto kernel = shape.levels > 1 ? ans_histogram_kernel<true> : ans_histogram_kernel<false>;
     kernel<<<blocks, kHistThreads, bins * sizeof(uint32_t), stream>>>(
-        d_codes, n, radius, cursor_of(shape), bins, reinterpret_cast<unsigned long long*>(d_hist), d_bad_code);
+        d_codes, n, radius, cursor_of(shape), class_lag, sample_stride, bins,
+        reinterpret_cast<unsigned long long*>(d_hist), d_bad_code);
     GSZ_CUDA_LAUNCHED("ans_histogram_kernel");
 }
 
@@ -488,8 +503,8 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     const size_t smem = entries * sizeof(uint32_t);  // <= 21.5 KB (8 levels)
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
-        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), lane_symbols, lanes, slots.data(),
-        slot_words, out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
+        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), tables.class_lag, lane_symbols,
+        lanes, slots.data(), slot_words, out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
     GSZ_CUDA_LAUNCHED("ans_encode_kernel");
     size_t temp_bytes = 0;
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, out.lane_word_offset.data(), lanes + 1, stream));
@@ -538,7 +553,7 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
         d_table.data(), static_cast<uint32_t>(table.size()), d_words, d_lane_state, d_lane_word_offset, n, radius,
-        cursor_of(shape), lane_symbols, lanes, d_codes, d_corrupt);
+        cursor_of(shape), tables.class_lag, lane_symbols, lanes, d_codes, d_corrupt);
     GSZ_CUDA_LAUNCHED("ans_decode_kernel");
     // No synchronization: copies from pageable memory return once the source is staged.
 }

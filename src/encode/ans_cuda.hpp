@@ -14,9 +14,11 @@
 namespace gsz::encode {
 
 // d_hist[context * kAnsAlphabet + symbol] (zeroed here), as ans_histogram_cpu
-// counts it.  A code >= 2 * radius sets *d_bad_code to 1.
+// counts it (with the same class lag and sample).  A code >= 2 * radius sets
+// *d_bad_code to 1.
 void ans_histogram_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, const AnsContextShape& shape,
-                        uint64_t* d_hist, uint32_t* d_bad_code, cudaStream_t stream);
+                        uint64_t* d_hist, uint32_t* d_bad_code, cudaStream_t stream, uint32_t class_lag = 1,
+                        uint32_t sample_stride = 1);
 
 struct AnsDeviceStream {
     uint64_t num_symbols = 0;

@@ -42,6 +42,8 @@ inline constexpr uint32_t kAnsMaxLevels = 8;
 inline constexpr uint32_t kAnsMaxContexts = kAnsMaxLevels * kAnsClasses;
 // ans_tables: a context's `used` byte that says it repeats an earlier context's table (version 8 on).
 inline constexpr uint32_t kAnsTableRef = 0xFF;
+// The farthest code back that may give a context class (AnsTables::class_lag).
+inline constexpr uint32_t kAnsMaxClassLag = 2;
 inline constexpr uint32_t kAnsBadCode = 0xFFFFFFFFu;  // ans_code_of's "not a code of this radius"
 
 GSZ_HD uint32_t ans_floor_log2(uint32_t a) {  // a > 0

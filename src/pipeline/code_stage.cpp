@@ -51,14 +51,14 @@ uint64_t huffman_lower_bound_bytes(std::span<const uint64_t> histogram) {
 
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
-                                  std::span<const uint64_t> ans_histogram, uint32_t ans_levels, uint64_t n,
-                                  encode::HuffmanCodebook* storage) {
+                                  std::span<const uint64_t> ans_histogram, uint32_t ans_class_lag,
+                                  uint32_t ans_levels, uint64_t n, encode::HuffmanCodebook* storage) {
     CodeStageChoice c;
     uint64_t ans_bytes = UINT64_MAX;
     if (!ans_histogram.empty()) {
-        c.ans = encode::ans_build_tables(ans_histogram, ans_levels);
-        c.ans_lane_symbols = encode::ans_lane_symbols(n, encode::ans_estimated_bits(*c.ans, ans_histogram));
+        c.ans = encode::ans_build_tables(ans_histogram, ans_levels, true, ans_class_lag);
         ans_bytes = encode::ans_estimated_bytes(*c.ans, ans_histogram, n);
+        c.ans_lane_symbols = encode::ans_lane_symbols(n, encode::ans_estimated_bits(*c.ans, ans_histogram));
         // rANS wins outright when it beats what any Huffman code of the codes
         // (and of the run tokens, with their 8 bytes of parameters) could
         // reach: the choice below would be the same, and the codebook builds
@@ -119,15 +119,26 @@ EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t rad
     const auto code_hist = encode::histogram_cpu(codes, alphabet, num_threads);
     std::vector<uint16_t> tokens;
     std::vector<uint64_t> token_hist, ans_hist;
+    uint32_t ans_lag = 1;
     uint32_t dominant = 0;
     if (code_stage_try_runs(mode, radius, code_hist)) {
         dominant = encode::run_dominant_code(code_hist);
         tokens = encode::run_tokens_encode_cpu(codes, dominant, alphabet, num_threads);
         token_hist = encode::histogram_cpu(tokens, alphabet + encode::kRunClasses, num_threads);
     }
-    if (code_stage_try_ans(mode)) ans_hist = encode::ans_histogram_cpu(codes, radius, shape, num_threads);
+    if (code_stage_try_ans(mode) && code_stage_try_class_lag2(shape)) {
+        // Both lags counted (on a sample above kAnsFullLagHistogramCodes codes), the smaller kept.
+        const uint32_t stride = encode::ans_class_lag_sample_stride(codes.size());
+        auto lag1 = encode::ans_histogram_cpu(codes, radius, shape, num_threads, 1, stride);
+        auto lag2 = encode::ans_histogram_cpu(codes, radius, shape, num_threads, 2, stride);
+        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, codes.size());
+        ans_hist = stride > 1 ? encode::ans_histogram_cpu(codes, radius, shape, num_threads, ans_lag)
+                              : std::move(ans_lag == 2 ? lag2 : lag1);
+    } else if (code_stage_try_ans(mode)) {
+        ans_hist = encode::ans_histogram_cpu(codes, radius, shape, num_threads);
+    }
     CodeStageChoice choice =
-        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, shape.levels, codes.size());
+        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, ans_lag, shape.levels, codes.size());
     EncodedCodes out;
     if (choice.ans) {
         out.ans_stream = encode::ans_encode_cpu(*choice.ans, codes, radius, shape, choice.ans_lane_symbols, num_threads);
@@ -182,7 +193,8 @@ CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, u
                                            archive.section(SectionKind::ans_stream), n, ans_levels,
                                            archive.header.format_version >= 7 ? encode::AnsLanesLayout::packed
                                                                               : encode::AnsLanesLayout::fixed,
-                                           archive.header.format_version >= 8);
+                                           archive.header.format_version >= 8 ? encode::AnsTablesLayout::lagged
+                                                                              : encode::AnsTablesLayout::plain);
         return plan;
     }
     GSZ_CHECK(!archive.has(SectionKind::ans_lanes) && !archive.has(SectionKind::ans_stream), GSZ_STATUS_CORRUPT,
@@ -235,6 +247,8 @@ void describe_code_stage(const format::Archive& archive, uint32_t radius, gsz_ar
         const uint32_t lane_symbols = in.get<uint32_t>("lane length");
         GSZ_CHECK(lane_symbols >= 1 && lane_symbols <= encode::kAnsMaxLaneSymbols, GSZ_STATUS_CORRUPT,
                   "ans_tables: lanes of %u codes", lane_symbols);
+        in.get_bytes(4, "levels, classes, alphabet and scale");
+        info.ans_class_lag = archive.header.format_version >= 8 ? in.get<uint8_t>("class lag") : 1u;
         const uint64_t n = archive.header.num_elements();
         info.ans_lane_symbols = lane_symbols;
         info.ans_lanes = n / lane_symbols + (n % lane_symbols != 0);

@@ -43,9 +43,16 @@ bool code_stage_try_runs(gsz_lossless mode, uint32_t radius, std::span<const uin
 // Whether compression should count the (context, symbol) histogram of "ans".
 bool code_stage_try_ans(gsz_lossless mode);
 
+// Whether it should also count the histogram with contexts from the code two
+// back (AnsTables::class_lag 2): for interp's levels, where the code just
+// before is of another level on every other point.
+inline bool code_stage_try_class_lag2(const encode::AnsContextShape& shape) { return shape.levels > 1; }
+
 // What the histograms say to encode with: the codes' Huffman book (runs and
 // ans absent), the tokens' (runs), or rANS tables (ans).  AUTO takes the
-// smallest estimate; a histogram left empty was not computed.  `storage`, when
+// smallest estimate; a histogram left empty was not computed.  The rANS
+// histogram is of contexts with `ans_class_lag` (chosen before, on both lags'
+// histograms: code_stage_try_class_lag2, ans_choose_class_lag).  `storage`, when
 // given, is an earlier codebook whose vectors the codes' book is built in (a
 // caller compressing again keeps its last choice's book for it).
 struct CodeStageChoice {
@@ -56,8 +63,8 @@ struct CodeStageChoice {
 };
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
-                                  std::span<const uint64_t> ans_histogram, uint32_t ans_levels, uint64_t n,
-                                  encode::HuffmanCodebook* storage = nullptr);
+                                  std::span<const uint64_t> ans_histogram, uint32_t ans_class_lag,
+                                  uint32_t ans_levels, uint64_t n, encode::HuffmanCodebook* storage = nullptr);
 
 // The stage's output on the host, as the archive writer takes it.
 struct EncodedCodes {

@@ -231,25 +231,38 @@ std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_
 
 // The (context, symbol) histogram of "ans" counted and copied to page-locked
 // memory, without waiting: the codes' histogram's synchronization covers it.
+// "ans"'s (context, symbol) histograms counted and copied to page-locked
+// memory, without waiting (the codes' histogram's synchronization covers the
+// first): of `lag`, or with `both_lags` of lag 1 then lag 2 (the sample the
+// class lag is chosen on, code_stage_encode_cpu), over every
+// `sample_stride`-th chunk of codes.
 void ans_histogram_launch(const uint16_t* d_codes, uint64_t n, uint32_t radius, const encode::AnsContextShape& shape,
-                          DeviceCodeStage& out, cudaStream_t stream) {
+                          bool both_lags, uint32_t lag, uint32_t sample_stride, DeviceCodeStage& out,
+                          cudaStream_t stream) {
     const uint32_t bins = shape.num_contexts() * encode::kAnsAlphabet;
-    out.ans_hist.allocate(bins + 1, stream);  // the last entry flags a bad code
-    uint32_t* d_bad = reinterpret_cast<uint32_t*>(out.ans_hist.data() + bins);
+    const uint32_t counted = both_lags ? 2 * bins : bins;
+    out.ans_hist.allocate(2 * encode::kAnsMaxContexts * encode::kAnsAlphabet + 1, stream);
+    uint32_t* d_bad = reinterpret_cast<uint32_t*>(out.ans_hist.data() + counted);  // a bad code's flag
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
-    encode::ans_histogram_cuda(d_codes, n, radius, shape, out.ans_hist.data(), d_bad, stream);
-    out.ans_hist_host.allocate(encode::kAnsMaxContexts * encode::kAnsAlphabet + 1);
-    GSZ_CUDA(cudaMemcpyAsync(out.ans_hist_host.data(), out.ans_hist.data(), (bins + 1) * sizeof(uint64_t),
+    encode::ans_histogram_cuda(d_codes, n, radius, shape, out.ans_hist.data(), d_bad, stream, both_lags ? 1 : lag,
+                               sample_stride);
+    if (both_lags)
+        encode::ans_histogram_cuda(d_codes, n, radius, shape, out.ans_hist.data() + bins, d_bad, stream, 2,
+                                   sample_stride);
+    out.ans_hist_host.allocate(2 * encode::kAnsMaxContexts * encode::kAnsAlphabet + 1);
+    GSZ_CUDA(cudaMemcpyAsync(out.ans_hist_host.data(), out.ans_hist.data(), (counted + 1) * sizeof(uint64_t),
                              cudaMemcpyDeviceToHost, stream));
 }
 
-// The launched histogram, once the stream has been synchronized (in
-// `out.ans_hist_host`, valid until its next use).
-std::span<const uint64_t> ans_histogram_read(const encode::AnsContextShape& shape, const DeviceCodeStage& out) {
+// The launched histograms, once the stream has been synchronized (in
+// `out.ans_hist_host`, valid until its next use): the first, and with
+// `both_lags` the lag-2 one.
+std::pair<std::span<const uint64_t>, std::span<const uint64_t>> ans_histogram_read(
+    const encode::AnsContextShape& shape, bool both_lags, const DeviceCodeStage& out) {
     const uint32_t bins = shape.num_contexts() * encode::kAnsAlphabet;
     const uint64_t* h = out.ans_hist_host.data();
-    GSZ_CHECK(h[bins] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
-    return {h, bins};
+    GSZ_CHECK(h[both_lags ? 2 * bins : bins] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
+    return {{h, bins}, both_lags ? std::span<const uint64_t>(h + bins, bins) : std::span<const uint64_t>()};
 }
 
 void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius,
@@ -265,7 +278,9 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, out.stream, stream);
     // Both histograms before one synchronization (the codes' is needed first).
     const bool try_ans = code_stage_try_ans(mode);
-    if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, out, stream);
+    const bool try_lag2 = try_ans && code_stage_try_class_lag2(shape);
+    const uint32_t lag_stride = try_lag2 ? encode::ans_class_lag_sample_stride(n) : 1u;
+    if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, try_lag2, 1, lag_stride, out, stream);
     const std::span<const uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
     trace.mark(try_ans ? "histograms" : "histogram");
     // GPU work that overlaps the host's codebook build (it may use the histogram).
@@ -280,11 +295,26 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         trace.mark("run tokens");
     }
     std::span<const uint64_t> ans_hist;
-    if (try_ans) ans_hist = ans_histogram_read(shape, out);
+    uint32_t ans_lag = 1;
+    if (try_ans) {
+        const auto [lag1, lag2] = ans_histogram_read(shape, try_lag2, out);
+        ans_hist = lag1;
+        if (try_lag2) {   // as code_stage_encode_cpu: the lag from both histograms, then the chosen one's
+            ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n);
+            if (lag_stride > 1) {
+                ans_histogram_launch(d_codes, n, radius, shape, false, ans_lag, 1, out, stream);
+                GSZ_CUDA(cudaStreamSynchronize(stream));
+                ans_hist = ans_histogram_read(shape, false, out).first;
+            } else if (ans_lag == 2) {
+                ans_hist = lag2;
+            }
+            trace.mark("ans class lag");
+        }
+    }
     // The previous call's book lends its storage (fresh pages cost ~1-2 us each on the lent hosts).
     encode::HuffmanCodebook storage = std::move(out.book);
     CodeStageChoice choice =
-        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, shape.levels, n, &storage);
+        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, ans_lag, shape.levels, n, &storage);
     trace.mark("codebook (host)");
     if (choice.ans) {
         encode::ans_encode_cuda(*choice.ans, d_codes, n, radius, shape, choice.ans_lane_symbols, out.ans_stream,

@@ -1117,24 +1117,33 @@ TEST(CudaBackend, AnsKernelsMatchCpu) {
                 shape.dims[0] = 97;
                 shape.dims[1] = 13;
                 shape.levels = levels;
-                for (const size_t shift : {size_t{0}, size_t{1}}) {
+                for (const size_t shift : {size_t{0}, size_t{1}})
+                for (const uint32_t lag : {1u, 2u}) {   // contexts from the code before, or the one before that
                     SCOPED_TRACE("radius " + std::to_string(radius) + " n " + std::to_string(n) + " levels " +
-                                 std::to_string(levels) + " shift " + std::to_string(shift));
+                                 std::to_string(levels) + " shift " + std::to_string(shift) + " class lag " +
+                                 std::to_string(lag));
                     const std::span<const uint16_t> in(codes.data() + shift, n);
-                    const auto hist = ans_histogram_cpu(in, radius, shape, 2);
+                    const auto hist = ans_histogram_cpu(in, radius, shape, 2, lag);
                     gsz::cuda::DeviceBuffer<uint16_t> d_codes(n + 1, s);
                     ASSERT_EQ(cudaMemcpy(d_codes.data(), codes.data(), (n + 1) * 2, cudaMemcpyHostToDevice),
                               cudaSuccess);
                     gsz::cuda::DeviceBuffer<uint64_t> d_hist(hist.size(), s);
                     gsz::cuda::DeviceBuffer<uint32_t> d_flag(1, s);
                     d_flag.zero(s);
-                    ans_histogram_cuda(d_codes.data() + shift, n, radius, shape, d_hist.data(), d_flag.data(), s);
+                    ans_histogram_cuda(d_codes.data() + shift, n, radius, shape, d_hist.data(), d_flag.data(), s, lag);
                     std::vector<uint64_t> got_hist(hist.size());
                     ASSERT_EQ(cudaMemcpy(got_hist.data(), d_hist.data(), hist.size() * 8, cudaMemcpyDeviceToHost),
                               cudaSuccess);
                     ASSERT_EQ(got_hist, hist);
+                    // The sample the class lag is chosen on: every 16th chunk of 64 codes.
+                    ans_histogram_cuda(d_codes.data() + shift, n, radius, shape, d_hist.data(), d_flag.data(), s, lag,
+                                       kAnsLagSampleStride);
+                    ASSERT_EQ(cudaMemcpy(got_hist.data(), d_hist.data(), hist.size() * 8, cudaMemcpyDeviceToHost),
+                              cudaSuccess);
+                    ASSERT_EQ(got_hist, ans_histogram_cpu(in, radius, shape, 2, lag, kAnsLagSampleStride));
 
-                    const AnsTables tables = ans_build_tables(hist, levels);
+                    const AnsTables tables = ans_build_tables(hist, levels, true, lag);
+                    ASSERT_EQ(tables.class_lag, lag);
                     const uint32_t auto_lane = ans_lane_symbols(n, ans_estimated_bits(tables, hist));
                     // gsz's lane length (a multiple of 64), and lanes whose groups of eight codes are unaligned
                     for (const uint32_t lane : {auto_lane, 100u, 13u}) {

@@ -359,13 +359,133 @@ TEST(Ans, SmallFieldsShareTables) {
     EXPECT_EQ(out, codes);
     // Before version 8 a context's used byte is at most 56: 0xFF is corrupt there.
     EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels, AnsLanesLayout::packed,
-                                 false),
+                                 AnsTablesLayout::plain),
                  Error);
     // A large field's tables are a sliver of its codes: no sharing, no time spent on it.
     const auto big = markov_codes(1 << 20, radius, 8);
     AnsContextShape flat;
     flat.dims[0] = big.size();
     EXPECT_TRUE(ans_build_tables(ans_histogram_cpu(big, radius, flat, 2), 1).source.empty());
+}
+
+AnsContextShape plane(uint64_t nx, uint64_t ny, uint32_t levels) {
+    AnsContextShape shape;
+    shape.dims[0] = nx;
+    shape.dims[1] = ny;
+    shape.levels = levels;
+    return shape;
+}
+
+TEST(Ans, ClassLagTwoTakesTheCodeTwoBack) {
+    const AnsContextShape shape = plane(64, 40, 3);
+    const uint32_t radius = 512;
+    const auto codes = markov_codes(64 * 40, radius, 11);
+    const auto h2 = ans_histogram_cpu(codes, radius, shape, 2, 2);
+    // Counted directly: the class of the code two back from the 17th code on.
+    std::vector<uint64_t> want(h2.size(), 0);
+    AnsCursor cur = shape.cursor();
+    uint32_t zeros = 0;
+    for (uint64_t i = 0; i < codes.size(); ++i, cur.next()) {
+        const uint32_t cls = ans_context_class(i, zeros, i >= 2 ? ans_class_of(codes[i - 2], radius) : 0u);
+        ++want[(size_t{cur.level()} * kAnsClasses + cls) * kAnsAlphabet + ans_symbol_of(codes[i], radius).symbol];
+        zeros = codes[i] == radius ? std::min(zeros + 1, kAnsLookBack) : 0;
+    }
+    EXPECT_EQ(h2, want);
+    EXPECT_NE(h2, ans_histogram_cpu(codes, radius, shape, 2, 1));
+    // Encoded and decoded with lag 2, through the sections (the lag is their byte 8).
+    const AnsTables tables = ans_build_tables(h2, shape.levels, true, 2);
+    EXPECT_EQ(tables.class_lag, 2u);
+    for (const uint32_t lane : {256u, 700u}) {
+        const AnsStream st = ans_encode_cpu(tables, codes, radius, shape, lane, 2);
+        ByteWriter t, l, w;
+        ans_tables_write(tables, lane, t);
+        ans_lanes_write(st, l);
+        ans_stream_write(st, w);
+        EXPECT_EQ(t.bytes()[8], 2);
+        const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels,
+                                                   AnsLanesLayout::packed);
+        EXPECT_EQ(view.tables.class_lag, 2u);
+        std::vector<uint16_t> out(codes.size());
+        ans_decode_cpu(view, radius, shape, out, 2);
+        EXPECT_EQ(out, codes);
+        // Decoded with the other lag, the same words are a different (corrupt or wrong) stream.
+        auto bad = t.bytes();
+        bad[8] = 1;
+        const AnsStreamView other = ans_stream_read(bad, l.bytes(), w.bytes(), codes.size(), shape.levels,
+                                                    AnsLanesLayout::packed);
+        std::vector<uint16_t> wrong(codes.size());
+        bool threw = false;
+        try {
+            ans_decode_cpu(other, radius, shape, wrong, 2);
+        } catch (const Error&) {
+            threw = true;
+        }
+        EXPECT_TRUE(threw || wrong != codes);
+        for (const uint8_t lag : {uint8_t{0}, uint8_t{3}}) {
+            bad[8] = lag;
+            EXPECT_THROW(ans_stream_read(bad, l.bytes(), w.bytes(), codes.size(), shape.levels, AnsLanesLayout::packed),
+                         Error);
+        }
+    }
+    // The layout of versions 3-7 has no lag byte and no lag 2.
+    ByteWriter t;
+    EXPECT_THROW(ans_tables_write(tables, 256, t, AnsTablesLayout::plain), Error);
+}
+
+TEST(Ans, ClassLagSampleAndChoice) {
+    const AnsContextShape shape = plane(1000, 300, 4);
+    const uint32_t radius = 512;
+    const auto codes = markov_codes(1000 * 300, radius, 12);
+    for (const uint32_t lag : {1u, 2u}) {
+        // The sample: every 16th chunk of 64 codes, each counted as in the full histogram.
+        const auto sampled = ans_histogram_cpu(codes, radius, shape, 2, lag, 16);
+        std::vector<uint64_t> want(sampled.size(), 0);
+        const auto full = ans_histogram_cpu(codes, radius, shape, 1, lag);
+        uint64_t total = 0;
+        for (uint64_t begin = 0; begin < codes.size(); begin += 16 * kAnsSampleChunk) {
+            // A chunk's counts: the full histogram of codes [0, end) less that of [0, begin) is not
+            // separable, so count the chunk alone with the same rule.
+            AnsCursor cur = shape.cursor();
+            cur.seek(begin);
+            uint32_t zeros = 0;
+            for (uint64_t k = 1; k <= kAnsLookBack && k <= begin && codes[begin - k] == radius; ++k) ++zeros;
+            for (uint64_t i = begin; i < std::min<uint64_t>(codes.size(), begin + kAnsSampleChunk); ++i, cur.next()) {
+                const uint32_t cls =
+                    ans_context_class(i, zeros, i >= kAnsLookBack ? ans_class_of(codes[i - lag], radius) : 0u);
+                ++want[(size_t{cur.level()} * kAnsClasses + cls) * kAnsAlphabet +
+                       ans_symbol_of(codes[i], radius).symbol];
+                zeros = codes[i] == radius ? std::min(zeros + 1, kAnsLookBack) : 0;
+                ++total;
+            }
+        }
+        EXPECT_EQ(sampled, want) << "lag " << lag;
+        uint64_t counted = 0;
+        for (const uint64_t c : sampled) counted += c;
+        EXPECT_EQ(counted, total);
+        EXPECT_LT(counted * 10, codes.size()) << "a sixteenth";
+        EXPECT_EQ(ans_histogram_cpu(codes, radius, shape, 2, lag, 1), full);
+    }
+    EXPECT_EQ(ans_class_lag_sample_stride(kAnsFullLagHistogramCodes), 1u);
+    EXPECT_EQ(ans_class_lag_sample_stride(kAnsFullLagHistogramCodes + 1), kAnsLagSampleStride);
+    // The choice is the smaller estimate: a histogram against itself ties (lag 1), and codes whose odd
+    // ones follow a slow regime (loud or quiet) while the even ones are noise of their own want the
+    // code two back (interp's level-0 points between coarser ones).
+    const auto h1 = ans_histogram_cpu(codes, radius, shape, 2, 1);
+    EXPECT_EQ(ans_choose_class_lag(h1, h1, shape.levels, codes.size()), 1u);
+    std::vector<uint16_t> alternating(codes.size());
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> u(0, 1);
+    bool loud = false;
+    for (size_t i = 0; i < alternating.size(); ++i) {
+        if (i % 2) loud = loud ? u(rng) < 0.98 : u(rng) < 0.02;
+        const double sd = i % 2 ? (loud ? 30 : 0.3) : 3;
+        const int v = static_cast<int>(std::lround(std::normal_distribution<double>(0, sd)(rng)));
+        alternating[i] = static_cast<uint16_t>(static_cast<int>(radius) + std::clamp(v, -500, 500));
+    }
+    EXPECT_EQ(ans_choose_class_lag(ans_histogram_cpu(alternating, radius, shape, 2, 1),
+                                   ans_histogram_cpu(alternating, radius, shape, 2, 2), shape.levels,
+                                   alternating.size()),
+              2u);
 }
 
 TEST(Ans, TableReferencesAreChecked) {
@@ -484,7 +604,7 @@ TEST(Ans, AutoChoiceMatchesTheFullComparison) {
             const auto token_hist = histogram_cpu(tokens, alphabet + kRunClasses, 2);
             const auto ans_hist = ans_histogram_cpu(codes, radius, shape, 2);
             const auto choice = pipeline::code_stage_choose(GSZ_LOSSLESS_AUTO, code_hist, token_hist, dominant,
-                                                            ans_hist, shape.levels, codes.size());
+                                                            ans_hist, 1, shape.levels, codes.size());
             // The full comparison.
             const AnsTables tables = ans_build_tables(ans_hist, shape.levels);
             const uint64_t ans_bytes = ans_estimated_bytes(tables, ans_hist, codes.size());

@@ -642,15 +642,20 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         expect_corrupt(SectionKind::ans_tables, patched(tables, 5, uint8_t{8}), "classes");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 6, uint8_t{57}), "alphabet");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 7, uint8_t{11}), "scale bits");
+        // Byte 8 (format version 8): the class lag, 1 or 2.
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 8, uint8_t{0}), "class lag 0");
+        expect_corrupt(SectionKind::ans_tables, patched(tables, 8, uint8_t{3}), "class lag 3");
         // Each table: u8 used, the symbols (used <= 7: one byte each; else a 7-byte mask), then used - 1
-        // varint frequencies.  Find the first tables listing symbols and by mask, and their frequencies.
-        size_t listed = 0, masked = 0, listed_freq = 0, masked_freq = 0;
-        for (size_t p = 8; p < tables.size();) {
+        // varint frequencies; or 255 and the earlier context it repeats.  Find the first tables listing
+        // symbols and by mask, and their frequencies.
+        size_t listed = 0, masked = 0, listed_freq = 0, masked_freq = 0, first_table = 0;
+        for (size_t p = 9; p < tables.size();) {
             const uint32_t used = tables[p];
-            if (used == 0) {
-                ++p;
+            if (used == 0 || used == 255) {
+                p += used ? 2 : 1;
                 continue;
             }
+            if (!first_table) first_table = p;
             const size_t freq = p + 1 + (used <= 7 ? used : 7);
             if (used >= 2 && used <= 7 && !listed) listed = p, listed_freq = freq;
             if (used > 7 && !masked) masked = p, masked_freq = freq;
@@ -675,6 +680,11 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
             all.insert(all.begin() + static_cast<ptrdiff_t>(listed_freq) + 1, uint8_t{0x1F});  // 4095 as a varint
             if (!(tables[listed_freq] & 0x80)) expect_corrupt(SectionKind::ans_tables, all, "no room for the last");
         }
+        // The first own table made a reference: to itself or to a later context, or to nothing before it.
+        auto ref = tables;
+        ref[first_table] = 255;
+        ref.insert(ref.begin() + static_cast<ptrdiff_t>(first_table) + 1, uint8_t{0});
+        expect_corrupt(SectionKind::ans_tables, ref, "a reference to no earlier table");
         auto longer = tables;
         longer.push_back(0);
         expect_corrupt(SectionKind::ans_tables, longer, "trailing byte");
@@ -706,6 +716,8 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         EXPECT_EQ(info.ans_lanes, s.lane_state.size()) << "gsz info's lanes";
         EXPECT_EQ(info.ans_lane_symbols, s.lane_symbols);
         EXPECT_EQ(info.ans_lanes_bytes, lanes.size());
+        EXPECT_EQ(info.ans_class_lag, tables[8]);
+        EXPECT_EQ(info.ans_class_lag, view.tables.class_lag);
         const auto with_count = [&](uint32_t words0) {
             auto t = s;
             t.lane_words[0] = words0;
