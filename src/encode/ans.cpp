@@ -105,8 +105,11 @@ void normalize(const uint64_t* count, uint32_t* freq) {
     for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
         freq[s] = 0;
         if (count[s] == 0) continue;
-        const auto scaled = static_cast<uint64_t>(
-            (static_cast<unsigned __int128>(count[s]) * kAnsScale + total / 2) / total);
+        // 64-bit where count * scale cannot overflow (every histogram gsz counts), 128-bit otherwise.
+        const auto scaled = count[s] < (uint64_t{1} << 50) && total < (uint64_t{1} << 62)
+                                ? (count[s] * kAnsScale + total / 2) / total
+                                : static_cast<uint64_t>(
+                                      (static_cast<unsigned __int128>(count[s]) * kAnsScale + total / 2) / total);
         freq[s] = static_cast<uint32_t>(std::max<uint64_t>(1, scaled));
         sum += freq[s];
     }
@@ -203,8 +206,10 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
     t.levels = levels;
     t.class_lag = class_lag;
     t.entry.assign(histogram.size(), 0);
-    std::vector<TableGroup> groups;   // one per used context, in context order
-    std::vector<uint32_t> group_ctx;
+    // With `share`: what the own tables cost (their bytes, the codes' bits), and which contexts have one.
+    const auto& cost = freq_cost_q8();
+    uint64_t tables_q8 = 0, codes_q8 = 0;
+    std::vector<uint32_t> used_ctx;
     for (uint32_t level = 0; level < levels; ++level) {
         uint64_t start[kAnsAlphabet] = {};  // the level's marginal over every class, lane starts included
         for (uint32_t c = 0; c < kAnsClasses; ++c)
@@ -219,27 +224,33 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
             uint32_t freq[kAnsAlphabet];
             normalize(count, freq);
             pack(freq, t.entry.data() + ctx * kAnsAlphabet);
-            TableGroup g;
-            std::copy(count, count + kAnsAlphabet, g.define);
-            std::copy(histogram.data() + ctx * kAnsAlphabet, histogram.data() + (ctx + 1) * kAnsAlphabet, g.coded);
-            g.members = 1;
-            g.cost_q8 = group_cost_q8(g.define, g.coded, 1);
-            groups.push_back(g);
-            group_ctx.push_back(static_cast<uint32_t>(ctx));
+            if (!share) continue;
+            const uint64_t* coded = histogram.data() + ctx * kAnsAlphabet;
+            tables_q8 += table_bytes(freq) * 8 * 256;
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s) codes_q8 += coded[s] * cost[std::max<uint32_t>(freq[s], 1)];
+            used_ctx.push_back(static_cast<uint32_t>(ctx));
         }
     }
-    if (!share || groups.size() < 2) return t;
     // Only where the tables weigh: a large field's tables are a few KB of MBs,
     // and its compression keeps the host step short.
-    uint64_t tables_q8 = 0, codes_q8 = 0;
-    for (const auto& g : groups) {
-        uint32_t freq[kAnsAlphabet];
-        normalize(g.define, freq);
-        const uint64_t own = table_bytes(freq) * 8 * 256;
-        tables_q8 += own;
-        codes_q8 += g.cost_q8 - own;
+    if (!share || used_ctx.size() < 2 || tables_q8 * 64 <= codes_q8) return t;
+    std::vector<TableGroup> groups(used_ctx.size());   // one per used context, in context order
+    const std::vector<uint32_t>& group_ctx = used_ctx;
+    for (size_t m = 0; m < groups.size(); ++m) {
+        const uint32_t ctx = used_ctx[m], level = ctx / kAnsClasses;
+        TableGroup& g = groups[m];
+        if (ctx % kAnsClasses == kAnsStartClass) {   // its table is its level's marginal
+            std::fill_n(g.define, kAnsAlphabet, uint64_t{0});
+            for (uint32_t c = 0; c < kAnsClasses; ++c)
+                for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+                    g.define[s] += histogram[(size_t{level} * kAnsClasses + c) * kAnsAlphabet + s];
+        } else {
+            std::copy_n(histogram.data() + size_t{ctx} * kAnsAlphabet, kAnsAlphabet, g.define);
+        }
+        std::copy_n(histogram.data() + size_t{ctx} * kAnsAlphabet, kAnsAlphabet, g.coded);
+        g.members = 1;
+        g.cost_q8 = group_cost_q8(g.define, g.coded, 1);
     }
-    if (tables_q8 * 64 <= codes_q8) return t;
 
     // Greedy merging: the pair that saves the most, lower context first on
     // ties; a merged group keeps its lowest context (the one the others name).

@@ -108,16 +108,26 @@ __device__ __forceinline__ void group_levels(const AnsCursor& cur, uint32_t (&lv
     }
 }
 
+// The code whose class gives code j of group c0 its context (c1: the group
+// before): the one before it, or with Lag2 the one before that.
+template <bool Lag2>
+__device__ __forceinline__ uint32_t class_source(const CodeGroup& c0, const CodeGroup& c1, int j) {
+    if constexpr (Lag2)
+        return j >= 2 ? c0[j - 2] : c1[(6 + j) & 7];
+    else
+        return j ? c0[j - 1] : c1[7];
+}
+
 // Counts (context, symbol) over runs of 64 consecutive codes per thread,
 // eight at a time as the coders read them; a bin repeated back to back (the
 // dominant code's runs) is added once.  Every code's context is taken with
 // its array index as the offset (ans_histogram_cpu), so the look-back crosses
 // the threads' ranges.
-template <bool Levels>
+template <bool Levels, bool Lag2>
 __global__ void __launch_bounds__(kHistThreads)
     ans_histogram_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint32_t radius, AnsCursor shape,
-                         uint32_t class_lag, uint32_t sample_stride, uint32_t bins,
-                         unsigned long long* __restrict__ d_hist, uint32_t* __restrict__ d_bad) {
+                         uint32_t sample_stride, uint32_t bins, unsigned long long* __restrict__ d_hist,
+                         uint32_t* __restrict__ d_bad) {
     extern __shared__ uint32_t s_hist[];
     for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x) s_hist[i] = 0;
     __syncthreads();
@@ -165,8 +175,7 @@ __global__ void __launch_bounds__(kHistThreads)
                 const uint32_t raw = c0[j];
                 bad |= raw > limit;
                 const uint32_t code = min(raw, limit);
-                const uint32_t prev = min(class_lag == 2 ? (j >= 2 ? c0[j - 2] : c1[(6 + j) & 7]) : (j ? c0[j - 1] : c1[7]),
-                                          limit);
+                const uint32_t prev = min(class_source<Lag2>(c0, c1, j), limit);
                 const uint32_t zeros = static_cast<uint32_t>(__clz(~((zf >> j) << 16)));
                 const uint32_t cls = ans_context_class(begin + q + j, zeros, ans_class_of(prev, radius));
                 const uint32_t bin = (lv[j] * kAnsClasses + cls) * kAnsAlphabet + ans_symbol_of(code, radius).symbol;
@@ -197,12 +206,14 @@ __global__ void __launch_bounds__(kHistThreads)
 }
 
 // One lane, last code first, as ans_encode_cpu's loop, into its slot.
-// Levels: the contexts depend on the position (interp), else no cursor.
-template <bool Levels>
+// Levels: the contexts depend on the position (interp), else no cursor;
+// Lag2: the class lag (AnsTables::class_lag) is 2.  Both compile-time: a
+// run-time lag cost the encoder a quarter of its speed (run 28, NOTES).
+template <bool Levels, bool Lag2>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_encode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries,
                       const unsigned long long* __restrict__ d_rcp, const uint16_t* __restrict__ codes, uint64_t n,
-                      uint32_t radius, AnsCursor shape, uint32_t class_lag, uint32_t lane_symbols, uint64_t lanes,
+                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
                       uint16_t* __restrict__ slots, uint64_t slot_words, uint32_t* __restrict__ lane_state,
                       uint32_t* __restrict__ lane_words, uint64_t* __restrict__ lane_count) {
     extern __shared__ uint32_t s_entry[];  // the tables' freq | cum << 16
@@ -236,8 +247,7 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
             const AnsSymbol s = ans_symbol_of(c0[j], radius);
             // The 16 codes before k are bits j .. j + 15 of zf; its run of zeros ends at bit j + 15.
             const uint32_t zeros = static_cast<uint32_t>(__clz(~((zf >> j) << 16)));
-            const uint32_t prev = class_lag == 2 ? (j >= 2 ? c0[j - 2] : c1[(6 + j) & 7]) : (j ? c0[j - 1] : c1[7]);
-            const uint32_t cls = ans_context_class(k, zeros, ans_class_of(prev, radius));
+            const uint32_t cls = ans_context_class(k, zeros, ans_class_of(class_source<Lag2>(c0, c1, j), radius));
             const uint32_t e = s_entry[(lv[j] * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
             freq[j] = e & 0xFFFFu;
             cum[j] = e >> 16;
@@ -336,12 +346,13 @@ __device__ __forceinline__ uint32_t load_word_if(bool p, const uint16_t* addr, u
 // between two codes is the serial chain: the slot's bucket and entry (two
 // shared-memory loads, the next entry loaded beside the first for a bucket
 // of two symbols), the state's advance and its refills, the next context;
-// the next word is loaded one refill ahead.
-template <bool Levels>
+// the next word is loaded one refill ahead.  Lag2: the next context takes
+// the class of the code before the last (compile-time, as the encoder's).
+template <bool Levels, bool Lag2>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_decode_kernel(const uint32_t* __restrict__ d_tables, uint32_t table_words, const uint16_t* __restrict__ words,
                       const uint32_t* __restrict__ lane_state, const uint64_t* __restrict__ lane_offset, uint64_t n,
-                      uint32_t radius, AnsCursor shape, uint32_t class_lag, uint32_t lane_symbols, uint64_t lanes,
+                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
                       uint16_t* __restrict__ codes, uint32_t* __restrict__ d_corrupt) {
     extern __shared__ uint32_t s_tables[];
     for (uint32_t i = threadIdx.x; i < table_words; i += blockDim.x) s_tables[i] = d_tables[i];
@@ -357,8 +368,7 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     uint32_t x = lane_state[lane];
     uint32_t next_word = num_words ? __ldg(lane_words) : 0u;
     uint32_t next_block = 0, zeros = 0;  // the next code's class, as its block offset
-    uint32_t last_block = 0;             // the class of the code decoded last, as a block offset
-    const bool lag2 = class_lag == 2;    // the next code's class is that of the code before the last
+    uint32_t last_block = 0;  // Lag2: the class of the code decoded last, as a block offset
     AnsCursor cur = shape;
     if constexpr (Levels) cur.seek(begin);
     uint16_t* out = codes + begin;
@@ -405,8 +415,8 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
             zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsLookBack) : 0u;
             const uint32_t block_of_s = dec_class(e) * kContextBytes;
             next_block = zeros >= 2 ? ans_context_class(kAnsLookBack, zeros, 0) * kContextBytes
-                                    : (lag2 ? last_block : block_of_s);
-            last_block = block_of_s;
+                                    : (Lag2 ? last_block : block_of_s);
+            if constexpr (Lag2) last_block = block_of_s;
         };
         if (k + 8 <= count && k >= kAnsLookBack) {
 #pragma unroll
@@ -471,10 +481,12 @@ void ans_histogram_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, co
     if (n == 0) return;
     const uint64_t chunks = (n + kHistCodesPerThread - 1) / kHistCodesPerThread;
     const uint32_t blocks = grid_of((chunks + sample_stride - 1) / sample_stride, kHistThreads);
-    const auto kernel = shape.levels > 1 ? ans_histogram_kernel<true> : ans_histogram_kernel<false>;
+    const bool lag2 = class_lag == 2;
+    const auto kernel = shape.levels > 1 ? (lag2 ? ans_histogram_kernel<true, true> : ans_histogram_kernel<true, false>)
+                                         : (lag2 ? ans_histogram_kernel<false, true> : ans_histogram_kernel<false, false>);
     kernel<<<blocks, kHistThreads, bins * sizeof(uint32_t), stream>>>(
-        d_codes, n, radius, cursor_of(shape), class_lag, sample_stride, bins,
-        reinterpret_cast<unsigned long long*>(d_hist), d_bad_code);
+        d_codes, n, radius, cursor_of(shape), sample_stride, bins, reinterpret_cast<unsigned long long*>(d_hist),
+        d_bad_code);
     GSZ_CUDA_LAUNCHED("ans_histogram_kernel");
 }
 
@@ -499,12 +511,14 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     cuda::DeviceBuffer<unsigned long long> d_rcp(kAnsScale + 1, stream);
     ans_reciprocal_kernel<<<grid_of(kAnsScale + 1, 256), 256, 0, stream>>>(d_rcp.data());
     GSZ_CUDA_LAUNCHED("ans_reciprocal_kernel");
-    const auto kernel = shape.levels > 1 ? ans_encode_kernel<true> : ans_encode_kernel<false>;
+    const bool lag2 = tables.class_lag == 2;
+    const auto kernel = shape.levels > 1 ? (lag2 ? ans_encode_kernel<true, true> : ans_encode_kernel<true, false>)
+                                         : (lag2 ? ans_encode_kernel<false, true> : ans_encode_kernel<false, false>);
     const size_t smem = entries * sizeof(uint32_t);  // <= 21.5 KB (8 levels)
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
-        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), tables.class_lag, lane_symbols,
-        lanes, slots.data(), slot_words, out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
+        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), lane_symbols, lanes, slots.data(),
+        slot_words, out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
     GSZ_CUDA_LAUNCHED("ans_encode_kernel");
     size_t temp_bytes = 0;
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, out.lane_word_offset.data(), lanes + 1, stream));
@@ -549,11 +563,13 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     GSZ_CUDA(cudaMemcpyAsync(d_table.data(), table.data(), table.size() * sizeof(uint32_t), cudaMemcpyHostToDevice,
                              stream));
     const size_t smem = table.size() * sizeof(uint32_t);  // <= 48 KB (8 levels)
-    const auto kernel = shape.levels > 1 ? ans_decode_kernel<true> : ans_decode_kernel<false>;
+    const bool lag2 = tables.class_lag == 2;
+    const auto kernel = shape.levels > 1 ? (lag2 ? ans_decode_kernel<true, true> : ans_decode_kernel<true, false>)
+                                         : (lag2 ? ans_decode_kernel<false, true> : ans_decode_kernel<false, false>);
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
         d_table.data(), static_cast<uint32_t>(table.size()), d_words, d_lane_state, d_lane_word_offset, n, radius,
-        cursor_of(shape), tables.class_lag, lane_symbols, lanes, d_codes, d_corrupt);
+        cursor_of(shape), lane_symbols, lanes, d_codes, d_corrupt);
     GSZ_CUDA_LAUNCHED("ans_decode_kernel");
     // No synchronization: copies from pageable memory return once the source is staged.
 }

@@ -283,33 +283,42 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, try_lag2, 1, lag_stride, out, stream);
     const std::span<const uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
     trace.mark(try_ans ? "histograms" : "histogram");
-    // GPU work that overlaps the host's codebook build (it may use the histogram).
+    // GPU work that overlaps the host's codebook build and the class lag's
+    // choice (it may use the histogram).
     if (after_histogram) after_histogram(code_hist);
+    // The class lag, as code_stage_encode_cpu: from both lags' histograms;
+    // on a sample, the chosen lag's full histogram is queued next (read
+    // after the next synchronization).
+    std::span<const uint64_t> ans_hist;
+    uint32_t ans_lag = 1;
+    bool ans_hist_queued = false;
+    if (try_lag2) {
+        const auto [lag1, lag2] = ans_histogram_read(shape, true, out);
+        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n);
+        if (lag_stride > 1) {
+            ans_histogram_launch(d_codes, n, radius, shape, false, ans_lag, 1, out, stream);
+            ans_hist_queued = true;
+        } else {
+            ans_hist = ans_lag == 2 ? lag2 : lag1;
+        }
+        trace.mark("ans class lag");
+    } else if (try_ans) {
+        ans_hist = ans_histogram_read(shape, false, out).first;
+    }
     // Run tokens counted, their histogram derived; written only if chosen.
     encode::RunTokenPlan token_plan;
     std::vector<uint64_t> token_hist;
     uint32_t dominant = 0;
+    bool synchronized = false;
     if (code_stage_try_runs(mode, radius, code_hist)) {
         dominant = encode::run_dominant_code(code_hist);
         token_hist = encode::run_tokens_count_cuda(d_codes, n, dominant, alphabet, code_hist, token_plan, stream);
+        synchronized = true;  // it reads its histogram back
         trace.mark("run tokens");
     }
-    std::span<const uint64_t> ans_hist;
-    uint32_t ans_lag = 1;
-    if (try_ans) {
-        const auto [lag1, lag2] = ans_histogram_read(shape, try_lag2, out);
-        ans_hist = lag1;
-        if (try_lag2) {   // as code_stage_encode_cpu: the lag from both histograms, then the chosen one's
-            ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n);
-            if (lag_stride > 1) {
-                ans_histogram_launch(d_codes, n, radius, shape, false, ans_lag, 1, out, stream);
-                GSZ_CUDA(cudaStreamSynchronize(stream));
-                ans_hist = ans_histogram_read(shape, false, out).first;
-            } else if (ans_lag == 2) {
-                ans_hist = lag2;
-            }
-            trace.mark("ans class lag");
-        }
+    if (ans_hist_queued) {
+        if (!synchronized) GSZ_CUDA(cudaStreamSynchronize(stream));
+        ans_hist = ans_histogram_read(shape, false, out).first;
     }
     // The previous call's book lends its storage (fresh pages cost ~1-2 us each on the lent hosts).
     encode::HuffmanCodebook storage = std::move(out.book);
