@@ -195,47 +195,13 @@ uint64_t group_cost_q8(const uint64_t* define, const uint64_t* coded, uint32_t m
     return q8;
 }
 
-}  // namespace
-
-AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share, uint32_t class_lag) {
-    GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && histogram.size() == size_t{levels} * kAnsClasses * kAnsAlphabet &&
-                  class_lag >= 1 && class_lag <= kAnsMaxClassLag,
-              GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels, class lag %u", histogram.size(),
-              levels, class_lag);
-    AnsTables t;
-    t.levels = levels;
-    t.class_lag = class_lag;
-    t.entry.assign(histogram.size(), 0);
-    // With `share`: what the own tables cost (their bytes, the codes' bits), and which contexts have one.
-    const auto& cost = freq_cost_q8();
-    uint64_t tables_q8 = 0, codes_q8 = 0;
-    std::vector<uint32_t> used_ctx;
-    for (uint32_t level = 0; level < levels; ++level) {
-        uint64_t start[kAnsAlphabet] = {};  // the level's marginal over every class, lane starts included
-        for (uint32_t c = 0; c < kAnsClasses; ++c)
-            for (uint32_t s = 0; s < kAnsAlphabet; ++s)
-                start[s] += histogram[(size_t{level} * kAnsClasses + c) * kAnsAlphabet + s];
-        for (uint32_t c = 0; c < kAnsClasses; ++c) {
-            const size_t ctx = size_t{level} * kAnsClasses + c;
-            const uint64_t* count = c == kAnsStartClass ? start : histogram.data() + ctx * kAnsAlphabet;
-            uint64_t total = 0;
-            for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
-            if (total == 0) continue;
-            uint32_t freq[kAnsAlphabet];
-            normalize(count, freq);
-            pack(freq, t.entry.data() + ctx * kAnsAlphabet);
-            if (!share) continue;
-            const uint64_t* coded = histogram.data() + ctx * kAnsAlphabet;
-            tables_q8 += table_bytes(freq) * 8 * 256;
-            for (uint32_t s = 0; s < kAnsAlphabet; ++s) codes_q8 += coded[s] * cost[std::max<uint32_t>(freq[s], 1)];
-            used_ctx.push_back(static_cast<uint32_t>(ctx));
-        }
-    }
-    // Only where the tables weigh: a large field's tables are a few KB of MBs,
-    // and its compression keeps the host step short.
-    if (!share || used_ctx.size() < 2 || tables_q8 * 64 <= codes_q8) return t;
+// Shares tables between the contexts `used_ctx` (those with a table, in
+// order) of tables `t` built from `histogram`: greedily, the pair whose merge
+// saves the most, lower contexts first on ties, until no merge saves; a merged
+// group's table is normalized from its pooled counts and kept at its lowest
+// context, which the others name in t.source.
+void share_tables(std::span<const uint64_t> histogram, const std::vector<uint32_t>& used_ctx, AnsTables& t) {
     std::vector<TableGroup> groups(used_ctx.size());   // one per used context, in context order
-    const std::vector<uint32_t>& group_ctx = used_ctx;
     for (size_t m = 0; m < groups.size(); ++m) {
         const uint32_t ctx = used_ctx[m], level = ctx / kAnsClasses;
         TableGroup& g = groups[m];
@@ -252,8 +218,6 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
         g.cost_q8 = group_cost_q8(g.define, g.coded, 1);
     }
 
-    // Greedy merging: the pair that saves the most, lower context first on
-    // ties; a merged group keeps its lowest context (the one the others name).
     const size_t k = groups.size();
     std::vector<int64_t> delta(k * k, 0);
     std::vector<uint8_t> alive(k, 1);
@@ -302,9 +266,51 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
         const size_t g = group_of[m];
         uint32_t freq[kAnsAlphabet];
         normalize(groups[g].define, freq);
-        pack(freq, t.entry.data() + size_t{group_ctx[m]} * kAnsAlphabet);
-        t.source[group_ctx[m]] = static_cast<uint8_t>(group_ctx[g]);
+        pack(freq, t.entry.data() + size_t{used_ctx[m]} * kAnsAlphabet);
+        t.source[used_ctx[m]] = static_cast<uint8_t>(used_ctx[g]);
     }
+}
+
+}  // namespace
+
+AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share, uint32_t class_lag) {
+    GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && histogram.size() == size_t{levels} * kAnsClasses * kAnsAlphabet &&
+                  class_lag >= 1 && class_lag <= kAnsMaxClassLag,
+              GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels, class lag %u", histogram.size(),
+              levels, class_lag);
+    AnsTables t;
+    t.levels = levels;
+    t.class_lag = class_lag;
+    t.entry.assign(histogram.size(), 0);
+    // With `share`: what the own tables cost (their bytes, the codes' bits), and which contexts have one.
+    const auto& cost = freq_cost_q8();
+    uint64_t tables_q8 = 0, codes_q8 = 0;
+    std::vector<uint32_t> used_ctx;
+    for (uint32_t level = 0; level < levels; ++level) {
+        uint64_t start[kAnsAlphabet] = {};  // the level's marginal over every class, lane starts included
+        for (uint32_t c = 0; c < kAnsClasses; ++c)
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+                start[s] += histogram[(size_t{level} * kAnsClasses + c) * kAnsAlphabet + s];
+        for (uint32_t c = 0; c < kAnsClasses; ++c) {
+            const size_t ctx = size_t{level} * kAnsClasses + c;
+            const uint64_t* count = c == kAnsStartClass ? start : histogram.data() + ctx * kAnsAlphabet;
+            uint64_t total = 0;
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
+            if (total == 0) continue;
+            uint32_t freq[kAnsAlphabet];
+            normalize(count, freq);
+            pack(freq, t.entry.data() + ctx * kAnsAlphabet);
+            if (!share) continue;
+            const uint64_t* coded = histogram.data() + ctx * kAnsAlphabet;
+            tables_q8 += table_bytes(freq) * 8 * 256;
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s) codes_q8 += coded[s] * cost[std::max<uint32_t>(freq[s], 1)];
+            used_ctx.push_back(static_cast<uint32_t>(ctx));
+        }
+    }
+    // Only where the tables weigh: a large field's tables are a few KB of MBs,
+    // and its compression keeps the host step short.
+    if (!share || used_ctx.size() < 2 || tables_q8 * 64 <= codes_q8) return t;
+    share_tables(histogram, used_ctx, t);
     return t;
 }
 
