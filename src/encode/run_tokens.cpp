@@ -5,6 +5,7 @@
 #include "runtime/status.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace gsz::encode {
 
@@ -16,6 +17,29 @@ bool run_tokens_promising(std::span<const uint64_t> histogram) {
     uint64_t total = 0;
     for (uint64_t c : histogram) total += c;
     return total > 0 && 2 * histogram[run_dominant_code(histogram)] >= total;
+}
+
+std::vector<uint64_t> run_token_histogram(std::span<const uint64_t> code_histogram, uint32_t dominant,
+                                          const RunDigits& digits) {
+    const uint32_t alphabet = static_cast<uint32_t>(code_histogram.size());
+    std::vector<uint64_t> hist(alphabet + kRunClasses);
+    std::copy(code_histogram.begin(), code_histogram.end(), hist.begin());
+    hist[dominant] = digits[kRunClasses];  // each odd run ends in the dominant code; the others are in runs
+    for (uint32_t k = 1; k <= kRunClasses; ++k) hist[alphabet + k - 1] = digits[k - 1];
+    return hist;
+}
+
+uint32_t run_sample_stride(uint64_t n) {
+    if (n <= kRunSampleMinCodes) return 1u;
+    return static_cast<uint32_t>(std::min<uint64_t>(std::bit_floor(n / kRunSampleCodes), uint64_t{1} << 30));
+}
+
+uint64_t run_sampled_codes(uint64_t n, uint32_t segment_stride) {
+    const uint64_t segments = (n + kRunSegment - 1) / kRunSegment;
+    if (segments == 0) return 0;
+    const uint64_t sampled = (segments + segment_stride - 1) / segment_stride;
+    const uint64_t last = (sampled - 1) * segment_stride;  // the last sampled segment may be the short one
+    return (sampled - 1) * uint64_t{kRunSegment} + std::min<uint64_t>(kRunSegment, n - last * kRunSegment);
 }
 
 uint64_t huffman_estimated_bytes(const HuffmanCodebook& book, std::span<const uint64_t> histogram,
@@ -59,6 +83,38 @@ std::vector<uint16_t> run_tokens_encode_cpu(std::span<const uint16_t> codes, uin
         segment(s, [&](uint16_t t) { *out++ = t; });
     }
     return tokens;
+}
+
+RunDigits run_digits_cpu(std::span<const uint16_t> codes, uint32_t dominant, uint32_t alphabet,
+                         uint32_t segment_stride, int num_threads) {
+    GSZ_CHECK(alphabet <= kRunMaxAlphabet && dominant < alphabet && segment_stride >= 1, GSZ_STATUS_INTERNAL,
+              "run digits: alphabet %u, dominant code %u, stride %u", alphabet, dominant, segment_stride);
+    const uint64_t n = codes.size();
+    const uint64_t segments = (n + kRunSegment - 1) / kRunSegment;
+    const int64_t sampled = static_cast<int64_t>((segments + segment_stride - 1) / segment_stride);
+    const int threads = resolve_threads(num_threads);
+    std::vector<RunDigits> partial(static_cast<size_t>(threads), RunDigits{});
+#pragma omp parallel num_threads(threads)
+    {
+        RunDigits& d = partial[static_cast<size_t>(thread_index())];
+#pragma omp for schedule(static)
+        for (int64_t j = 0; j < sampled; ++j) {
+            const uint64_t s = static_cast<uint64_t>(j) * segment_stride;
+            RunTokenizer tz{dominant, alphabet};
+            auto emit = [&](uint16_t t) {
+                if (t >= alphabet)
+                    ++d[t - alphabet];
+                else if (t == dominant)
+                    ++d[kRunClasses];
+            };
+            for (uint64_t i = s * kRunSegment, e = std::min(n, (s + 1) * kRunSegment); i < e; ++i) tz.push(codes[i], emit);
+            if (tz.run) tz.flush(emit);
+        }
+    }
+    RunDigits sum{};
+    for (const RunDigits& d : partial)
+        for (size_t k = 0; k < sum.size(); ++k) sum[k] += d[k];
+    return sum;
 }
 
 void run_tokens_decode_cpu(std::span<const uint16_t> tokens, uint32_t dominant, uint32_t alphabet,

@@ -21,6 +21,7 @@
 #include "encode/huffman.hpp"
 #include "runtime/host_device.hpp"
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -87,6 +88,32 @@ uint32_t run_dominant_code(std::span<const uint64_t> histogram);
 // half of the codes (below that its runs are too short to beat Huffman).
 bool run_tokens_promising(std::span<const uint64_t> histogram);
 
+// The binary digits of the runs, as a token histogram needs them: [k - 1]
+// counts the runs with bit k set (tokens `alphabet + k - 1`, k = 1..
+// kRunClasses), [kRunClasses] the odd runs (each ends in the dominant code).
+using RunDigits = std::array<uint64_t, kRunClasses + 1>;
+
+// The tokens' histogram (alphabet + kRunClasses bins) that the codes'
+// histogram and their runs' digits give: every code but the dominant one is
+// its own token.
+std::vector<uint64_t> run_token_histogram(std::span<const uint64_t> code_histogram, uint32_t dominant,
+                                          const RunDigits& digits);
+
+// On large inputs the choice first looks at the runs of a sample: above
+// kRunSampleMinCodes codes, every stride-th segment, the stride the power of
+// two that leaves about kRunSampleCodes codes (at least 4; 1: no sample),
+// counted alike by run_digits_cpu and the GPU (code_stage_encode_*), so that
+// the full count (0.4-0.6 ms of a GPU compression at 10^8 codes) is skipped
+// where rANS clearly wins.  The sample is counted whether or not runs are
+// tried (the GPU counts it before the codes' histogram is known): 1/16 of the
+// codes cost lorenzo 3-6% at rel 1e-4 on an H200.
+inline constexpr uint64_t kRunSampleMinCodes = uint64_t{1} << 22;
+inline constexpr uint64_t kRunSampleCodes = uint64_t{1} << 20;
+uint32_t run_sample_stride(uint64_t n);
+
+// Codes in the segments a stride samples out of n.
+uint64_t run_sampled_codes(uint64_t n, uint32_t segment_stride);
+
 // Estimated archive bytes of a Huffman stream coding `histogram` with `book`:
 // bitstream, codebook, chunk table and word padding.  Integer arithmetic.
 uint64_t huffman_estimated_bytes(const HuffmanCodebook& book, std::span<const uint64_t> histogram,
@@ -98,6 +125,11 @@ uint64_t huffman_estimated_bytes(const HuffmanCodebook& book, std::span<const ui
 
 std::vector<uint16_t> run_tokens_encode_cpu(std::span<const uint16_t> codes, uint32_t dominant, uint32_t alphabet,
                                             int num_threads);
+
+// The digits of the runs in every `segment_stride`-th segment of codes (1:
+// all of them).
+RunDigits run_digits_cpu(std::span<const uint16_t> codes, uint32_t dominant, uint32_t alphabet,
+                         uint32_t segment_stride, int num_threads);
 
 // Expands `tokens` into `codes`.  A token >= alphabet + kRunClasses, or
 // lengths that do not add up to codes.size(), is GSZ_STATUS_CORRUPT.

@@ -86,18 +86,18 @@ __device__ uint32_t lane_tokens(const LaneRun& r, uint32_t dominant, uint32_t al
     return tz.tokens;
 }
 
-// Tokens per segment into counts[s]; with `digits`, also the binary digits of
-// the runs the tokens spell (runs with bit k set at digits[k - 1], k =
-// 1..kRunClasses; runs of odd length, whose last token is the dominant code,
-// at digits[kRunClasses]): with the codes' histogram that is the tokens'.
+// Of every `stride`-th segment (`sampled` of them): its tokens into
+// counts[s] (where given) and with `digits` the binary digits of the runs
+// the tokens spell (RunDigits): with the codes' histogram that is the tokens'.
 __global__ void __launch_bounds__(kThreads)
-run_count_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint64_t segments, uint32_t dominant,
+run_count_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint64_t sampled, uint32_t stride, uint32_t dominant,
                  uint32_t alphabet, uint64_t* __restrict__ counts, unsigned long long* __restrict__ digits) {
     __shared__ uint32_t s_digits[kRunClasses + 1];
     if (digits && threadIdx.x <= kRunClasses) s_digits[threadIdx.x] = 0;
     if (digits) __syncthreads();
-    const uint64_t s = blockIdx.x * uint64_t{kWarps} + threadIdx.x / 32;
-    if (s < segments) {  // whole warps take this branch together
+    const uint64_t j = blockIdx.x * uint64_t{kWarps} + threadIdx.x / 32;
+    if (j < sampled) {  // whole warps take this branch together
+        const uint64_t s = j * stride;
         const int lane = threadIdx.x % 32;
         const LaneRun r = load_lane(codes, n, s, dominant, lane);
         // A lane flushes at most 32 runs: a 6-bit field per digit holds its count
@@ -111,7 +111,7 @@ run_count_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint64_t segmen
                 ++odd;
         });
         for (int d = 16; d > 0; d >>= 1) t += __shfl_down_sync(kFull, t, d);
-        if (lane == 0) counts[s] = t;
+        if (lane == 0 && counts) counts[s] = t;
         if (digits) {
 #pragma unroll
             for (uint32_t k = 0; k <= kRunClasses; ++k) {
@@ -197,7 +197,8 @@ std::vector<uint64_t> run_tokens_count_cuda(const uint16_t* d_codes, uint64_t n,
     GSZ_CUDA(cudaMemsetAsync(plan.offsets.data() + segments, 0, (kRunClasses + 2) * sizeof(uint64_t), stream));
     if (segments) {
         run_count_kernel<<<warp_blocks_for(segments), kThreads, 0, stream>>>(
-            d_codes, n, segments, dominant, alphabet, plan.offsets.data(), reinterpret_cast<unsigned long long*>(digits));
+            d_codes, n, segments, 1, dominant, alphabet, plan.offsets.data(),
+            reinterpret_cast<unsigned long long*>(digits));
         GSZ_CUDA_LAUNCHED("run tokens");
     }
     size_t temp_bytes = 0;
@@ -211,11 +212,22 @@ std::vector<uint64_t> run_tokens_count_cuda(const uint16_t* d_codes, uint64_t n,
     GSZ_CUDA(cudaStreamSynchronize(stream));
     plan.num_tokens = back[0];
     plan.segments = segments;
-    std::vector<uint64_t> hist(alphabet + kRunClasses);
-    std::copy(code_histogram.begin(), code_histogram.end(), hist.begin());
-    hist[dominant] = back[1 + kRunClasses];  // each odd run ends in the dominant code; the others are in runs
-    for (uint32_t k = 1; k <= kRunClasses; ++k) hist[alphabet + k - 1] = back[k];
-    return hist;
+    RunDigits d;
+    std::copy(back + 1, back + 2 + kRunClasses, d.begin());
+    return run_token_histogram(code_histogram, dominant, d);
+}
+
+void run_digits_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
+                     uint32_t segment_stride, uint64_t* d_digits, cudaStream_t stream, bool zero) {
+    GSZ_CHECK(alphabet <= kRunMaxAlphabet && dominant < alphabet && segment_stride >= 1, GSZ_STATUS_INTERNAL,
+              "run digits: alphabet %u, dominant code %u, stride %u", alphabet, dominant, segment_stride);
+    if (zero) GSZ_CUDA(cudaMemsetAsync(d_digits, 0, (kRunClasses + 1) * sizeof(uint64_t), stream));
+    const uint64_t segments = (n + kRunSegment - 1) / kRunSegment;
+    const uint64_t sampled = (segments + segment_stride - 1) / segment_stride;
+    if (sampled == 0) return;
+    run_count_kernel<<<warp_blocks_for(sampled), kThreads, 0, stream>>>(
+        d_codes, n, sampled, segment_stride, dominant, alphabet, nullptr, reinterpret_cast<unsigned long long*>(d_digits));
+    GSZ_CUDA_LAUNCHED("run digits");
 }
 
 void run_tokens_write_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,

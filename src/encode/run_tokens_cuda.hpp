@@ -28,6 +28,12 @@ std::vector<uint64_t> run_tokens_count_cuda(const uint16_t* d_codes, uint64_t n,
                                             std::span<const uint64_t> code_histogram, RunTokenPlan& plan,
                                             cudaStream_t stream);
 
+// The digits of the runs in every `segment_stride`-th segment (RunDigits,
+// as run_digits_cpu), counted into d_digits[0..kRunClasses] without waiting
+// (added to what is there where `zero` is false).
+void run_digits_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,
+                     uint32_t segment_stride, uint64_t* d_digits, cudaStream_t stream, bool zero = true);
+
 // The counted tokens into d_tokens (allocated here): the same warps write
 // them where the scan placed their segments, so the order is fixed.
 void run_tokens_write_cuda(const uint16_t* d_codes, uint64_t n, uint32_t dominant, uint32_t alphabet,

@@ -49,6 +49,33 @@ uint64_t huffman_lower_bound_bytes(std::span<const uint64_t> histogram) {
 
 }  // namespace
 
+bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n) {
+    return mode == GSZ_LOSSLESS_AUTO && 2 * radius <= encode::kRunMaxAlphabet && encode::run_sample_stride(n) > 1;
+}
+
+double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n) {
+    uint64_t counted = 0;
+    for (const uint64_t c : ans_histogram) counted += c;
+    if (counted == 0) return 0;
+    const encode::AnsTables t = encode::ans_build_tables(ans_histogram, levels, true, class_lag);
+    return static_cast<double>(encode::ans_estimated_bits(t, ans_histogram)) * static_cast<double>(n) /
+           static_cast<double>(counted);
+}
+
+bool code_stage_runs_outclassed(std::span<const uint64_t> code_histogram, uint32_t dominant,
+                                const encode::RunDigits& sample_digits, uint64_t n, double ans_bits) {
+    const uint32_t stride = encode::run_sample_stride(n);
+    const uint64_t sampled = encode::run_sampled_codes(n, stride);
+    if (stride == 1 || sampled == 0) return false;
+    const double scale = static_cast<double>(n) / static_cast<double>(sampled);
+    encode::RunDigits digits;
+    for (size_t k = 0; k < digits.size(); ++k)
+        digits[k] = static_cast<uint64_t>(std::llround(static_cast<double>(sample_digits[k]) * scale));
+    const uint64_t floor_bytes =
+        huffman_lower_bound_bytes(encode::run_token_histogram(code_histogram, dominant, digits)) + 8;
+    return ans_bits * 16.0 < static_cast<double>(floor_bytes) * 8.0 * 15.0;  // ans < 15/16 of the floor, in bits
+}
+
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
                                   std::span<const uint64_t> ans_histogram, uint32_t ans_class_lag,
@@ -121,24 +148,37 @@ EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t rad
     std::vector<uint64_t> token_hist, ans_hist;
     uint32_t ans_lag = 1;
     uint32_t dominant = 0;
-    if (code_stage_try_runs(mode, radius, code_hist)) {
-        dominant = encode::run_dominant_code(code_hist);
-        tokens = encode::run_tokens_encode_cpu(codes, dominant, alphabet, num_threads);
-        token_hist = encode::histogram_cpu(tokens, alphabet + encode::kRunClasses, num_threads);
-    }
+    const uint64_t n = codes.size();
+    double ans_bits = 0;  // rANS's estimate for the runs' sample (code_stage_sample_runs)
+    const bool sample_runs = code_stage_sample_runs(mode, radius, n);
     if (code_stage_try_ans(mode) && code_stage_try_class_lag2(shape)) {
         // Both lags counted (on a sample above kAnsFullLagHistogramCodes codes), the smaller kept.
-        const uint32_t stride = encode::ans_class_lag_sample_stride(codes.size());
+        const uint32_t stride = encode::ans_class_lag_sample_stride(n);
         auto lag1 = encode::ans_histogram_cpu(codes, radius, shape, num_threads, 1, stride);
         auto lag2 = encode::ans_histogram_cpu(codes, radius, shape, num_threads, 2, stride);
-        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, codes.size());
+        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n);
+        if (sample_runs) ans_bits = code_stage_ans_bits(ans_lag == 2 ? lag2 : lag1, shape.levels, ans_lag, n);
         ans_hist = stride > 1 ? encode::ans_histogram_cpu(codes, radius, shape, num_threads, ans_lag)
                               : std::move(ans_lag == 2 ? lag2 : lag1);
     } else if (code_stage_try_ans(mode)) {
         ans_hist = encode::ans_histogram_cpu(codes, radius, shape, num_threads);
+        if (sample_runs) ans_bits = code_stage_ans_bits(ans_hist, shape.levels, 1, n);
     }
-    CodeStageChoice choice =
-        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, ans_lag, shape.levels, codes.size());
+    if (code_stage_try_runs(mode, radius, code_hist)) {
+        dominant = encode::run_dominant_code(code_hist);
+        // As the GPU: the sample's runs are of the zero-error code, used where it is the dominant one.
+        const bool outclassed =
+            sample_runs && dominant == radius &&
+            code_stage_runs_outclassed(
+                code_hist, dominant,
+                encode::run_digits_cpu(codes, dominant, alphabet, encode::run_sample_stride(n), num_threads), n,
+                ans_bits);
+        if (!outclassed) {
+            tokens = encode::run_tokens_encode_cpu(codes, dominant, alphabet, num_threads);
+            token_hist = encode::histogram_cpu(tokens, alphabet + encode::kRunClasses, num_threads);
+        }
+    }
+    CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, ans_lag, shape.levels, n);
     EncodedCodes out;
     if (choice.ans) {
         out.ans_stream = encode::ans_encode_cpu(*choice.ans, codes, radius, shape, choice.ans_lane_symbols, num_threads);

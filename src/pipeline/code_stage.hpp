@@ -48,6 +48,27 @@ bool code_stage_try_ans(gsz_lossless mode);
 // before is of another level on every other point.
 inline bool code_stage_try_class_lag2(const encode::AnsContextShape& shape) { return shape.levels > 1; }
 
+// Whether compression should count a sample of the runs first (auto on
+// large inputs: run_sample_stride), to skip the full count where rANS
+// clearly wins.  The sample counts the runs of the zero-error code (`radius`)
+// before the codes' histogram is known (the GPU counts it in the same batch);
+// it is used only where that code is the dominant one.
+bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n);
+
+// rANS's estimated bits for n codes from the histogram of a sample of them
+// (or of all): the tables `histogram` gives, its bits scaled to n codes.
+double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n);
+
+// Whether the runs' full count is skipped: the tokens' histogram estimated
+// from the codes' (exact) and the sample's run digits (scaled to n codes) has
+// a Huffman floor (code_stage_choose's: one bit a token, and the entropy)
+// more than 16/15 of rANS's estimate (which leaves out the lanes' ~2% and the
+// tables: where it holds, the full count's choice is rANS).  code_stage_choose then sees no tokens;
+// where the full count would be made, it would choose rANS outright on
+// every field measured (bench/NOTES.md).
+bool code_stage_runs_outclassed(std::span<const uint64_t> code_histogram, uint32_t dominant,
+                                const encode::RunDigits& sample_digits, uint64_t n, double ans_bits);
+
 // What the histograms say to encode with: the codes' Huffman book (runs and
 // ans absent), the tokens' (runs), or rANS tables (ans).  AUTO takes the
 // smallest estimate; a histogram left empty was not computed.  The rANS

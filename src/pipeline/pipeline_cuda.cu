@@ -213,17 +213,21 @@ struct DeviceCodeStage {
 // The histogram of d_symbols, read back through page-locked memory (one
 // synchronization); `d_hist` and `h_hist` are reused across calls.  The
 // result lies in `h_hist` (valid until its next use): copying it to a fresh
-// host vector cost ~0.1 ms per call on the lent H100 hosts.
+// host vector cost ~0.1 ms per call on the lent H100 hosts.  `extra` words
+// after it, zeroed, are lent to `launch_extra` (work of the same batch, such
+// as the runs' sample) and come back with it, at h_hist.data() + alphabet + 1.
 std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
                                           cudaStream_t stream, cuda::DeviceBuffer<uint64_t>& d_hist,
-                                          cuda::PinnedBuffer<uint64_t>& h_hist) {
-    d_hist.allocate(alphabet + 1, stream);  // the last entry flags a bad symbol
+                                          cuda::PinnedBuffer<uint64_t>& h_hist, uint32_t extra = 0,
+                                          const std::function<void(uint64_t*)>& launch_extra = {}) {
+    const size_t words = size_t{alphabet} + 1 + extra;
+    d_hist.allocate(words, stream);  // the entry after the histogram flags a bad symbol
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
-    GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
+    GSZ_CUDA(cudaMemsetAsync(d_bad, 0, (1 + extra) * sizeof(uint64_t), stream));
+    if (launch_extra) launch_extra(d_hist.data() + alphabet + 1);
     encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
-    h_hist.allocate(alphabet + 1);
-    GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist.data(), (alphabet + 1) * sizeof(uint64_t), cudaMemcpyDeviceToHost,
-                             stream));
+    h_hist.allocate(words);
+    GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist.data(), words * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
     GSZ_CUDA(cudaStreamSynchronize(stream));
     GSZ_CHECK(h_hist.data()[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
     return {h_hist.data(), alphabet};
@@ -281,7 +285,15 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     const bool try_lag2 = try_ans && code_stage_try_class_lag2(shape);
     const uint32_t lag_stride = try_lag2 ? encode::ans_class_lag_sample_stride(n) : 1u;
     if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, try_lag2, 1, lag_stride, out, stream);
-    const std::span<const uint64_t> code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host);
+    // The runs' sample, of the zero-error code (the dominant one is not known
+    // yet), counted into words after the codes' histogram and read back with it.
+    const bool sample_runs = code_stage_sample_runs(mode, radius, n);
+    const uint32_t digit_words = sample_runs ? static_cast<uint32_t>(encode::RunDigits{}.size()) : 0u;
+    const std::span<const uint64_t> code_hist =
+        histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host, digit_words, [&](uint64_t* d_digits) {
+            encode::run_digits_cuda(d_codes, n, radius, alphabet, encode::run_sample_stride(n), d_digits, stream,
+                                    false);
+        });
     trace.mark(try_ans ? "histograms" : "histogram");
     // GPU work that overlaps the host's codebook build and the class lag's
     // choice (it may use the histogram).
@@ -292,9 +304,12 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     std::span<const uint64_t> ans_hist;
     uint32_t ans_lag = 1;
     bool ans_hist_queued = false;
+    double ans_bits = 0;  // rANS's estimate for the runs' sample
     if (try_lag2) {
         const auto [lag1, lag2] = ans_histogram_read(shape, true, out);
         ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n);
+        // (before the chosen lag's full histogram is queued into the same page-locked buffer)
+        if (sample_runs) ans_bits = code_stage_ans_bits(ans_lag == 2 ? lag2 : lag1, shape.levels, ans_lag, n);
         if (lag_stride > 1) {
             ans_histogram_launch(d_codes, n, radius, shape, false, ans_lag, 1, out, stream);
             ans_hist_queued = true;
@@ -304,17 +319,23 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         trace.mark("ans class lag");
     } else if (try_ans) {
         ans_hist = ans_histogram_read(shape, false, out).first;
+        if (sample_runs) ans_bits = code_stage_ans_bits(ans_hist, shape.levels, 1, n);
     }
     // Run tokens counted, their histogram derived; written only if chosen.
+    // Skipped where the sample says rANS wins clearly, as code_stage_encode_cpu.
     encode::RunTokenPlan token_plan;
     std::vector<uint64_t> token_hist;
     uint32_t dominant = 0;
     bool synchronized = false;
     if (code_stage_try_runs(mode, radius, code_hist)) {
         dominant = encode::run_dominant_code(code_hist);
-        token_hist = encode::run_tokens_count_cuda(d_codes, n, dominant, alphabet, code_hist, token_plan, stream);
-        synchronized = true;  // it reads its histogram back
-        trace.mark("run tokens");
+        encode::RunDigits sample{};
+        if (sample_runs) std::copy_n(out.hist_host.data() + alphabet + 1, sample.size(), sample.begin());
+        if (!(sample_runs && dominant == radius && code_stage_runs_outclassed(code_hist, dominant, sample, n, ans_bits))) {
+            token_hist = encode::run_tokens_count_cuda(d_codes, n, dominant, alphabet, code_hist, token_plan, stream);
+            synchronized = true;  // it reads its histogram back
+            trace.mark("run tokens");
+        }
     }
     if (ans_hist_queued) {
         if (!synchronized) GSZ_CUDA(cudaStreamSynchronize(stream));

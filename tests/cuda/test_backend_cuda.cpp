@@ -1060,6 +1060,15 @@ TEST(CudaBackend, RunTokenKernelsMatchCpu) {
                                                               histogram_cpu(in, alphabet, 2), plan, s);
                 EXPECT_EQ(plan.num_tokens, want.size());
                 EXPECT_EQ(token_hist, histogram_cpu(want, alphabet + kRunClasses, 2));
+                // The runs' digits of every stride-th segment (auto's sample on large inputs).
+                gsz::cuda::DeviceBuffer<uint64_t> d_digits(kRunClasses + 1, s);
+                for (uint32_t stride : {1u, 3u, 16u}) {
+                    run_digits_cuda(d_codes.data() + shift, n, dominant, alphabet, stride, d_digits.data(), s);
+                    RunDigits digits{};
+                    ASSERT_EQ(cudaMemcpy(digits.data(), d_digits.data(), sizeof digits, cudaMemcpyDeviceToHost),
+                              cudaSuccess);
+                    EXPECT_EQ(digits, run_digits_cpu(in, dominant, alphabet, stride, 2)) << "stride " << stride;
+                }
                 gsz::cuda::DeviceBuffer<uint32_t> d_corrupt(1, s);
                 d_corrupt.zero(s);
                 run_tokens_decode_cuda(d_tokens.data(), nt, dominant, alphabet, d_back.data(), n, d_corrupt.data(), s);

@@ -143,6 +143,84 @@ TEST(RunTokens, ChoiceFollowsTheEstimatedSize) {
     EXPECT_TRUE(code_stage_encode_cpu(runny, 32763, shape, GSZ_LOSSLESS_RUNS, 2).runs.has_value());
 }
 
+TEST(RunTokens, DigitsGiveTheTokensHistogramAndSampleWholeSegments) {
+    // 33 segments, the last of 100 codes: stride 16 samples segments 0, 16 and 32.
+    const size_t n = 32 * kRunSegment + 100;
+    const auto codes = runny_codes(n, 0.9, 11);
+    for (int threads : {1, 3}) {
+        const RunDigits all = run_digits_cpu(codes, kDom, kAlphabet, 1, threads);
+        EXPECT_EQ(run_token_histogram(histogram_cpu(codes, kAlphabet, 1), kDom, all),
+                  histogram_cpu(run_tokens_encode_cpu(codes, kDom, kAlphabet, 1), kAlphabet + kRunClasses, 1));
+        for (uint32_t stride : {2u, 3u, 16u, 40u}) {
+            SCOPED_TRACE("threads " + std::to_string(threads) + " stride " + std::to_string(stride));
+            // Each sampled segment tokenized on its own: runs never cross segments.
+            RunDigits want{};
+            uint64_t sampled = 0;
+            for (size_t s = 0; s * kRunSegment < n; s += stride) {
+                const std::span<const uint16_t> seg(codes.data() + s * kRunSegment,
+                                                    std::min<size_t>(kRunSegment, n - s * kRunSegment));
+                sampled += seg.size();
+                const RunDigits d = run_digits_cpu(seg, kDom, kAlphabet, 1, 1);
+                for (size_t k = 0; k < want.size(); ++k) want[k] += d[k];
+            }
+            EXPECT_EQ(run_digits_cpu(codes, kDom, kAlphabet, stride, threads), want);
+            EXPECT_EQ(run_sampled_codes(n, stride), sampled);
+        }
+    }
+    EXPECT_EQ(run_sampled_codes(0, 16), 0u);
+    EXPECT_EQ(run_sampled_codes(100, 16), 100u);
+    EXPECT_EQ(run_sampled_codes(17 * kRunSegment, 16), 2u * kRunSegment);
+    EXPECT_EQ(run_sample_stride(kRunSampleMinCodes), 1u);
+    EXPECT_EQ(run_sample_stride(kRunSampleMinCodes + 1), 4u);          // about kRunSampleCodes sampled
+    EXPECT_EQ(run_sample_stride(uint64_t{455} * 455 * 455), 64u);        // wmagT: 94M codes
+    EXPECT_EQ(run_sample_stride(uint64_t{1} << 40), uint32_t{1} << 20);
+}
+
+// Above kRunSampleMinCodes, auto first estimates the runs on a sample and skips
+// the full count where rANS clearly wins; the choice stays the full count's.
+TEST(RunTokens, LargeInputsSkipTheCountOnlyWhereAnsWins) {
+    using namespace gsz::pipeline;
+    const uint32_t radius = kAlphabet / 2;
+    const AnsContextShape shape;
+    const size_t n = kRunSampleMinCodes + 5000;
+    EXPECT_TRUE(code_stage_sample_runs(GSZ_LOSSLESS_AUTO, radius, n));
+    EXPECT_FALSE(code_stage_sample_runs(GSZ_LOSSLESS_AUTO, radius, kRunSampleMinCodes));
+    EXPECT_FALSE(code_stage_sample_runs(GSZ_LOSSLESS_RUNS, radius, n));
+    EXPECT_FALSE(code_stage_sample_runs(GSZ_LOSSLESS_ANS, radius, n));
+    EXPECT_FALSE(code_stage_sample_runs(GSZ_LOSSLESS_AUTO, 32768, n));
+    // The choice as if every run had been counted.
+    auto full_choice = [&](const std::vector<uint16_t>& codes) {
+        const auto hist = histogram_cpu(codes, kAlphabet, 2);
+        const auto tokens = run_tokens_encode_cpu(codes, kDom, kAlphabet, 2);
+        return code_stage_choose(GSZ_LOSSLESS_AUTO, hist, histogram_cpu(tokens, kAlphabet + kRunClasses, 2), kDom,
+                                 ans_histogram_cpu(codes, radius, shape, 2), 1, shape.levels, codes.size());
+    };
+    auto outclassed = [&](const std::vector<uint16_t>& codes) {
+        const auto ans_hist = ans_histogram_cpu(codes, radius, shape, 2);
+        return code_stage_runs_outclassed(histogram_cpu(codes, kAlphabet, 2), kDom,
+                                          run_digits_cpu(codes, kDom, kAlphabet, run_sample_stride(n), 2), n,
+                                          code_stage_ans_bits(ans_hist, shape.levels, 1, n));
+    };
+    // Independent codes, 97% dominant: rANS near the entropy, skipped.
+    const auto runny = runny_codes(n, 0.97, 5);
+    EXPECT_TRUE(outclassed(runny));
+    const auto got = code_stage_encode_cpu(runny, radius, shape, GSZ_LOSSLESS_AUTO, 2);
+    ASSERT_TRUE(got.ans.has_value());
+    EXPECT_TRUE(full_choice(runny).ans.has_value());
+    EXPECT_EQ(got.ans_stream.words, code_stage_encode_cpu(runny, radius, shape, GSZ_LOSSLESS_ANS, 2).ans_stream.words);
+    // Literals far from the dominant code (rANS's escape and extra bits) but of
+    // two values (a bit or two in Huffman): the tokens win; counted in full.
+    std::vector<uint16_t> far(n, kDom);
+    std::mt19937_64 rng(6);
+    for (auto& c : far)
+        if (rng() % 10 == 0) c = static_cast<uint16_t>(rng() % 2 ? kDom + 400 : kDom - 400);
+    EXPECT_FALSE(outclassed(far));
+    ASSERT_TRUE(full_choice(far).runs.has_value());
+    const auto far_auto = code_stage_encode_cpu(far, radius, shape, GSZ_LOSSLESS_AUTO, 2);
+    ASSERT_TRUE(far_auto.runs.has_value());
+    EXPECT_EQ(far_auto.stream.words, code_stage_encode_cpu(far, radius, shape, GSZ_LOSSLESS_RUNS, 2).stream.words);
+}
+
 TEST(RunTokens, DominantIsTheMostFrequentSmallestOnTies) {
     EXPECT_EQ(run_dominant_code(std::vector<uint64_t>{1, 5, 5, 2}), 1u);
     EXPECT_TRUE(run_tokens_promising(std::vector<uint64_t>{1, 1, 0, 2}));    // exactly half
