@@ -224,7 +224,7 @@ std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_
     d_hist.allocate(words, stream);  // the entry after the histogram flags a bad symbol
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, (1 + extra) * sizeof(uint64_t), stream));
-    if (launch_extra) launch_extra(d_hist.data() + alphabet + 1);
+    if (extra && launch_extra) launch_extra(d_hist.data() + alphabet + 1);
     encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
     h_hist.allocate(words);
     GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist.data(), words * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
@@ -289,11 +289,14 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     // yet), counted into words after the codes' histogram and read back with it.
     const bool sample_runs = code_stage_sample_runs(mode, radius, n);
     const uint32_t digit_words = sample_runs ? static_cast<uint32_t>(encode::RunDigits{}.size()) : 0u;
-    const std::span<const uint64_t> code_hist =
-        histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host, digit_words, [&](uint64_t* d_digits) {
+    std::function<void(uint64_t*)> count_sample;
+    if (sample_runs)
+        count_sample = [&](uint64_t* d_digits) {
             encode::run_digits_cuda(d_codes, n, radius, alphabet, encode::run_sample_stride(n), d_digits, stream,
                                     false);
-        });
+        };
+    const std::span<const uint64_t> code_hist =
+        histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host, digit_words, count_sample);
     trace.mark(try_ans ? "histograms" : "histogram");
     // GPU work that overlaps the host's codebook build and the class lag's
     // choice (it may use the histogram).
