@@ -36,16 +36,28 @@ bool code_stage_try_ans(gsz_lossless mode) { return mode == GSZ_LOSSLESS_AUTO ||
 
 namespace {
 
-// No Huffman code of these counts is smaller than this: one bit per symbol,
-// and never below the order-0 entropy.
+// No Huffman code of counts summing to `total` is smaller than this: one bit
+// per symbol, and never below the order-0 entropy, of which the bins
+// [begin, end) give a part (all of them: the floor itself; fewer: a lower
+// bound of it, every bin's term being >= 0).
+uint64_t huffman_lower_bound_bytes(std::span<const uint64_t> histogram, uint64_t total, size_t begin, size_t end) {
+    double bits = 0;
+    for (size_t b = begin; b < end; ++b)
+        if (const uint64_t c = histogram[b])
+            bits += static_cast<double>(c) * std::log2(static_cast<double>(total) / static_cast<double>(c));
+    return std::max<uint64_t>(total, static_cast<uint64_t>(bits)) / 8;
+}
+
 uint64_t huffman_lower_bound_bytes(std::span<const uint64_t> histogram) {
     uint64_t total = 0;
     for (const uint64_t c : histogram) total += c;
-    double bits = 0;
-    for (const uint64_t c : histogram)
-        if (c) bits += static_cast<double>(c) * std::log2(static_cast<double>(total) / static_cast<double>(c));
-    return std::max<uint64_t>(total, static_cast<uint64_t>(bits)) / 8;
+    return huffman_lower_bound_bytes(histogram, total, 0, histogram.size());
 }
+
+// Bins around the middle of the codes' alphabet (the zero residual) that the
+// floor is first taken over: interp's histogram has 65,526 bins (512 KB, read
+// while the GPU waits: ~0.1 ms of host time) and nearly all its codes here.
+constexpr size_t kFloorWindow = 4096;
 
 }  // namespace
 
@@ -91,10 +103,13 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
         // reach: the choice below would be the same, and the codebook builds
         // (up to a millisecond on the GPU's path) are skipped.
         if (mode == GSZ_LOSSLESS_ANS) return c;
-        uint64_t huffman_floor = huffman_lower_bound_bytes(code_histogram);
-        if (!token_histogram.empty())
-            huffman_floor = std::min(huffman_floor, huffman_lower_bound_bytes(token_histogram) + 8);
-        if (ans_bytes < huffman_floor) return c;
+        const uint64_t token_floor =
+            token_histogram.empty() ? UINT64_MAX : huffman_lower_bound_bytes(token_histogram) + 8;
+        // The window's part of the codes' floor first: below it, rANS is below the floor too.
+        const size_t bins = code_histogram.size(), mid = bins / 2;
+        const size_t lo = mid > kFloorWindow / 2 ? mid - kFloorWindow / 2 : 0, hi = std::min(bins, lo + kFloorWindow);
+        if (ans_bytes < std::min(token_floor, huffman_lower_bound_bytes(code_histogram, n, lo, hi))) return c;
+        if (ans_bytes < std::min(token_floor, huffman_lower_bound_bytes(code_histogram, n, 0, bins))) return c;
     }
     encode::HuffmanCodebook runs_book, plain_book;
     if (storage != nullptr) plain_book = std::move(*storage);

@@ -75,7 +75,8 @@ bool code_stage_runs_outclassed(std::span<const uint64_t> code_histogram, uint32
 // histogram is of contexts with `ans_class_lag` (chosen before, on both lags'
 // histograms: code_stage_try_class_lag2, ans_choose_class_lag).  `storage`, when
 // given, is an earlier codebook whose vectors the codes' book is built in (a
-// caller compressing again keeps its last choice's book for it).
+// caller compressing again keeps its last choice's book for it).  `n` is the
+// number of codes, what the codes' histogram sums to.
 struct CodeStageChoice {
     std::optional<RunTokensParams> runs;
     encode::HuffmanCodebook book;
