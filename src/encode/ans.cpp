@@ -88,9 +88,11 @@ std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_
 uint32_t ans_class_lag_sample_stride(uint64_t n) { return n > kAnsFullLagHistogramCodes ? kAnsLagSampleStride : 1u; }
 
 uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const uint64_t> lag2, uint32_t levels,
-                              uint64_t n) {
+                              uint64_t n, uint64_t* chosen_bits) {
     const AnsTables t1 = ans_build_tables(lag1, levels, true, 1), t2 = ans_build_tables(lag2, levels, true, 2);
-    return ans_estimated_bytes(t2, lag2, n) < ans_estimated_bytes(t1, lag1, n) ? 2u : 1u;
+    const uint32_t lag = ans_estimated_bytes(t2, lag2, n) < ans_estimated_bytes(t1, lag1, n) ? 2u : 1u;
+    if (chosen_bits) *chosen_bits = lag == 2 ? ans_estimated_bits(t2, lag2) : ans_estimated_bits(t1, lag1);
+    return lag;
 }
 
 namespace {

@@ -55,9 +55,11 @@ inline constexpr uint64_t kAnsFullLagHistogramCodes = uint64_t{1} << 22;
 uint32_t ans_class_lag_sample_stride(uint64_t n);
 
 // The lag whose histogram (of the same codes) gives the smaller estimated
-// stage (tables included); 1 on a tie.
+// stage (tables included); 1 on a tie.  `chosen_bits`, when given, receives
+// ans_estimated_bits of the chosen lag's histogram under its tables (the
+// tables are built here anyway).
 uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const uint64_t> lag2, uint32_t levels,
-                              uint64_t n);
+                              uint64_t n, uint64_t* chosen_bits = nullptr);
 
 // Per context, the frequencies of its symbols (sum kAnsScale, or an unused
 // context with none), as packed entries freq | cum << 16 (freq 0: absent).

@@ -65,13 +65,16 @@ bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n) {
     return mode == GSZ_LOSSLESS_AUTO && 2 * radius <= encode::kRunMaxAlphabet && encode::run_sample_stride(n) > 1;
 }
 
-double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n) {
+double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n,
+                           std::optional<uint64_t> counted_bits) {
     uint64_t counted = 0;
     for (const uint64_t c : ans_histogram) counted += c;
     if (counted == 0) return 0;
-    const encode::AnsTables t = encode::ans_build_tables(ans_histogram, levels, true, class_lag);
-    return static_cast<double>(encode::ans_estimated_bits(t, ans_histogram)) * static_cast<double>(n) /
-           static_cast<double>(counted);
+    const uint64_t bits = counted_bits ? *counted_bits
+                                       : encode::ans_estimated_bits(
+                                             encode::ans_build_tables(ans_histogram, levels, true, class_lag),
+                                             ans_histogram);
+    return static_cast<double>(bits) * static_cast<double>(n) / static_cast<double>(counted);
 }
 
 bool code_stage_runs_outclassed(std::span<const uint64_t> code_histogram, uint32_t dominant,
@@ -171,8 +174,10 @@ EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t rad
         const uint32_t stride = encode::ans_class_lag_sample_stride(n);
         auto lag1 = encode::ans_histogram_cpu(codes, radius, shape, num_threads, 1, stride);
         auto lag2 = encode::ans_histogram_cpu(codes, radius, shape, num_threads, 2, stride);
-        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n);
-        if (sample_runs) ans_bits = code_stage_ans_bits(ans_lag == 2 ? lag2 : lag1, shape.levels, ans_lag, n);
+        uint64_t chosen_bits = 0;
+        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n, &chosen_bits);
+        if (sample_runs)
+            ans_bits = code_stage_ans_bits(ans_lag == 2 ? lag2 : lag1, shape.levels, ans_lag, n, chosen_bits);
         ans_hist = stride > 1 ? encode::ans_histogram_cpu(codes, radius, shape, num_threads, ans_lag)
                               : std::move(ans_lag == 2 ? lag2 : lag1);
     } else if (code_stage_try_ans(mode)) {

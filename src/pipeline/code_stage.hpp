@@ -57,7 +57,10 @@ bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n);
 
 // rANS's estimated bits for n codes from the histogram of a sample of them
 // (or of all): the tables `histogram` gives, its bits scaled to n codes.
-double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n);
+// `counted_bits`, when given, is ans_estimated_bits of the histogram under
+// those tables, already known (ans_choose_class_lag's): no tables are built.
+double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n,
+                           std::optional<uint64_t> counted_bits = std::nullopt);
 
 // Whether the runs' full count is skipped: the tokens' histogram estimated
 // from the codes' (exact) and the sample's run digits (scaled to n codes) has

@@ -310,9 +310,12 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     double ans_bits = 0;  // rANS's estimate for the runs' sample
     if (try_lag2) {
         const auto [lag1, lag2] = ans_histogram_read(shape, true, out);
-        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n);
-        // (before the chosen lag's full histogram is queued into the same page-locked buffer)
-        if (sample_runs) ans_bits = code_stage_ans_bits(ans_lag == 2 ? lag2 : lag1, shape.levels, ans_lag, n);
+        uint64_t chosen_bits = 0;
+        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n, &chosen_bits);
+        // (before the chosen lag's full histogram is queued into the same page-locked buffer;
+        // the lag's choice has built its tables: no second build on the stream's path)
+        if (sample_runs)
+            ans_bits = code_stage_ans_bits(ans_lag == 2 ? lag2 : lag1, shape.levels, ans_lag, n, chosen_bits);
         if (lag_stride > 1) {
             ans_histogram_launch(d_codes, n, radius, shape, false, ans_lag, 1, out, stream);
             ans_hist_queued = true;

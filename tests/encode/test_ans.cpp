@@ -484,10 +484,14 @@ TEST(Ans, ClassLagSampleAndChoice) {
         const int v = static_cast<int>(std::lround(std::normal_distribution<double>(0, sd)(rng)));
         alternating[i] = static_cast<uint16_t>(static_cast<int>(radius) + std::clamp(v, -500, 500));
     }
-    EXPECT_EQ(ans_choose_class_lag(ans_histogram_cpu(alternating, radius, shape, 2, 1),
-                                   ans_histogram_cpu(alternating, radius, shape, 2, 2), shape.levels,
-                                   alternating.size()),
-              2u);
+    const auto a1 = ans_histogram_cpu(alternating, radius, shape, 2, 1);
+    const auto a2 = ans_histogram_cpu(alternating, radius, shape, 2, 2);
+    uint64_t chosen_bits = 0;
+    EXPECT_EQ(ans_choose_class_lag(a1, a2, shape.levels, alternating.size(), &chosen_bits), 2u);
+    // The chosen lag's estimate comes back with it (what its own tables give).
+    EXPECT_EQ(chosen_bits, ans_estimated_bits(ans_build_tables(a2, shape.levels, true, 2), a2));
+    EXPECT_EQ(ans_choose_class_lag(h1, h1, shape.levels, codes.size(), &chosen_bits), 1u);
+    EXPECT_EQ(chosen_bits, ans_estimated_bits(ans_build_tables(h1, shape.levels, true, 1), h1));
 }
 
 TEST(Ans, TableReferencesAreChecked) {
