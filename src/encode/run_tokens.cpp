@@ -13,10 +13,34 @@ uint32_t run_dominant_code(std::span<const uint64_t> histogram) {
     return static_cast<uint32_t>(std::max_element(histogram.begin(), histogram.end()) - histogram.begin());
 }
 
+uint32_t run_dominant_code(std::span<const uint64_t> histogram, uint64_t total) {
+    const size_t mid = histogram.size() / 2;
+    if (!histogram.empty() && 2 * histogram[mid] > total) return static_cast<uint32_t>(mid);  // a strict majority
+    return run_dominant_code(histogram);
+}
+
+bool run_tokens_promising(std::span<const uint64_t> histogram, uint64_t total) {
+    if (total == 0 || histogram.empty()) return false;
+    const size_t mid = histogram.size() / 2;
+    if (2 * histogram[mid] > total) return true;  // a strict majority
+    // No bin holds half when none of the 4096 around the middle does and the
+    // bins outside them hold less than half together: the usual case at tight
+    // bounds, told without reading interp's 65,526 bins.
+    constexpr size_t kWindow = 4096;
+    const size_t lo = mid > kWindow / 2 ? mid - kWindow / 2 : 0, hi = std::min(histogram.size(), lo + kWindow);
+    uint64_t inside = 0, most = 0;
+    for (size_t b = lo; b < hi; ++b) {
+        inside += histogram[b];
+        most = std::max(most, histogram[b]);
+    }
+    if (2 * most < total && 2 * (total - inside) < total) return false;
+    return 2 * histogram[run_dominant_code(histogram)] >= total;
+}
+
 bool run_tokens_promising(std::span<const uint64_t> histogram) {
     uint64_t total = 0;
     for (uint64_t c : histogram) total += c;
-    return total > 0 && 2 * histogram[run_dominant_code(histogram)] >= total;
+    return run_tokens_promising(histogram, total);
 }
 
 std::vector<uint64_t> run_token_histogram(std::span<const uint64_t> code_histogram, uint32_t dominant,

@@ -81,12 +81,17 @@ struct RunTokenizer {
 // Choosing the stage (host; both backends call it with the same integer
 // histograms, so they choose alike).
 
-// The most frequent code (the smallest on ties).
+// The most frequent code (the smallest on ties).  With `total`, what the
+// histogram sums to, a middle bin (the zero residual) holding more than half
+// of it is that code without a read of the rest (interp's 65,526 bins are
+// 512 KB, read on the GPU pipeline's host path).
 uint32_t run_dominant_code(std::span<const uint64_t> histogram);
+uint32_t run_dominant_code(std::span<const uint64_t> histogram, uint64_t total);
 
 // Whether run tokens are worth computing: the dominant code must be at least
 // half of the codes (below that its runs are too short to beat Huffman).
 bool run_tokens_promising(std::span<const uint64_t> histogram);
+bool run_tokens_promising(std::span<const uint64_t> histogram, uint64_t total);
 
 // The binary digits of the runs, as a token histogram needs them: [k - 1]
 // counts the runs with bit k set (tokens `alphabet + k - 1`, k = 1..

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace gsz::pipeline {
 
@@ -27,9 +28,9 @@ RunTokensParams RunTokensParams::read(std::span<const uint8_t> bytes, uint32_t r
     return p;
 }
 
-bool code_stage_try_runs(gsz_lossless mode, uint32_t radius, std::span<const uint64_t> code_histogram) {
+bool code_stage_try_runs(gsz_lossless mode, uint32_t radius, std::span<const uint64_t> code_histogram, uint64_t n) {
     if (mode == GSZ_LOSSLESS_NONE || mode == GSZ_LOSSLESS_ANS || 2 * radius > encode::kRunMaxAlphabet) return false;
-    return mode == GSZ_LOSSLESS_RUNS || encode::run_tokens_promising(code_histogram);
+    return mode == GSZ_LOSSLESS_RUNS || encode::run_tokens_promising(code_histogram, n);
 }
 
 bool code_stage_try_ans(gsz_lossless mode) { return mode == GSZ_LOSSLESS_AUTO || mode == GSZ_LOSSLESS_ANS; }
@@ -59,6 +60,30 @@ uint64_t huffman_lower_bound_bytes(std::span<const uint64_t> histogram) {
 // while the GPU waits: ~0.1 ms of host time) and nearly all its codes here.
 constexpr size_t kFloorWindow = 4096;
 
+std::pair<size_t, size_t> floor_window(size_t bins) {
+    const size_t mid = bins / 2, lo = mid > kFloorWindow / 2 ? mid - kFloorWindow / 2 : 0;
+    return {lo, std::min(bins, lo + kFloorWindow)};
+}
+
+// huffman_lower_bound_bytes (+ 8, the run_tokens parameters) of the tokens'
+// histogram encode::run_token_histogram gives (n codes), without building it
+// (65,536 bins): the same terms in the same order, the codes' bins taken over
+// [begin, end) only (all: the floor; fewer: a lower bound of it, every term
+// being >= 0 and rounding monotonic).
+uint64_t token_floor_bytes(std::span<const uint64_t> code_histogram, uint32_t dominant,
+                           const encode::RunDigits& digits, uint64_t n, size_t begin, size_t end) {
+    uint64_t total = n - code_histogram[dominant];
+    for (const uint64_t d : digits) total += d;
+    const double t = static_cast<double>(total);
+    double bits = 0;
+    const auto add = [&](uint64_t c) {
+        if (c) bits += static_cast<double>(c) * std::log2(t / static_cast<double>(c));
+    };
+    for (size_t b = begin; b < end; ++b) add(b == dominant ? digits[encode::kRunClasses] : code_histogram[b]);
+    for (uint32_t k = 1; k <= encode::kRunClasses; ++k) add(digits[k - 1]);
+    return std::max<uint64_t>(total, static_cast<uint64_t>(bits)) / 8 + 8;
+}
+
 }  // namespace
 
 bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n) {
@@ -86,9 +111,12 @@ bool code_stage_runs_outclassed(std::span<const uint64_t> code_histogram, uint32
     encode::RunDigits digits;
     for (size_t k = 0; k < digits.size(); ++k)
         digits[k] = static_cast<uint64_t>(std::llround(static_cast<double>(sample_digits[k]) * scale));
-    const uint64_t floor_bytes =
-        huffman_lower_bound_bytes(encode::run_token_histogram(code_histogram, dominant, digits)) + 8;
-    return ans_bits * 16.0 < static_cast<double>(floor_bytes) * 8.0 * 15.0;  // ans < 15/16 of the floor, in bits
+    // ans < 15/16 of the floor, in bits; the window's floor first (a lower bound of it).
+    const auto outclassed = [&](size_t begin, size_t end) {
+        return ans_bits * 16.0 < static_cast<double>(token_floor_bytes(code_histogram, dominant, digits, n, begin, end)) * 8.0 * 15.0;
+    };
+    const auto [lo, hi] = floor_window(code_histogram.size());
+    return outclassed(lo, hi) || outclassed(0, code_histogram.size());
 }
 
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
@@ -109,8 +137,8 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
         const uint64_t token_floor =
             token_histogram.empty() ? UINT64_MAX : huffman_lower_bound_bytes(token_histogram) + 8;
         // The window's part of the codes' floor first: below it, rANS is below the floor too.
-        const size_t bins = code_histogram.size(), mid = bins / 2;
-        const size_t lo = mid > kFloorWindow / 2 ? mid - kFloorWindow / 2 : 0, hi = std::min(bins, lo + kFloorWindow);
+        const size_t bins = code_histogram.size();
+        const auto [lo, hi] = floor_window(bins);
         if (ans_bytes < std::min(token_floor, huffman_lower_bound_bytes(code_histogram, n, lo, hi))) return c;
         if (ans_bytes < std::min(token_floor, huffman_lower_bound_bytes(code_histogram, n, 0, bins))) return c;
     }
@@ -184,8 +212,8 @@ EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t rad
         ans_hist = encode::ans_histogram_cpu(codes, radius, shape, num_threads);
         if (sample_runs) ans_bits = code_stage_ans_bits(ans_hist, shape.levels, 1, n);
     }
-    if (code_stage_try_runs(mode, radius, code_hist)) {
-        dominant = encode::run_dominant_code(code_hist);
+    if (code_stage_try_runs(mode, radius, code_hist, n)) {
+        dominant = encode::run_dominant_code(code_hist, n);
         // As the GPU: the sample's runs are of the zero-error code, used where it is the dominant one.
         const bool outclassed =
             sample_runs && dominant == radius &&

@@ -37,8 +37,9 @@ struct RunTokensParams {
     static RunTokensParams read(std::span<const uint8_t> bytes, uint32_t radius);
 };
 
-// Whether compression should compute run tokens for these codes at all.
-bool code_stage_try_runs(gsz_lossless mode, uint32_t radius, std::span<const uint64_t> code_histogram);
+// Whether compression should compute run tokens for these codes at all (n:
+// the number of codes, what the histogram sums to).
+bool code_stage_try_runs(gsz_lossless mode, uint32_t radius, std::span<const uint64_t> code_histogram, uint64_t n);
 
 // Whether compression should count the (context, symbol) histogram of "ans".
 bool code_stage_try_ans(gsz_lossless mode);

@@ -333,8 +333,8 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     std::vector<uint64_t> token_hist;
     uint32_t dominant = 0;
     bool synchronized = false;
-    if (code_stage_try_runs(mode, radius, code_hist)) {
-        dominant = encode::run_dominant_code(code_hist);
+    if (code_stage_try_runs(mode, radius, code_hist, n)) {
+        dominant = encode::run_dominant_code(code_hist, n);
         encode::RunDigits sample{};
         if (sample_runs) std::copy_n(out.hist_host.data() + alphabet + 1, sample.size(), sample.begin());
         if (!(sample_runs && dominant == radius && code_stage_runs_outclassed(code_hist, dominant, sample, n, ans_bits))) {

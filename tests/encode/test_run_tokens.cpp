@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 namespace gsz::encode {
@@ -221,11 +222,60 @@ TEST(RunTokens, LargeInputsSkipTheCountOnlyWhereAnsWins) {
     EXPECT_EQ(far_auto.stream.words, code_stage_encode_cpu(far, radius, shape, GSZ_LOSSLESS_RUNS, 2).stream.words);
 }
 
+// The skip's threshold is exactly 15/16 of the tokens' Huffman floor (one bit
+// a token, and the order-0 entropy, + 8 bytes), also where the codes spread
+// beyond the bins the floor is first taken over.
+TEST(RunTokens, SkipThresholdIsFifteenSixteenthsOfTheTokensFloor) {
+    using namespace gsz::pipeline;
+    const uint32_t radius = 32763, alphabet = 2 * radius;
+    std::vector<uint64_t> hist(alphabet, 0);
+    hist[radius] = 6000000;
+    for (int v : {-3000, -10, -1, 1, 10, 3000, 20000}) hist[static_cast<size_t>(radius + v)] = 300000 + 1000 * (v & 7);
+    uint64_t n = 0;
+    for (const uint64_t c : hist) n += c;
+    ASSERT_GT(run_sample_stride(n), 1u);
+    const RunDigits sample = {900, 500, 300, 200, 100, 50, 20, 5, 2, 1, 700};
+    // The reference: the sample scaled, the tokens' histogram built, its floor.
+    const double scale = static_cast<double>(n) / static_cast<double>(run_sampled_codes(n, run_sample_stride(n)));
+    RunDigits scaled;
+    for (size_t k = 0; k < scaled.size(); ++k)
+        scaled[k] = static_cast<uint64_t>(std::llround(static_cast<double>(sample[k]) * scale));
+    const auto tokens = run_token_histogram(hist, radius, scaled);
+    uint64_t total = 0;
+    for (const uint64_t c : tokens) total += c;
+    double bits = 0;
+    for (const uint64_t c : tokens)
+        if (c) bits += static_cast<double>(c) * std::log2(static_cast<double>(total) / static_cast<double>(c));
+    const double floor_bits = static_cast<double>((std::max<uint64_t>(total, static_cast<uint64_t>(bits)) / 8 + 8) * 8);
+    const double at = floor_bits * 15.0 / 16.0;
+    EXPECT_TRUE(code_stage_runs_outclassed(hist, radius, sample, n, at * (1 - 1e-9)));
+    EXPECT_FALSE(code_stage_runs_outclassed(hist, radius, sample, n, at * (1 + 1e-9)));
+    EXPECT_FALSE(code_stage_runs_outclassed(hist, radius, sample, uint64_t{1} << 20, 0.0));  // no sample below 2^22
+}
+
 TEST(RunTokens, DominantIsTheMostFrequentSmallestOnTies) {
     EXPECT_EQ(run_dominant_code(std::vector<uint64_t>{1, 5, 5, 2}), 1u);
     EXPECT_TRUE(run_tokens_promising(std::vector<uint64_t>{1, 1, 0, 2}));    // exactly half
     EXPECT_FALSE(run_tokens_promising(std::vector<uint64_t>{1, 1, 1, 2}));
     EXPECT_FALSE(run_tokens_promising(std::vector<uint64_t>{0, 0}));
+    // With the total known, a middle bin's strict majority decides without the rest; else the scan.
+    const std::vector<std::vector<uint64_t>> cases = {{1, 1, 5, 2}, {3, 0, 3, 0}, {1, 4, 4, 1}, {0, 2, 1, 2}, {7}};
+    for (const auto& h : cases) {
+        uint64_t total = 0;
+        for (const uint64_t c : h) total += c;
+        EXPECT_EQ(run_dominant_code(h, total), run_dominant_code(h));
+        EXPECT_EQ(run_tokens_promising(h, total), run_tokens_promising(h));
+    }
+    EXPECT_EQ(run_dominant_code(std::vector<uint64_t>{3, 0, 3, 0}, 6), 0u);  // half is no majority: ties to the smaller
+    // interp's alphabet: half of the codes on a bin far outside the 4096 around the middle, or spread outside.
+    std::vector<uint64_t> wide(65526, 0);
+    wide[32763] = 40, wide[32764] = 10, wide[100] = 50;
+    EXPECT_TRUE(run_tokens_promising(wide, 100));
+    EXPECT_EQ(run_dominant_code(wide, 100), 100u);
+    wide[100] = 49, wide[101] = 1;
+    EXPECT_FALSE(run_tokens_promising(wide, 100));
+    wide[32763] = 60, wide[100] = 0, wide[101] = 0;
+    EXPECT_TRUE(run_tokens_promising(wide, 70));
 }
 
 }  // namespace
