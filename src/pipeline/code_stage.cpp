@@ -113,7 +113,8 @@ bool code_stage_runs_outclassed(std::span<const uint64_t> code_histogram, uint32
         digits[k] = static_cast<uint64_t>(std::llround(static_cast<double>(sample_digits[k]) * scale));
     // ans < 15/16 of the floor, in bits; the window's floor first (a lower bound of it).
     const auto outclassed = [&](size_t begin, size_t end) {
-        return ans_bits * 16.0 < static_cast<double>(token_floor_bytes(code_histogram, dominant, digits, n, begin, end)) * 8.0 * 15.0;
+        const uint64_t floor_bytes = token_floor_bytes(code_histogram, dominant, digits, n, begin, end);
+        return ans_bits * 16.0 < static_cast<double>(floor_bytes) * 8.0 * 15.0;
     };
     const auto [lo, hi] = floor_window(code_histogram.size());
     return outclassed(lo, hi) || outclassed(0, code_histogram.size());
