@@ -9,6 +9,27 @@
 
 namespace gsz::encode {
 
+namespace {
+
+// Segment s of the codes through a RunTokenizer, its tokens passed to emit;
+// returns their number.
+template <class Emit>
+uint32_t tokenize_segment(std::span<const uint16_t> codes, uint64_t s, uint32_t dominant, uint32_t alphabet,
+                          Emit&& emit) {
+    RunTokenizer tz{dominant, alphabet};
+    for (uint64_t i = s * kRunSegment, e = std::min<uint64_t>(codes.size(), (s + 1) * kRunSegment); i < e; ++i)
+        tz.push(codes[i], emit);
+    if (tz.run) tz.flush(emit);
+    return tz.tokens;
+}
+
+}  // namespace
+
+std::pair<size_t, size_t> middle_window(size_t bins) {
+    const size_t mid = bins / 2, lo = mid > kMiddleWindowBins / 2 ? mid - kMiddleWindowBins / 2 : 0;
+    return {lo, std::min(bins, lo + kMiddleWindowBins)};
+}
+
 uint32_t run_dominant_code(std::span<const uint64_t> histogram) {
     return static_cast<uint32_t>(std::max_element(histogram.begin(), histogram.end()) - histogram.begin());
 }
@@ -26,8 +47,7 @@ bool run_tokens_promising(std::span<const uint64_t> histogram, uint64_t total) {
     // No bin holds half when none of the 4096 around the middle does and the
     // bins outside them hold less than half together: the usual case at tight
     // bounds, told without reading interp's 65,526 bins.
-    constexpr size_t kWindow = 4096;
-    const size_t lo = mid > kWindow / 2 ? mid - kWindow / 2 : 0, hi = std::min(histogram.size(), lo + kWindow);
+    const auto [lo, hi] = middle_window(histogram.size());
     uint64_t inside = 0, most = 0;
     for (size_t b = lo; b < hi; ++b) {
         inside += histogram[b];
@@ -88,12 +108,7 @@ std::vector<uint16_t> run_tokens_encode_cpu(std::span<const uint16_t> codes, uin
     const uint64_t n = codes.size();
     const uint64_t segments = (n + kRunSegment - 1) / kRunSegment;
     // One segment's tokens through emit; returns their number.
-    auto segment = [&](uint64_t s, auto&& emit) {
-        RunTokenizer tz{dominant, alphabet};
-        for (uint64_t i = s * kRunSegment, e = std::min(n, (s + 1) * kRunSegment); i < e; ++i) tz.push(codes[i], emit);
-        if (tz.run) tz.flush(emit);
-        return tz.tokens;
-    };
+    auto segment = [&](uint64_t s, auto&& emit) { return tokenize_segment(codes, s, dominant, alphabet, emit); };
     // Pass 1: tokens per segment; pass 2: each segment writes at its offset.
     std::vector<uint64_t> offset(segments + 1, 0);
 #pragma omp parallel for schedule(static) num_threads(resolve_threads(num_threads))
@@ -123,16 +138,12 @@ RunDigits run_digits_cpu(std::span<const uint16_t> codes, uint32_t dominant, uin
         RunDigits& d = partial[static_cast<size_t>(thread_index())];
 #pragma omp for schedule(static)
         for (int64_t j = 0; j < sampled; ++j) {
-            const uint64_t s = static_cast<uint64_t>(j) * segment_stride;
-            RunTokenizer tz{dominant, alphabet};
-            auto emit = [&](uint16_t t) {
+            tokenize_segment(codes, static_cast<uint64_t>(j) * segment_stride, dominant, alphabet, [&](uint16_t t) {
                 if (t >= alphabet)
                     ++d[t - alphabet];
                 else if (t == dominant)
                     ++d[kRunClasses];
-            };
-            for (uint64_t i = s * kRunSegment, e = std::min(n, (s + 1) * kRunSegment); i < e; ++i) tz.push(codes[i], emit);
-            if (tz.run) tz.flush(emit);
+            });
         }
     }
     RunDigits sum{};

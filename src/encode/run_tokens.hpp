@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #if !defined(__CUDA_ARCH__)
@@ -80,6 +81,13 @@ struct RunTokenizer {
 // ---------------------------------------------------------------------------
 // Choosing the stage (host; both backends call it with the same integer
 // histograms, so they choose alike).
+
+// The bins [first, second) around the middle of a codes' histogram (the zero
+// residual) that the host's checks read first: interp's 65,526 bins are
+// 512 KB, read on the GPU pipeline's host path, and nearly all its codes lie
+// in these.
+inline constexpr size_t kMiddleWindowBins = 4096;
+std::pair<size_t, size_t> middle_window(size_t bins);
 
 // The most frequent code (the smallest on ties).  With `total`, what the
 // histogram sums to, a middle bin (the zero residual) holding more than half

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 namespace gsz::pipeline {
 
@@ -53,16 +52,6 @@ uint64_t huffman_lower_bound_bytes(std::span<const uint64_t> histogram) {
     uint64_t total = 0;
     for (const uint64_t c : histogram) total += c;
     return huffman_lower_bound_bytes(histogram, total, 0, histogram.size());
-}
-
-// Bins around the middle of the codes' alphabet (the zero residual) that the
-// floor is first taken over: interp's histogram has 65,526 bins (512 KB, read
-// while the GPU waits: ~0.1 ms of host time) and nearly all its codes here.
-constexpr size_t kFloorWindow = 4096;
-
-std::pair<size_t, size_t> floor_window(size_t bins) {
-    const size_t mid = bins / 2, lo = mid > kFloorWindow / 2 ? mid - kFloorWindow / 2 : 0;
-    return {lo, std::min(bins, lo + kFloorWindow)};
 }
 
 // huffman_lower_bound_bytes (+ 8, the run_tokens parameters) of the tokens'
@@ -116,7 +105,7 @@ bool code_stage_runs_outclassed(std::span<const uint64_t> code_histogram, uint32
         const uint64_t floor_bytes = token_floor_bytes(code_histogram, dominant, digits, n, begin, end);
         return ans_bits * 16.0 < static_cast<double>(floor_bytes) * 8.0 * 15.0;
     };
-    const auto [lo, hi] = floor_window(code_histogram.size());
+    const auto [lo, hi] = encode::middle_window(code_histogram.size());
     return outclassed(lo, hi) || outclassed(0, code_histogram.size());
 }
 
@@ -139,7 +128,7 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
             token_histogram.empty() ? UINT64_MAX : huffman_lower_bound_bytes(token_histogram) + 8;
         // The window's part of the codes' floor first: below it, rANS is below the floor too.
         const size_t bins = code_histogram.size();
-        const auto [lo, hi] = floor_window(bins);
+        const auto [lo, hi] = encode::middle_window(bins);  // (~0.1 ms of host time the GPU waited for)
         if (ans_bytes < std::min(token_floor, huffman_lower_bound_bytes(code_histogram, n, lo, hi))) return c;
         if (ans_bytes < std::min(token_floor, huffman_lower_bound_bytes(code_histogram, n, 0, bins))) return c;
     }

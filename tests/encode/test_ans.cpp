@@ -593,7 +593,7 @@ TEST(Ans, AutoChoiceMatchesTheFullComparison) {
         for (const uint32_t seed : {1u, 2u, 3u, 4u}) {
             // Runs of the zero residual broken by busy stretches (quiet: how often one starts).
             // Seed 4: interp's radius, busy codes spread beyond the bins the codes' floor is first
-            // taken over (kFloorWindow), so that only the whole histogram's floor decides.
+            // taken over (kMiddleWindowBins), so that only the whole histogram's floor decides.
             std::mt19937 rng(seed);
             std::uniform_real_distribution<double> u(0, 1);
             const int32_t radius = seed == 4 ? 32763 : 512;
