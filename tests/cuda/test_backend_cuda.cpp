@@ -1218,4 +1218,68 @@ TEST(CudaBackend, AnsKernelsMatchCpu) {
     }
 }
 
+// The histogram kernel on a field-sized input (2^24 codes: ~1K blocks adding
+// their counts to the same bins), long runs of the zero residual at every
+// level among noisy stretches, the class-lag sample, and the flag: clear for
+// valid codes, set by one code outside the alphabet.
+TEST(CudaBackend, AnsHistogramManyChunksAndBadCode) {
+    REQUIRE_GPU();
+    using namespace gsz::encode;
+    cudaStream_t s = nullptr;
+    const uint32_t radius = 32768;
+    const size_t n = (size_t{1} << 24) + 77;
+    std::mt19937_64 rng(24);
+    std::uniform_int_distribution<int> span(1, 400);
+    std::normal_distribution<double> noise(0, 40);
+    std::vector<uint16_t> codes(n);
+    for (size_t i = 0; i < n;) {  // runs of zero residuals between stretches of noise
+        const size_t run = span(rng), end = std::min(n, i + run);
+        const bool zeros = (i / 500) % 3 != 0;
+        for (; i < end; ++i) {
+            const int v = zeros ? 0 : std::clamp(static_cast<int>(std::lround(noise(rng))), 1 - int(radius), int(radius) - 1);
+            codes[i] = rng() % 997 == 0 ? 0 : static_cast<uint16_t>(v + static_cast<int>(radius));
+        }
+    }
+    gsz::cuda::DeviceBuffer<uint16_t> d_codes(n, s);
+    ASSERT_EQ(cudaMemcpy(d_codes.data(), codes.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    for (const uint32_t levels : {1u, 4u}) {
+        AnsContextShape shape;
+        shape.dims[0] = 455;
+        shape.dims[1] = 455;
+        shape.levels = levels;
+        for (const uint32_t lag : {1u, 2u})
+        for (const uint32_t stride : {1u, kAnsLagSampleStride}) {
+            SCOPED_TRACE("levels " + std::to_string(levels) + " lag " + std::to_string(lag) + " stride " +
+                         std::to_string(stride));
+            const auto want = ans_histogram_cpu(codes, radius, shape, 2, lag, stride);
+            gsz::cuda::DeviceBuffer<uint64_t> d_hist(want.size(), s);
+            gsz::cuda::DeviceBuffer<uint32_t> d_flag(1, s);
+            d_flag.zero(s);
+            ans_histogram_cuda(d_codes.data(), n, radius, shape, d_hist.data(), d_flag.data(), s, lag, stride);
+            std::vector<uint64_t> got(want.size());
+            uint32_t flag = 7;
+            ASSERT_EQ(cudaMemcpy(got.data(), d_hist.data(), want.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+            ASSERT_EQ(cudaMemcpy(&flag, d_flag.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+            EXPECT_EQ(flag, 0u);
+            ASSERT_EQ(got, want);
+            ASSERT_GT(want[(0 * kAnsClasses + kAnsLongRunClass) * kAnsAlphabet + kAnsZeroSymbol], 0u);
+        }
+    }
+    // Radius 512: codes 0 .. 1023; one 1024 near the end, after valid codes.
+    std::vector<uint16_t> small(size_t{1} << 22, 512);
+    small[small.size() - 5] = 1024;
+    ASSERT_EQ(cudaMemcpy(d_codes.data(), small.data(), small.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    AnsContextShape shape;
+    gsz::cuda::DeviceBuffer<uint64_t> d_hist(shape.num_contexts() * kAnsAlphabet, s);
+    gsz::cuda::DeviceBuffer<uint32_t> d_flag(1, s);
+    d_flag.zero(s);
+    ans_histogram_cuda(d_codes.data(), small.size() - 6, 512, shape, d_hist.data(), d_flag.data(), s, 1);
+    uint32_t flag = 7;
+    ASSERT_EQ(cudaMemcpy(&flag, d_flag.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(flag, 0u);  // the bad code is past the counted ones
+    ans_histogram_cuda(d_codes.data(), small.size(), 512, shape, d_hist.data(), d_flag.data(), s, 1);
+    ASSERT_EQ(cudaMemcpy(&flag, d_flag.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_NE(flag, 0u);
+}
+
 }  // namespace
