@@ -18,7 +18,17 @@ void decode_one(const uint8_t* data, size_t size) {
     if (gsz_ctx_create(&ctx) != GSZ_STATUS_OK) return;
     gsz_ctx_set_memory_limit(ctx, 64u << 20);
     gsz_archive_info info;
-    if (gsz_archive_inspect(ctx, data, size, &info) == GSZ_STATUS_OK && info.original_bytes <= (16u << 20)) {
+    // The section listing (gsz info's) validates the container as the inspection does (which also
+    // reads the pipeline's parameters): whatever the inspection accepts, the listing accepts.
+    gsz_section_info sections[64];
+    uint32_t count = 0;
+    uint64_t header = 0;
+    const gsz_status listed = gsz_archive_sections(ctx, data, size, sections, 64, &count, &header);
+    const gsz_status inspected = gsz_archive_inspect(ctx, data, size, &info);
+    if ((inspected == GSZ_STATUS_OK && listed != GSZ_STATUS_OK) ||
+        (listed == GSZ_STATUS_OK && (count > 64 || header > size)))
+        __builtin_trap();
+    if (inspected == GSZ_STATUS_OK && info.original_bytes <= (16u << 20)) {
         std::vector<uint8_t> out(info.original_bytes);
         gsz_decompress(ctx, data, size, out.data(), out.size(), GSZ_DEVICE_CPU, 1);
     }

@@ -671,9 +671,21 @@ int run_info(const std::string& input, bool as_json) {
     const Bytes archive = read_file(input);
     gsz_archive_info info;
     ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), input);
+    // Where the bytes go: the header and section table, then each section in archive order.
+    uint32_t num_sections = 0;
+    uint64_t header_bytes = 0;
+    ctx.check(gsz_archive_sections(ctx.ctx, archive.data(), archive.size(), nullptr, 0, &num_sections, nullptr), input);
+    std::vector<gsz_section_info> sections(num_sections);
+    ctx.check(gsz_archive_sections(ctx.ctx, archive.data(), archive.size(), sections.data(), num_sections,
+                                   &num_sections, &header_bytes),
+              input);
     if (as_json) {
         json out{{"command", "info"}, {"input", input}};
         out.update(info_json(info));
+        out["header_bytes"] = header_bytes;
+        json list = json::array();
+        for (const gsz_section_info& sec : sections) list.push_back({{"name", sec.name}, {"bytes", sec.bytes}});
+        out["sections"] = list;
         std::cout << out.dump(2) << "\n";
         return 0;
     }
@@ -736,6 +748,14 @@ int run_info(const std::string& input, bool as_json) {
                 human_bytes(static_cast<double>(info.archive_bytes)).c_str(),
                 static_cast<double>(info.original_bytes) / static_cast<double>(info.archive_bytes),
                 8.0 * static_cast<double>(info.archive_bytes) / static_cast<double>(info.num_elements));
+    const auto share = [&](uint64_t bytes) {
+        return 100.0 * static_cast<double>(bytes) / static_cast<double>(info.archive_bytes);
+    };
+    std::printf("sections        %-26s %14llu B %6.2f%%\n", "header, section table",
+                static_cast<unsigned long long>(header_bytes), share(header_bytes));
+    for (const gsz_section_info& sec : sections)
+        std::printf("                %-26s %14llu B %6.2f%%\n", sec.name, static_cast<unsigned long long>(sec.bytes),
+                    share(sec.bytes));
     return 0;
 }
 

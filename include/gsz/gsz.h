@@ -243,6 +243,22 @@ gsz_status gsz_compress(gsz_ctx* ctx, const gsz_params* params, const void* data
 gsz_status gsz_archive_inspect(gsz_ctx* ctx, const void* archive, size_t archive_bytes,
                                gsz_archive_info* info);
 
+/* One section of an archive: its kind ("ans_stream", "huffman_bitstream", ...;
+ * docs/FORMAT.md lists them) and the bytes of its payload. */
+typedef struct gsz_section_info {
+    char name[32];
+    uint64_t bytes;
+} gsz_section_info;
+
+/* Where an archive's bytes go.  Validates it as gsz_archive_inspect does, then
+ * writes its number of sections to *count, the first min(capacity, *count) of
+ * them in archive order to `sections` (NULL allowed when capacity is 0), and,
+ * when header_bytes is not NULL, the bytes of the header and section table:
+ * the sections' bytes and *header_bytes sum to archive_bytes. */
+gsz_status gsz_archive_sections(gsz_ctx* ctx, const void* archive, size_t archive_bytes,
+                                gsz_section_info* sections, uint32_t capacity, uint32_t* count,
+                                uint64_t* header_bytes);
+
 /* Decompress into `out` (out_capacity bytes, host memory).  The archive is
  * validated before anything is written; out must hold num_elements values of
  * the archive's dtype (see gsz_archive_inspect).  `device` picks the backend. */

@@ -50,6 +50,15 @@ public:
         return info;
     }
 
+    // The archive's sections in archive order (see gsz_archive_sections).
+    std::vector<gsz_section_info> sections(const void* archive, size_t bytes) const {
+        uint32_t count = 0;
+        check(gsz_archive_sections(ctx_, archive, bytes, nullptr, 0, &count, nullptr));
+        std::vector<gsz_section_info> out(count);
+        check(gsz_archive_sections(ctx_, archive, bytes, out.data(), count, &count, nullptr));
+        return out;
+    }
+
     // Decompress into `out` (capacity in bytes).
     void decompress(const void* archive, size_t bytes, void* out, size_t capacity,
                     gsz_device device = GSZ_DEVICE_AUTO, int32_t num_threads = 0) const {

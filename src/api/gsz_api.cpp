@@ -8,6 +8,7 @@
 #include "pipeline/pipeline_cuda.hpp"
 #include "runtime/status.hpp"
 
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <string>
@@ -148,6 +149,27 @@ gsz_status gsz_archive_inspect(gsz_ctx* ctx, const void* archive, size_t archive
         out.original_bytes = h.num_elements() * h.element_bytes();
         gsz::pipeline::describe(parsed, out);
         *info = out;
+    });
+}
+
+gsz_status gsz_archive_sections(gsz_ctx* ctx, const void* archive, size_t archive_bytes, gsz_section_info* sections,
+                                uint32_t capacity, uint32_t* count, uint64_t* header_bytes) {
+    if (!ctx) return GSZ_STATUS_INVALID_ARGUMENT;
+    return guarded(ctx, [&] {
+        GSZ_CHECK(archive && count && (sections || capacity == 0), GSZ_STATUS_INVALID_ARGUMENT, "null argument");
+        const auto parsed = gsz::format::archive_parse({static_cast<const uint8_t*>(archive), archive_bytes});
+        uint64_t payload = 0;
+        for (size_t i = 0; i < parsed.sections.size(); ++i) {
+            const auto& sec = parsed.sections[i];
+            payload += sec.bytes.size();
+            if (i >= capacity) continue;
+            gsz_section_info& out = sections[i];
+            out = gsz_section_info{};
+            std::snprintf(out.name, sizeof out.name, "%s", gsz::format::section_kind_name(sec.kind));
+            out.bytes = sec.bytes.size();
+        }
+        *count = static_cast<uint32_t>(parsed.sections.size());
+        if (header_bytes) *header_bytes = archive_bytes - payload;
     });
 }
 

@@ -45,6 +45,28 @@ int main(void) {
     EXPECT(info.format_version == 8 && info.num_elements == N && info.rank == 3 && info.dims[2] == NZ);
     EXPECT(info.error_bound_abs == 0.01 && info.archive_bytes == size);
 
+    /* where the bytes go: every section named, header + sections = the archive; a short buffer gets the first ones */
+    uint32_t num_sections = 0;
+    uint64_t header_bytes = 0, section_bytes = 0;
+    EXPECT(gsz_archive_sections(ctx, arc, size, NULL, 0, &num_sections, NULL) == GSZ_STATUS_OK);
+    EXPECT(num_sections >= 2 && num_sections <= 64);
+    gsz_section_info sections[64];
+    EXPECT(gsz_archive_sections(ctx, arc, size, sections, 64, &num_sections, &header_bytes) == GSZ_STATUS_OK);
+    for (uint32_t i = 0; i < num_sections && i < 64; ++i) {
+        EXPECT(sections[i].name[0] != '\0' && strcmp(sections[i].name, "unknown") != 0);
+        section_bytes += sections[i].bytes;
+    }
+    EXPECT(strcmp(sections[0].name, "pipeline_params") == 0);
+    EXPECT(header_bytes > 0 && header_bytes + section_bytes == size);
+    gsz_section_info first;
+    uint32_t total = 0;
+    EXPECT(gsz_archive_sections(ctx, arc, size, &first, 1, &total, NULL) == GSZ_STATUS_OK);
+    EXPECT(total == num_sections && strcmp(first.name, sections[0].name) == 0 && first.bytes == sections[0].bytes);
+    EXPECT(gsz_archive_sections(ctx, arc, size, NULL, 1, &total, NULL) == GSZ_STATUS_INVALID_ARGUMENT);
+    arc[size / 2] ^= 0x40; /* a flipped payload bit: rejected, as by gsz_archive_inspect */
+    EXPECT(gsz_archive_sections(ctx, arc, size, sections, 64, &total, NULL) == GSZ_STATUS_CORRUPT);
+    arc[size / 2] ^= 0x40;
+
     EXPECT(gsz_decompress(ctx, arc, size, back, N * sizeof(float), GSZ_DEVICE_CPU, 0) == GSZ_STATUS_OK);
     double max_err = 0;
     for (int i = 0; i < N; ++i) max_err = fmax(max_err, fabs((double)back[i] - (double)data[i]));

@@ -46,8 +46,18 @@ assert max(abs(p - q) for p, q in zip(x, y)) <= eb
 PY
 expect_exit 0 "info" "$GSZ" info -i "$T/a.gsz"
 grep -q "lorenzo" "$T/out" && ok || bad "info does not name the pipeline"
+grep -q "^sections  *header, section table" "$T/out" && grep -q "pipeline_params" "$T/out" && ok \
+    || bad "info text lacks the sections: $(cat "$T/out")"
 expect_exit 0 "info --json" "$GSZ" info -i "$T/a.gsz" --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['dims']==[91,91,91] and j['dtype']=='f32'" && ok || bad "info --json"
+# where the bytes go: the header and the sections add up to the archive's size
+python3 - "$T/out" "$T/a.gsz" <<'PY' && ok || bad "info --json sections: $(cat "$T/out")"
+import json, os, sys
+j = json.load(open(sys.argv[1]))
+names = [s['name'] for s in j['sections']]
+assert names[0] == 'pipeline_params' and 'unknown' not in names, names
+assert j['header_bytes'] + sum(s['bytes'] for s in j['sections']) == os.path.getsize(sys.argv[2]) == j['archive_bytes']
+PY
 
 # -p auto: the smaller of lorenzo's and interp's archives (interp on the smooth sample at 1e-2), named by
 # the pipeline it kept; bench refuses it

@@ -7,6 +7,7 @@
 #include "test_util.hpp"
 
 #include <fstream>
+#include <set>
 #include <span>
 #include <utility>
 
@@ -209,6 +210,32 @@ std::string version_dir(uint32_t version) {
     return dir;
 }
 
+// Where a golden's bytes go (gsz_archive_sections): every section named, the
+// stage's payload among them, header and sections adding up to the archive.
+void check_sections(const gsz::Context& ctx, const std::vector<uint8_t>& archive, const gsz_archive_info& info) {
+    const auto sections = ctx.sections(archive.data(), archive.size());
+    uint32_t count = 0;
+    uint64_t header = 0;
+    ASSERT_EQ(gsz_archive_sections(ctx.get(), archive.data(), archive.size(), nullptr, 0, &count, &header),
+              GSZ_STATUS_OK);
+    ASSERT_EQ(count, sections.size());
+    uint64_t total = header;
+    std::set<std::string> names;
+    for (const gsz_section_info& sec : sections) {
+        EXPECT_STRNE(sec.name, "unknown");
+        names.insert(sec.name);
+        total += sec.bytes;
+    }
+    EXPECT_EQ(total, archive.size());
+    EXPECT_TRUE(names.count("pipeline_params"));
+    // The stage's payload: fast's block codes, rANS's stream and lanes, else Huffman's bitstream.
+    const char* payload = info.pipeline == GSZ_PIPELINE_FAST     ? "fast_block_codes"
+                          : info.lossless == GSZ_LOSSLESS_ANS ? "ans_stream"
+                                                              : "huffman_bitstream";
+    EXPECT_TRUE(names.count(payload)) << payload;
+    EXPECT_EQ(names.count("ans_lanes"), info.lossless == GSZ_LOSSLESS_ANS ? 1u : 0u);
+}
+
 template <class T>
 void check_golden(const Golden& g) {
     const auto input = golden_input<T>(g.dims, g.fill, g.near_jump, g.components);
@@ -230,6 +257,7 @@ void check_golden(const Golden& g) {
     EXPECT_EQ(fresh, golden) << g.file << ": the archive bytes changed; if the format change is deliberate, bump "
                                           "the format version and regenerate with GSZ_UPDATE_GOLDEN=1";
     const auto info = ctx.inspect(golden.data(), golden.size());
+    check_sections(ctx, golden, info);
     EXPECT_EQ(info.pipeline, g.pipeline) << "the golden must pin the pipeline's own format, not the store fallback";
     EXPECT_EQ(info.component_dim, g.components ? 0 : -1);
     if (g.lossless != GSZ_LOSSLESS_AUTO) {
@@ -250,6 +278,7 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
     const auto golden = read_bytes(path);
     gsz::Context ctx;
     const auto info = ctx.inspect(golden.data(), golden.size());
+    check_sections(ctx, golden, info);
     EXPECT_EQ(info.format_version, version);
     const auto dec = ctx.decompress<T>(golden, GSZ_DEVICE_CPU);
     EXPECT_EQ(XXH64(dec.data(), dec.size() * sizeof(T), 0), old.output_hash)
