@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -671,14 +673,15 @@ int run_info(const std::string& input, bool as_json) {
     const Bytes archive = read_file(input);
     gsz_archive_info info;
     ctx.check(gsz_archive_inspect(ctx.ctx, archive.data(), archive.size(), &info), input);
-    // Where the bytes go: the header and section table, then each section in archive order.
+    // Where the bytes go: the header and section table, then each section in
+    // archive order (an archive has at most 64).
     uint32_t num_sections = 0;
     uint64_t header_bytes = 0;
-    ctx.check(gsz_archive_sections(ctx.ctx, archive.data(), archive.size(), nullptr, 0, &num_sections, nullptr), input);
-    std::vector<gsz_section_info> sections(num_sections);
-    ctx.check(gsz_archive_sections(ctx.ctx, archive.data(), archive.size(), sections.data(), num_sections,
-                                   &num_sections, &header_bytes),
+    std::array<gsz_section_info, 64> all{};
+    ctx.check(gsz_archive_sections(ctx.ctx, archive.data(), archive.size(), all.data(), all.size(), &num_sections,
+                                   &header_bytes),
               input);
+    const std::span<const gsz_section_info> sections(all.data(), std::min<size_t>(num_sections, all.size()));
     if (as_json) {
         json out{{"command", "info"}, {"input", input}};
         out.update(info_json(info));

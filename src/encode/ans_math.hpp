@@ -141,8 +141,8 @@ inline constexpr uint32_t kAnsZeroSymbol = kAnsExact;  // residual 0
 //
 // Selects, not early returns: the GPU encoder takes it for eight codes ahead
 // of the state's chain, and the returns became branches that split the warp
-// at every code (ncu, H100, interp rel 1e-2: the encoder 1294 -> 965 us on
-// etopoT, 1160 -> 1014 us on wmagT; bench/NOTES.md).
+// at every code (ncu, interp rel 1e-2, one H200: the encoder 1378 -> 1015 us
+// on etopoT, 1227 -> 1070 us on wmagT; bench/NOTES.md).
 GSZ_HD uint32_t ans_context_class(uint64_t offset, uint32_t zeros, uint32_t prev_class) {
     const uint32_t run = zeros >= kAnsLookBack ? kAnsLongRunClass
                          : zeros >= 4          ? kAnsRunClass
