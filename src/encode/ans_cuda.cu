@@ -312,18 +312,23 @@ __global__ void ans_pack_kernel(const uint16_t* __restrict__ slots, uint64_t slo
 }
 
 // The decoder's tables in shared memory, a block of 512 bytes per context:
-// the first symbol of each 16-slot bucket (256 bytes; 0xFF: the context has
-// no table), then 64 entries of 4 bytes per symbol: frequency (13 bits), cum
-// (12), the symbol's uniform bits (4) and the class it gives the next code
-// (3), so that one load answers all of it (0: absent symbol).  Entries 56..63
-// end every walk (frequency 4096): an absent context decodes harmlessly
-// until the lane is rejected.
+// the first symbol of each 16-slot bucket (256 bytes; an absent context's
+// buckets all name entry 56), then 64 entries of 4 bytes per symbol: the end
+// of its slots (cum + frequency, 13 bits), cum (12), the symbol's uniform
+// bits (4) and the class it gives the next code (3), so that one load
+// answers all of it, and the walk's test is one mask.  Entries 56..63 end
+// every walk (end 4096).  The bits field also routes what needs checking to
+// the decoder's rare path: entries 56..63 and exact residuals a corrupt
+// table gives at or beyond the radius carry 1 (a valid stream never decodes
+// them), so the common path, exact residuals and outliers, takes its code
+// without a range test.
 constexpr uint32_t kBucketShift = 4;
 constexpr uint32_t kBuckets = kAnsScale >> kBucketShift;
 constexpr uint32_t kRowEntries = 64;
 constexpr uint32_t kContextBytes = kBuckets + 4 * kRowEntries;
-constexpr uint32_t kDecEnd = kAnsScale;  // frequency 4096, cum 0
-__host__ __device__ constexpr uint32_t dec_freq(uint32_t e) { return e & 0x1FFFu; }
+constexpr uint32_t kDecCheck = 1;  // the bits field of an entry the rare path rejects
+constexpr uint32_t kDecEnd = kAnsScale | kDecCheck << 25;  // slots [0, 4096), checked
+__host__ __device__ constexpr uint32_t dec_end(uint32_t e) { return e & 0x1FFFu; }
 __host__ __device__ constexpr uint32_t dec_cum(uint32_t e) { return (e >> 13) & 0xFFFu; }
 __host__ __device__ constexpr uint32_t dec_bits(uint32_t e) { return (e >> 25) & 0xFu; }
 __host__ __device__ constexpr uint32_t dec_class(uint32_t e) { return e >> 29; }
@@ -374,9 +379,10 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     uint16_t* out = codes + begin;
     const bool vec = (reinterpret_cast<uintptr_t>(out) & 15) == 0;
     bool bad = false;
+    // A refill past the lane's last word loads nothing and leaves wi beyond
+    // num_words, which the final test rejects.
     const auto refill = [&] {
         const bool need = ans_decode_needs_word(x);
-        bad |= need && wi >= num_words;
         x = need ? (x << 16 | next_word) : x;
         wi += need;
         next_word = load_word_if(need && wi < num_words, lane_words + wi, next_word);
@@ -393,24 +399,28 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
                 lv[j] * (kAnsClasses * kContextBytes) +
                 (maybe_start && k + j < kAnsLookBack ? kAnsStartClass * kContextBytes : next_block);
             const uint32_t slot = x & (kAnsScale - 1);
-            uint32_t s = s_bytes[block + (slot >> kBucketShift)];
+            uint32_t s = s_bytes[block + (slot >> kBucketShift)];  // <= 56: no mask for s + 1
             const uint32_t* row = reinterpret_cast<const uint32_t*>(s_bytes + block + kBuckets);
-            uint32_t e = row[s & (kRowEntries - 1)];
-            const uint32_t e1 = row[(s + 1) & (kRowEntries - 1)];
-            const bool step = slot >= dec_cum(e) + dec_freq(e);
+            uint32_t e = row[s];
+            const uint32_t e1 = row[s + 1];
+            const bool step = slot >= dec_end(e);
             e = step ? e1 : e;
             s += step;
-            while (slot >= dec_cum(e) + dec_freq(e)) e = row[++s];  // rare: a bucket of three symbols or more
-            x = dec_freq(e) * (x >> kAnsScaleBits) + slot - dec_cum(e);
+            while (slot >= dec_end(e)) e = row[++s];  // rare: a bucket of three symbols or more
+            const uint32_t cum = dec_cum(e);
+            x = (dec_end(e) - cum) * (x >> kAnsScaleBits) + slot - cum;
             refill();
-            uint32_t extra = 0;
-            if (const uint32_t b = dec_bits(e)) {  // a bucket symbol's uniform bits: rare at low bit rates
-                extra = x & ((1u << b) - 1u);
+            // Exact residuals and outliers (the common path) need no test;
+            // a bucket symbol's uniform bits, and what kDecCheck marks, go
+            // through ans_code_of's (rare at low bit rates).
+            uint32_t c = s == kAnsOutlier ? 0u : s + radius - kAnsExact;
+            if (const uint32_t b = dec_bits(e)) {
+                const uint32_t extra = x & ((1u << b) - 1u);
                 x >>= b;
                 refill();
+                c = ans_code_of(s, extra, radius);
+                bad |= c == kAnsBadCode || s >= kAnsAlphabet || ans_extra_bits(s) != b;
             }
-            const uint32_t c = ans_code_of(s, extra, radius);
-            bad |= c == kAnsBadCode || s >= kAnsAlphabet;
             code[j] = c;
             zeros = s == kAnsZeroSymbol ? min(zeros + 1, kAnsLookBack) : 0u;
             const uint32_t block_of_s = dec_class(e) * kContextBytes;
@@ -548,13 +558,15 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     for (uint32_t c = 0; c < contexts; ++c) {
         uint8_t* bucket = reinterpret_cast<uint8_t*>(table.data()) + size_t{c} * kContextBytes;
         uint32_t* row = reinterpret_cast<uint32_t*>(bucket + kBuckets);
-        std::fill_n(bucket, kBuckets, uint8_t{0xFF});
+        std::fill_n(bucket, kBuckets, static_cast<uint8_t>(kAnsAlphabet));
         std::fill_n(row + kAnsAlphabet, kRowEntries - kAnsAlphabet, kDecEnd);
         for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
             const uint32_t e = tables.entry[size_t{c} * kAnsAlphabet + s];
             if (e == 0) continue;
             const uint32_t lo = AnsTables::cum(e), hi = lo + AnsTables::freq(e);  // slots [lo, hi)
-            row[s] = AnsTables::freq(e) | lo << 13 | ans_extra_bits(s) << 25 | ans_class_of_symbol(s) << 29;
+            // An exact residual at or beyond the radius: only a corrupt table has one.
+            const bool check = ans_extra_bits(s) == 0 && ans_code_of(s, 0, radius) == kAnsBadCode;
+            row[s] = hi | lo << 13 | (check ? kDecCheck : ans_extra_bits(s)) << 25 | ans_class_of_symbol(s) << 29;
             for (uint32_t b = (lo + (1u << kBucketShift) - 1) >> kBucketShift; (b << kBucketShift) < hi; ++b)
                 bucket[b] = static_cast<uint8_t>(s);
         }

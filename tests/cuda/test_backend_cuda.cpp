@@ -1282,4 +1282,79 @@ TEST(CudaBackend, AnsHistogramManyChunksAndBadCode) {
     EXPECT_NE(flag, 0u);
 }
 
+// What the decoder's common path does not test (exact residuals and
+// outliers take their codes without a range check) is routed to its rare
+// path by the table: a stream decoded with a radius smaller than its
+// residuals (exact symbols at or beyond the radius, and bucket symbols past
+// it) and a stream cut short (refills past the lane's last word) are
+// rejected as the CPU rejects them; a radius all residuals fit decodes as
+// the CPU decodes.
+TEST(CudaBackend, AnsDecoderRejectsWhatTheCpuRejects) {
+    REQUIRE_GPU();
+    using namespace gsz::encode;
+    cudaStream_t s = nullptr;
+    const size_t n = 20000;
+    for (const int scale : {1, 40}) {  // residuals of a few units (exact symbols), or of tens (buckets)
+        std::mt19937_64 rng(77 + scale);
+        std::normal_distribution<double> noise(0, 3);
+        std::vector<uint16_t> codes(n);
+        for (auto& c : codes) c = static_cast<uint16_t>(512 + std::clamp(static_cast<int>(std::lround(noise(rng) * scale)), -511, 511));
+        AnsContextShape shape;
+        const auto hist = ans_histogram_cpu(codes, 512, shape, 2, 1);
+        const AnsTables tables = ans_build_tables(hist, 1, true, 1);
+        const uint32_t lane = 1024;
+        const AnsStream stream = ans_encode_cpu(tables, codes, 512, shape, lane, 2);
+        gsz::cuda::DeviceBuffer<uint16_t> d_codes(n, s);
+        ASSERT_EQ(cudaMemcpy(d_codes.data(), codes.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        for (const uint32_t radius : {512u, 3u, 20u}) {
+            for (const bool cut : {false, true}) {
+                SCOPED_TRACE("scale " + std::to_string(scale) + " radius " + std::to_string(radius) +
+                             (cut ? " cut" : ""));
+                AnsStream sent = stream;
+                if (cut) {  // the first lane loses its last word: the next lane's first becomes its
+                    ASSERT_GT(sent.lane_words[0], 0u);
+                    --sent.lane_words[0];
+                    ++sent.lane_words[1];
+                }
+                gsz::ByteWriter t, l, w;
+                ans_tables_write(tables, lane, t);
+                ans_lanes_write(sent, l);
+                ans_stream_write(sent, w);
+                const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, 1, AnsLanesLayout::packed);
+                std::vector<uint16_t> cpu(n);
+                bool cpu_ok = true;
+                try {
+                    ans_decode_cpu(view, radius, shape, cpu, 2);
+                } catch (const gsz::Error&) {
+                    cpu_ok = false;
+                }
+                int largest = 0;  // the largest residual's magnitude
+                for (const uint16_t c : codes) largest = std::max(largest, std::abs(int(c) - 512));
+                EXPECT_EQ(cpu_ok, !cut && largest < int(radius));
+                if (radius == 512 && !cut) {
+                    EXPECT_EQ(cpu, codes);
+                }
+                gsz::cuda::DeviceBuffer<uint16_t> d_words(sent.words.size(), s), d_out(n, s);
+                gsz::cuda::DeviceBuffer<uint32_t> d_state(sent.num_lanes(), s), d_flag(1, s);
+                gsz::cuda::DeviceBuffer<uint64_t> d_offset(view.lane_word_offset.size(), s);
+                cudaMemcpy(d_words.data(), sent.words.data(), sent.words.size() * 2, cudaMemcpyHostToDevice);
+                cudaMemcpy(d_state.data(), sent.lane_state.data(), sent.num_lanes() * 4, cudaMemcpyHostToDevice);
+                cudaMemcpy(d_offset.data(), view.lane_word_offset.data(), view.lane_word_offset.size() * 8,
+                           cudaMemcpyHostToDevice);
+                d_flag.zero(s);
+                ans_decode_cuda(tables, d_words.data(), d_state.data(), d_offset.data(), n, lane, radius, shape,
+                                d_out.data(), d_flag.data(), s);
+                uint32_t corrupt = 2;
+                std::vector<uint16_t> back(n);
+                ASSERT_EQ(cudaMemcpy(back.data(), d_out.data(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+                ASSERT_EQ(cudaMemcpy(&corrupt, d_flag.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+                EXPECT_EQ(corrupt == 0, cpu_ok);
+                if (cpu_ok) {
+                    EXPECT_EQ(back, cpu);
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
