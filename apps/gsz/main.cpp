@@ -355,6 +355,7 @@ struct ArrayArgs {
     double interp_alpha = 0, interp_beta = 0;
     std::string interp_spline = "auto", interp_order = "auto", interp_anchors = "auto", lossless = "auto";
     std::string interp_jump_guard = "on";
+    std::string interp_anchor_stride = "auto";
     std::string components = "auto";
     int threads = 0;
     bool json = false;
@@ -390,6 +391,11 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
     c->add_option("--interp-anchors", a.interp_anchors,
                   "interp: anchors coded (quantized at half the coarsest level's bound, Lorenzo over the anchor grid, "
                   "Huffman), raw (stored exactly, as cuSZ-i), or auto (coded unless too many would be outliers)")
+        ->capture_default_str();
+    c->add_option("--interp-anchor-stride", a.interp_anchor_stride,
+                  "interp, 1-D arrays: anchors every N points, a power of two 2..512 (512: the paper's 512-point "
+                  "chunks, best on smooth series; shorter: rough ones such as mesh cells in storage order), or auto "
+                  "(chosen on a sample; 2-D and 3-D arrays keep 16 and 8)")
         ->capture_default_str();
     c->add_option("--interp-jump-guard", a.interp_jump_guard,
                   "interp: where neighbours differ by more than 95% of the value range (fill values next to data), "
@@ -449,6 +455,13 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     if (a.interp_jump_guard == "on") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_ON;
     else if (a.interp_jump_guard == "off") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_OFF;
     else die("--interp-jump-guard " + a.interp_jump_guard + ": expected on or off");
+    if (a.interp_anchor_stride != "auto") {
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(a.interp_anchor_stride.c_str(), &end, 10);
+        if (a.interp_anchor_stride.empty() || *end != '\0' || v < 2 || v > 512 || (v & (v - 1)) != 0)
+            die("--interp-anchor-stride " + a.interp_anchor_stride + ": expected auto or a power of two from 2 to 512");
+        p.interp_anchor_stride = static_cast<uint32_t>(v);
+    }
     if (a.components == "auto") p.components = GSZ_COMPONENTS_AUTO;
     else if (a.components == "off") p.components = GSZ_COMPONENTS_OFF;
     else die("--components " + a.components + ": expected auto or off");

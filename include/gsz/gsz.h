@@ -156,6 +156,9 @@ typedef struct gsz_params {
     gsz_lossless lossless;          /* lorenzo and interp; default GSZ_LOSSLESS_AUTO */
     gsz_interp_jump_guard interp_jump_guard;  /* interp; default GSZ_INTERP_JUMP_GUARD_AUTO (on) */
     gsz_components components;      /* lorenzo, interp, fast; default GSZ_COMPONENTS_AUTO */
+    uint32_t interp_anchor_stride;  /* interp, 1-D arrays: anchors every this many points, a power of two
+                                       2..512 (format version 9); 0 = auto (tuned on a sample; 512, the
+                                       paper's, where a shorter one saves nothing) */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */

@@ -34,11 +34,19 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     constexpr gsz_status bad = GSZ_STATUS_CORRUPT;
     ByteReader in(bytes, "pipeline_params");
     InterpParams p;
-    p.layout = predict::interp_layout(h.rank, h.dims);   // the only geometry this format version has
-    const predict::InterpLayout& L = p.layout;
     p.radius = in.get<uint32_t>("radius");
     const uint32_t rank = in.get<uint32_t>("rank");
     const uint32_t stride = in.get<uint32_t>("anchor stride");
+    // The dims give the geometry; from format version 9 a 1-D array's anchor
+    // stride is the archive's own (2 .. 512), before it always 512.
+    p.layout = predict::interp_layout(h.rank, h.dims);
+    if (p.layout.rank == 1 && stride != p.layout.anchor_stride && h.format_version >= 9) {
+        GSZ_CHECK(predict::interp_valid_stride_1d(stride), bad,
+                  "pipeline_params: anchor stride %u is not a power of two from %u to %u", stride,
+                  predict::kInterpMinStride1d, predict::kInterpGeometry1d.stride);
+        p.layout = predict::interp_layout(h.rank, h.dims, stride);
+    }
+    const predict::InterpLayout& L = p.layout;
     const uint32_t levels = in.get<uint32_t>("level count");
     uint32_t tile[3];
     for (uint32_t& t : tile) t = in.get<uint32_t>("tile extent");
@@ -69,8 +77,8 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
               "pipeline_params: reserved field is not 0 (format version %u has no coded anchors)", h.format_version);
     p.config.anchors = static_cast<uint8_t>(anchors);
     GSZ_CHECK(rank == L.rank && stride == L.anchor_stride, bad,
-              "pipeline_params: rank %u, anchor stride %u; the dims give %u, %u", rank, stride, L.rank,
-              L.anchor_stride);
+              "pipeline_params: rank %u, anchor stride %u; the dims give %u, %u%s", rank, stride, L.rank,
+              L.anchor_stride, L.rank == 1 && h.format_version < 9 ? " (format version 9 on: 2 .. 512)" : "");
     for (int d = 0; d < 3; ++d)
         GSZ_CHECK(tile[d] == L.tile[d], bad, "pipeline_params: tile extent %u along dim %d, expected %u", tile[d], d,
                   L.tile[d]);
@@ -106,6 +114,13 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
               "interp beta %g is not in [1, 1e6] (0 = auto)", params.interp_beta);
     ov.alpha = params.interp_alpha;
     ov.beta = params.interp_beta;
+    GSZ_CHECK(params.interp_anchor_stride == 0 || predict::interp_valid_stride_1d(params.interp_anchor_stride), bad,
+              "interp anchor stride %u is not a power of two from %u to %u (0 = auto)", params.interp_anchor_stride,
+              predict::kInterpMinStride1d, predict::kInterpGeometry1d.stride);
+    GSZ_CHECK(params.interp_anchor_stride == 0 || rank == 1, bad,
+              "interp anchor stride %u: only 1-D arrays choose their stride (this one has %u dims of size > 1; "
+              "2-D and 3-D keep 16 and 8)", params.interp_anchor_stride, rank);
+    ov.anchor_stride = params.interp_anchor_stride;
     switch (enum_bits(params.interp_spline)) {
         case GSZ_INTERP_SPLINE_AUTO: ov.spline = -1; break;
         case GSZ_INTERP_SPLINE_NOT_A_KNOT: ov.spline = predict::kSplineNotAKnot; break;
@@ -249,6 +264,18 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     InterpParams p;
     p.radius = quant_radius(params);
     p.layout = predict::interp_layout(header.rank, header.dims);
+    if (p.layout.rank == 1) {
+        const uint64_t n = p.layout.dims[0];
+        const std::vector<uint64_t> starts = predict::interp_stride_segments(n);
+        const uint64_t len = std::min(n, predict::kInterpStrideSegment);
+        std::vector<T> sample;
+        sample.reserve(starts.size() * len);
+        for (const uint64_t s : starts) sample.insert(sample.end(), data + s, data + s + len);
+        const uint32_t stride = predict::interp_choose_stride_1d(
+            std::span<const T>(sample), len, header.error_bound_abs, header.value_max - header.value_min,
+            interp_overrides(params, 1));
+        p.layout = predict::interp_layout(header.rank, header.dims, stride);
+    }
     const std::vector<uint64_t> idx = predict::interp_tune_indices(p.layout);
     std::vector<double> samples(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) samples[i] = static_cast<double>(data[idx[i]]);

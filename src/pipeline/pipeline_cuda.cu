@@ -651,6 +651,7 @@ struct InterpDeviceCompressed {
     cuda::PinnedBuffer<DeviceRange> range_host;
     cuda::DeviceBuffer<T> tune_values;
     cuda::PinnedBuffer<T> tune_host;
+    cuda::PinnedBuffer<T> stride_host;   // 1-D: the anchor stride's sample (predict::interp_stride_segments)
 };
 
 // The range and the tuner's sample come back together (one synchronization);
@@ -664,6 +665,17 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     p.layout = predict::interp_layout(params.rank, params.dims);
     const uint64_t num_samples =
         predict::interp_tune_sample_launch(d_data, p.layout, dc.tune_values, dc.tune_host, stream);
+    // 1-D: the anchor stride's sample comes back with the range (the tuner's
+    // sample does not depend on the stride).
+    std::vector<uint64_t> stride_starts;
+    const uint64_t stride_len = std::min(p.layout.dims[0], predict::kInterpStrideSegment);
+    if (p.layout.rank == 1) {
+        stride_starts = predict::interp_stride_segments(p.layout.dims[0]);
+        dc.stride_host.allocate(stride_starts.size() * stride_len);
+        for (size_t k = 0; k < stride_starts.size(); ++k)
+            GSZ_CUDA(cudaMemcpyAsync(dc.stride_host.data() + k * stride_len, d_data + stride_starts[k],
+                                     stride_len * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    }
     const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream);
     dc.range_host.allocate(1);
     GSZ_CUDA(cudaMemcpyAsync(dc.range_host.data(), d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
@@ -674,6 +686,12 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     p.radius = quant_radius(params);
     const double eb = dc.header.error_bound_abs, range = dc.header.value_max - dc.header.value_min;
     const predict::InterpOverrides overrides = interp_overrides(params, p.layout.rank);
+    if (p.layout.rank == 1) {
+        const uint32_t stride = predict::interp_choose_stride_1d(
+            std::span<const T>(dc.stride_host.data(), stride_starts.size() * stride_len), stride_len, eb, range,
+            overrides);
+        p.layout = predict::interp_layout(params.rank, params.dims, stride);
+    }
     // The anchor stage needs only the level bounds, which need no sample: its
     // kernels run while the host tunes (the GPU idled 0.05-0.11 ms here).
     const predict::InterpConfig bounds = predict::interp_level_bounds(p.layout, eb, range, overrides);

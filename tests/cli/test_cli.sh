@@ -22,7 +22,7 @@ SAMPLE=$REPO/data/sperr_wmag_91x91x91.f32
 grep -q "fastest-varying first" "$T/help" && ok || bad "--help does not explain the dims order"
 "$GSZ" compress --help >"$T/help" 2>&1 || true
 for flag in -i -o -t -l -m -e -p --device --json --force --verify --radius --interp-alpha --interp-beta \
-    --interp-spline --interp-order --interp-anchors --progress; do
+    --interp-spline --interp-order --interp-anchors --interp-anchor-stride --progress; do
     grep -q -- "$flag" "$T/help" && ok || bad "compress --help lacks $flag"
 done
 expect_exit 0 "--version" "$GSZ" --version
@@ -126,6 +126,25 @@ python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_order']==
     && ok || bad "info does not show the interp overrides: $(cat "$T/out")"
 expect_exit 0 "interp as 1-D" "$GSZ" compress -i "$SAMPLE" -o "$T/i1.gsz" -t f32 -l 753571 -m abs -e 1e-2 -p interp \
     --interp-order x --verify --threads 1
+# 1-D: the anchor stride, forced or chosen (format version 9), shown by info; other ranks refuse it
+expect_exit 0 "interp 1-D stride 4" "$GSZ" compress -i "$SAMPLE" -o "$T/i4.gsz" -t f32 -l 753571 -m rel -e 1e-3 -p interp \
+    --interp-anchor-stride 4 --verify --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "stride 4: $(cat "$T/out")"
+expect_exit 0 "info of stride 4" "$GSZ" info -i "$T/i4.gsz" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==9, j" \
+    && ok || bad "info does not show stride 4: $(cat "$T/out")"
+expect_exit 0 "info text of stride 4" "$GSZ" info -i "$T/i4.gsz"
+grep -q "every 4 points" "$T/out" && ok || bad "info text lacks the stride: $(cat "$T/out")"
+expect_exit 0 "decompress stride 4" "$GSZ" decompress -i "$T/i4.gsz" -o "$T/i4.out"
+for stride in 0 1 3 1024 x; do
+    expect_exit 1 "bad --interp-anchor-stride $stride" "$GSZ" compress -i "$SAMPLE" -o "$T/ib.gsz" -t f32 -l 753571 \
+        -e 1e-3 -p interp --interp-anchor-stride "$stride"
+    grep -q -- "stride" "$T/err" && ok || bad "bad stride $stride message: $(cat "$T/err")"
+    [ ! -e "$T/ib.gsz" ] && ok || bad "bad stride $stride left an output"
+done
+expect_exit 1 "--interp-anchor-stride on 3-D" "$GSZ" compress -i "$SAMPLE" -o "$T/ib.gsz" -t f32 -l 91x91x91 -e 1e-3 \
+    -p interp --interp-anchor-stride 4
+grep -q "1-D" "$T/err" && ok || bad "3-D stride message: $(cat "$T/err")"
 for order in xx w xy zyxw yzq; do
     expect_exit 1 "bad --interp-order $order" "$GSZ" compress -i "$SAMPLE" -o "$T/ib.gsz" -t f32 -l 91x91x91 -e 1e-3 \
         -p interp --interp-order "$order"

@@ -35,6 +35,7 @@ struct Golden {
     bool fill = false;   // a quarter of each plane holds a fill value (golden_input)
     bool near_jump = false;   // odd x a step of about the jump threshold above even x (golden_input)
     bool components = false;  // dims {3, N}: three far-apart stretches of the sample as components (golden_input)
+    uint32_t stride = 0;      // interp, 1-D: the anchor stride (0 = auto)
 };
 
 const Golden kGoldens[] = {
@@ -85,6 +86,11 @@ const Golden kGoldens[] = {
      128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, true},
     // version 7: ans_lanes bit-packed (the ans goldens above pin it)
     // version 8: the compact container (every golden above pins it)
+    // version 9: a 1-D array's own anchor stride (2 .. 512); the 1-D interp goldens above take auto's
+    {"interp_stride4_wmag_3000_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {3000}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_INTERP,
+     128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 4},
+    {"interp_stride2_wmag_3000_f64_abs1e-2.gsz", GSZ_DTYPE_F64, {3000}, GSZ_ERROR_ABS, 1e-2, GSZ_PIPELINE_INTERP,
+     128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 2},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -168,6 +174,10 @@ const std::vector<OldGolden> kVersion6 = [] {
 // Version 7 (the fixed container): every golden above (its version 8 archive decodes to the same bits).
 const std::vector<OldGolden>& kVersion7 = kVersion6;
 
+// Version 8 (every 1-D array's anchors every 512 points): the same goldens
+// (its version 9 archives of the 1-D interp goldens may take another stride).
+const std::vector<OldGolden>& kVersion8 = kVersion7;
+
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
 template <class T>
@@ -247,6 +257,7 @@ void check_golden(const Golden& g) {
     if (g.radius) params.radius = g.radius;
     params.lossless = g.lossless;
     params.interp_anchors = g.anchors;
+    params.interp_anchor_stride = g.stride;
     const auto fresh = ctx.compress(params, input.data());
     if (std::getenv("GSZ_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),
@@ -260,6 +271,9 @@ void check_golden(const Golden& g) {
     check_sections(ctx, golden, info);
     EXPECT_EQ(info.pipeline, g.pipeline) << "the golden must pin the pipeline's own format, not the store fallback";
     EXPECT_EQ(info.component_dim, g.components ? 0 : -1);
+    if (g.stride) {
+        EXPECT_EQ(info.interp_anchor_stride, g.stride);
+    }
     if (g.lossless != GSZ_LOSSLESS_AUTO) {
         EXPECT_EQ(info.lossless, g.lossless);
     }
@@ -291,7 +305,8 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
 
 TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
     const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
-        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}, {6, kVersion6}, {7, kVersion7}};
+        {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}, {6, kVersion6}, {7, kVersion7},
+        {8, kVersion8}};
     for (const auto& [version, goldens] : versions) {
         for (const OldGolden& g : goldens) {
             SCOPED_TRACE(version_dir(version) + "/" + g.source.file);

@@ -397,6 +397,56 @@ TEST(Hostile, LyingInterpSectionsAreRejected) {
 
 // Coded anchors: the listed (index, residual) pairs must match the anchors
 // whose code is 0 one to one; a garbage residual decodes to something.
+// A 1-D interp archive records its own anchor stride (format version 9 on):
+// a power of two 2 .. 512, with the level count and bounds that go with it;
+// before version 9, and for 2-D and 3-D arrays, only the default geometry.
+TEST(Hostile, LyingOneDimStridesAreRejected) {
+    using gsz::format::SectionKind;
+    const auto v = small_field();   // 2000 values, read as a 1-D array
+    gsz::Context ctx;
+    auto params = make_params(GSZ_DTYPE_F32, {2000}, GSZ_ERROR_REL, 1e-3);
+    params.pipeline = GSZ_PIPELINE_INTERP;
+    params.interp_anchor_stride = 4;
+    const auto archive = ctx.compress(params, v.data());
+    ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).interp_anchor_stride, 4u);
+    ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
+    const auto p = section_of(archive, SectionKind::pipeline_params);
+    const auto patch = [&](uint32_t stride, uint32_t levels) {
+        auto q = p;
+        std::memcpy(q.data() + 8, &stride, 4);
+        std::memcpy(q.data() + 12, &levels, 4);
+        return with_section(archive, SectionKind::pipeline_params, q);
+    };
+    EXPECT_EQ(try_decompress(patch(4, 2)), GSZ_STATUS_OK);   // the patch itself changes nothing
+    for (const auto& [stride, levels] : std::vector<std::pair<uint32_t, uint32_t>>{
+             {0, 0}, {1, 0}, {3, 2}, {6, 2}, {1024, 10}, {0x80000000u, 31}, {8, 2}, {4, 3}}) {
+        EXPECT_EQ(try_decompress(patch(stride, levels)), GSZ_STATUS_CORRUPT) << stride << ", " << levels;
+    }
+    // A version 8 archive holds only 512.
+    auto parsed = gsz::format::archive_parse(archive);
+    auto header = parsed.header;
+    header.format_version = 8;
+    std::vector<gsz::format::SectionData> sections;
+    for (const auto& sec : parsed.sections) sections.push_back({sec.kind, sec.bytes});
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(header, sections)), GSZ_STATUS_CORRUPT);
+    // A 2-D array keeps its 16.
+    auto p2 = make_params(GSZ_DTYPE_F32, {40, 50}, GSZ_ERROR_REL, 1e-3);
+    p2.pipeline = GSZ_PIPELINE_INTERP;
+    const auto flat = ctx.compress(p2, v.data());
+    auto q = section_of(flat, SectionKind::pipeline_params);
+    const uint32_t eight = 8, three = 3;
+    std::memcpy(q.data() + 8, &eight, 4);
+    std::memcpy(q.data() + 12, &three, 4);
+    EXPECT_EQ(try_decompress(with_section(flat, SectionKind::pipeline_params, q)), GSZ_STATUS_CORRUPT);
+    // The option is for 1-D arrays, in range.
+    p2.interp_anchor_stride = 4;
+    EXPECT_THROW(ctx.compress(p2, v.data()), gsz::Exception);
+    params.interp_anchor_stride = 3;
+    EXPECT_THROW(ctx.compress(params, v.data()), gsz::Exception);
+    params.interp_anchor_stride = 1024;
+    EXPECT_THROW(ctx.compress(params, v.data()), gsz::Exception);
+}
+
 TEST(Hostile, LyingCodedAnchorsAreRejected) {
     using gsz::format::SectionKind;
     const auto archive = interp_archive(GSZ_INTERP_ANCHORS_CODED);

@@ -58,8 +58,8 @@ TEST(InterpAlpha, Eq1AtMidpoints) {
     }
 }
 
-InterpLayout layout_of(const std::vector<uint64_t>& dims) {
-    return interp_layout(static_cast<uint32_t>(dims.size()), dims.data());
+InterpLayout layout_of(const std::vector<uint64_t>& dims, uint32_t stride_1d = 0) {
+    return interp_layout(static_cast<uint32_t>(dims.size()), dims.data(), stride_1d);
 }
 
 void expect_geometry(const InterpLayout& L, uint32_t rank, std::vector<uint64_t> dims, uint32_t S,
@@ -96,6 +96,22 @@ TEST(InterpGeometry, GeometryPerRank) {
     expect_geometry(layout_of({91, 91, 91}), 3, {91, 91, 91}, 8, {32, 8, 8});
     expect_geometry(layout_of({33, 17, 9}), 3, {33, 17, 9}, 8, {32, 8, 8});
     expect_geometry(layout_of({4320, 2161}), 2, {4320, 2161}, 16, {64, 16});
+}
+
+TEST(InterpGeometry, OneDimStrides) {
+    for (uint32_t s = 2; s <= 512; s *= 2) {
+        const auto L = layout_of({5000}, s);
+        expect_geometry(L, 1, {5000}, s, {2048});
+        EXPECT_EQ(1u << L.num_levels, s);
+        EXPECT_EQ(L.num_anchors, (5000 - 1) / s + 1);
+        EXPECT_TRUE(interp_valid_stride_1d(s));
+    }
+    for (uint32_t s : {0u, 1u, 3u, 6u, 1024u, 4096u}) EXPECT_FALSE(interp_valid_stride_1d(s)) << s;
+    EXPECT_THROW(layout_of({5000}, 3), gsz::Error);
+    EXPECT_THROW(layout_of({5000}, 1024), gsz::Error);
+    // 2-D and 3-D arrays keep their geometry, whatever the 1-D stride says.
+    expect_geometry(layout_of({130, 33}, 4), 2, {130, 33}, 16, {64, 16});
+    expect_geometry(layout_of({1, 77, 1}, 4), 1, {77}, 4, {2048});
 }
 
 TEST(InterpGeometry, SizeOneDimsDroppedAndFourDMerged) {
@@ -712,8 +728,8 @@ std::vector<T> decode_with(const Encoded<T>& e, std::span<const uint16_t> codes,
 }
 
 template <class T>
-void encode_decode(const std::vector<uint64_t>& dims, double eb, uint32_t radius = 512) {
-    const auto L = layout_of(dims);
+void encode_decode(const std::vector<uint64_t>& dims, double eb, uint32_t radius = 512, uint32_t stride_1d = 0) {
+    const auto L = layout_of(dims, stride_1d);
     auto data = smooth_noisy<T>(L.num_elements, 42);
     data[L.num_elements / 3] = std::numeric_limits<T>::quiet_NaN();
     data[L.num_elements - 1] = std::numeric_limits<T>::infinity();
@@ -770,6 +786,78 @@ TEST(InterpCpu, RoundTripAllRanksAndThreads) {
     encode_decode<double>({64, 64}, 1e-12);   // every residual beyond the radius
     encode_decode<float>({40, 30, 20}, 0.05, 1);
     encode_decode<float>({40, 30, 20}, 1e-4, 32768);
+}
+
+TEST(InterpCpu, RoundTripOneDimStrides) {
+    for (uint32_t s = 2; s <= 512; s *= 4) {
+        encode_decode<float>({5000}, 0.01, 512, s);
+        encode_decode<double>({2049}, 1e-3, 32768, std::min(s * 2, 512u));
+        encode_decode<float>({90}, 0.1, 512, s);   // fewer points than one 512 stride
+    }
+}
+
+// The 1-D stride's choice: short strides where neighbours predict better
+// than far points (a rough series), the paper's 512 on a smooth one, the
+// override as given; the same on float and double copies of the same values,
+// and on its own rerun.
+TEST(InterpConfigure, OneDimStrideChoice) {
+    // Rough: runs of 8 equal values with a little noise (neighbours alike,
+    // points 8 apart unrelated); smooth: a slow sine.  Float-exact values.
+    std::mt19937 rng(5);
+    std::normal_distribution<double> level(0, 1), noise(0, 0.05);
+    std::vector<double> walk(20000), sine(20000);
+    double run = 0;
+    for (size_t i = 0; i < walk.size(); ++i) {
+        if (i % 8 == 0) run = level(rng);
+        walk[i] = static_cast<float>(run + noise(rng));
+        sine[i] = static_cast<float>(std::sin(1e-3 * static_cast<double>(i)));
+    }
+    const auto choose = [](const std::vector<double>& v, double rel, InterpOverrides ov = {}) {
+        const auto starts = interp_stride_segments(v.size());
+        const uint64_t len = std::min<uint64_t>(v.size(), kInterpStrideSegment);
+        std::vector<double> sample;
+        std::vector<float> sample_f;
+        for (const uint64_t s : starts)
+            for (uint64_t i = 0; i < len; ++i) {
+                sample.push_back(v[s + i]);
+                sample_f.push_back(static_cast<float>(v[s + i]));
+            }
+        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+        const double range = *hi - *lo;
+        const uint32_t d = interp_choose_stride_1d(std::span<const double>(sample), len, rel * range, range, ov);
+        EXPECT_EQ(d, interp_choose_stride_1d(std::span<const float>(sample_f), len, rel * range, range, ov));
+        EXPECT_EQ(d, interp_choose_stride_1d(std::span<const double>(sample), len, rel * range, range, ov));
+        return d;
+    };
+    for (double rel : {1e-2, 1e-3}) {
+        EXPECT_LT(choose(walk, rel), 512u) << rel;
+        EXPECT_EQ(choose(sine, rel), 512u) << rel;
+    }
+    InterpOverrides ov;
+    ov.anchor_stride = 64;
+    EXPECT_EQ(choose(walk, 1e-2, ov), 64u);
+    ov.anchor_stride = 3;
+    EXPECT_THROW(choose(walk, 1e-2, ov), gsz::Error);
+    // No usable bound, or nothing finite: the default.
+    std::vector<double> nans(5000, std::numeric_limits<double>::quiet_NaN());
+    EXPECT_EQ(interp_choose_stride_1d(std::span<const double>(nans.data(), 4096), 4096, 0.1, 1.0, {}), 512u);
+    EXPECT_EQ(interp_choose_stride_1d(std::span<const double>(walk.data(), 4096), 4096, 0.0, 1.0, {}), 512u);
+    // Segments: spread, aligned to 512, inside the array.
+    for (uint64_t n : {uint64_t{1}, uint64_t{4096}, uint64_t{4097}, uint64_t{10000}, uint64_t{65536},
+                       uint64_t{163842}, uint64_t{1} << 30}) {
+        const auto starts = interp_stride_segments(n);
+        const uint64_t len = std::min<uint64_t>(n, kInterpStrideSegment);
+        ASSERT_FALSE(starts.empty());
+        EXPECT_LE(starts.size(), kInterpStrideSegments);
+        EXPECT_EQ(starts.front(), 0u);
+        for (size_t k = 0; k < starts.size(); ++k) {
+            EXPECT_EQ(starts[k] % 512, 0u);
+            EXPECT_LE(starts[k] + len, n);
+            if (k) {
+                EXPECT_GT(starts[k], starts[k - 1]) << n;
+            }
+        }
+    }
 }
 
 // A zero code without an outlier entry is CORRUPT (checked before the tiles

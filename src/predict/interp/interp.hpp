@@ -23,7 +23,15 @@ namespace gsz::predict {
 // dropped, 4-D run as 3-D with the two slowest dims merged.  Anchor stride and
 // tile: 3-D 8 and 32x8x8 (the paper's 8^3 blocks, run four along x as on its
 // GPU), 2-D 16 and 64x16 (its 16^2 chunks), 1-D 512 and 2048 (its 512 chunks).
-InterpLayout interp_layout(uint32_t rank, const uint64_t* dims);
+// `stride_1d` (0 = the default) sets the anchor stride of a 1-D layout: a
+// power of two from kInterpMinStride1d to the default 512 (the tile stays
+// 2048); 2-D and 3-D layouts keep their default geometry.
+InterpLayout interp_layout(uint32_t rank, const uint64_t* dims, uint32_t stride_1d = 0);
+
+// Whether `stride` is an anchor stride a 1-D layout may have.
+inline bool interp_valid_stride_1d(uint32_t stride) {
+    return stride >= kInterpMinStride1d && stride <= kInterpGeometry1d.stride && (stride & (stride - 1)) == 0;
+}
 
 // What the predictor was told or chose: the archive stores it, the decoder
 // replays it.
@@ -46,7 +54,39 @@ struct InterpOverrides {
     int order[3] = {-1, -1, -1};   // order[0] < 0 = auto
     int anchors = -1;        // -1 = auto (coded unless its outliers make it larger); else InterpAnchorMode
     bool jump_guard = true;  // threshold 95% of the value range (interp_jump_threshold)
+    uint32_t anchor_stride = 0;   // 1-D arrays: 0 = auto (interp_choose_stride_1d); else interp_valid_stride_1d
 };
+
+// The 1-D anchor stride.  The paper's 512-point chunks suit smooth series;
+// on rough ones (cells of an unstructured mesh in storage order, sensor
+// records) its coarse levels predict from points hundreds apart, worse than
+// Lorenzo's neighbour, and a short stride does better (geocat_mpas at rel
+// 1e-2: ratio 23.9 with 512, 28.8 with 2; bench/NOTES.md).  The choice is
+// made on a sample of kInterpStrideSegments contiguous segments of
+// kInterpStrideSegment values (the whole array when it is shorter than
+// that), gathered by either backend and judged on the host by the same code,
+// so both choose alike.  16K values: ~0.2 ms on the host, which the GPU
+// pipeline waits for (the first cut, 64K values and a log2 per bin, cost 1.4
+// ms, a third of a 0.5 GB array's compression on an H200).
+inline constexpr uint64_t kInterpStrideSegment = 2048;
+inline constexpr uint64_t kInterpStrideSegments = 8;
+
+// First index of each segment of the sample of a 1-D array of n values
+// (segments of min(n, kInterpStrideSegment) values, starts multiples of 512,
+// increasing).
+std::vector<uint64_t> interp_stride_segments(uint64_t n);
+
+// The stride for these segments (each `segment` values long, one after the
+// other in `sample`): for every candidate, the order-0 entropy of the
+// open-loop quant-codes each level and the anchors (Lorenzo over the anchor
+// grid) would get at their bounds, weighted by the share of points each holds;
+// the smallest wins, a shorter stride only where it saves 1% and 0.002 bits a
+// value (ties keep the paper's 512).  `overrides.anchor_stride`, when set, is
+// returned as is.  Non-finite values are skipped.  Deterministic.
+uint32_t interp_choose_stride_1d(std::span<const float> sample, uint64_t segment, double eb_abs, double value_range,
+                                 const InterpOverrides& overrides);
+uint32_t interp_choose_stride_1d(std::span<const double> sample, uint64_t segment, double eb_abs,
+                                 double value_range, const InterpOverrides& overrides);
 
 // The jump guard's threshold for a field's finite value range: 95% of it.  A
 // fill value sits at one end of the range, so it differs from every datum by

@@ -59,7 +59,7 @@ struct StageSpan {
 
 }  // namespace
 
-InterpLayout interp_layout(uint32_t rank, const uint64_t* dims) {
+InterpLayout interp_layout(uint32_t rank, const uint64_t* dims, uint32_t stride_1d) {
     uint64_t kept[4];
     uint32_t n = 0;
     for (uint32_t d = 0; d < rank; ++d)
@@ -73,8 +73,14 @@ InterpLayout interp_layout(uint32_t rank, const uint64_t* dims) {
     InterpLayout L;
     L.rank = n;
     L.anchor_stride = g.stride;
+    if (n == 1 && stride_1d != 0) {
+        GSZ_CHECK(interp_valid_stride_1d(stride_1d), GSZ_STATUS_INVALID_ARGUMENT,
+                  "interp anchor stride %u is not a power of two from %u to %u", stride_1d, kInterpMinStride1d,
+                  kInterpGeometry1d.stride);
+        L.anchor_stride = stride_1d;
+    }
     L.num_levels = 0;
-    while ((1u << L.num_levels) < g.stride) ++L.num_levels;
+    while ((1u << L.num_levels) < L.anchor_stride) ++L.num_levels;
     L.num_tiles = L.num_anchors = L.num_elements = 1;
     for (uint32_t d = 0; d < 3; ++d) {
         L.dims[d] = d < n ? kept[d] : 1;
@@ -192,6 +198,136 @@ InterpConfig interp_level_bounds(const InterpLayout& L, double eb_abs, double va
     }
     cfg.jump = ov.jump_guard ? interp_jump_threshold(value_range) : kInterpNoJump;
     return cfg;
+}
+
+std::vector<uint64_t> interp_stride_segments(uint64_t n) {
+    const uint64_t len = std::min(n, kInterpStrideSegment);
+    const uint64_t count = n <= kInterpStrideSegment ? 1 : std::min(kInterpStrideSegments, n / kInterpStrideSegment);
+    std::vector<uint64_t> starts;
+    for (uint64_t k = 0; k < count; ++k) {
+        // Spread over the array, aligned to the default stride so that every
+        // candidate's anchors fall on the segment's multiples of it.
+        const uint64_t at = count > 1 ? k * (n - len) / (count - 1) : 0;
+        starts.push_back(at / kInterpGeometry1d.stride * kInterpGeometry1d.stride);
+    }
+    return starts;
+}
+
+namespace {
+
+// Order-0 entropy of integer codes (clamped to +-kStrideBins: the rare larger
+// ones share the end bins), in bits a code.
+constexpr int64_t kStrideBins = 1024;
+
+struct CodeEntropy {
+    std::vector<uint64_t> count = std::vector<uint64_t>(2 * kStrideBins + 1, 0);
+    uint64_t total = 0;
+    // The code of a finite residual v (in steps of the lattice): v rounded
+    // to the nearest integer (ties to even, as rint) by adding and removing
+    // 1.5 * 2^52 after clamping, which is exact there; a call to rint per
+    // point was most of the choice's time.
+    void add(double v) {
+        const double bound = static_cast<double>(kStrideBins);
+        const double c = v < -bound ? -bound : v > bound ? bound : v;   // (fmin / fmax: calls into libm)
+        const double q = (c + 0x1.8p52) - 0x1.8p52;
+        ++count[static_cast<size_t>(static_cast<int64_t>(q) + kStrideBins)];
+        ++total;
+    }
+    // log2(total) - sum c log2 c / total, the c log2 c from a table (a log2
+    // per bin took 0.7 ms of the choice at tight bounds, where most bins fill).
+    double bits_per_code() const {
+        static const std::vector<double> xlogx = [] {
+            std::vector<double> t(kInterpStrideSegment * kInterpStrideSegments + 1, 0.0);
+            for (size_t c = 1; c < t.size(); ++c) t[c] = static_cast<double>(c) * std::log2(static_cast<double>(c));
+            return t;
+        }();
+        if (total == 0) return 0.0;
+        double sum = 0;
+        for (const uint64_t c : count) sum += xlogx[c];
+        return std::log2(static_cast<double>(total)) - sum / static_cast<double>(total);
+    }
+};
+
+template <class S>
+uint32_t choose_stride_1d(std::span<const S> sample, uint64_t segment, double eb_abs, double value_range,
+                          const InterpOverrides& ov) {
+    if (ov.anchor_stride != 0) {
+        GSZ_CHECK(interp_valid_stride_1d(ov.anchor_stride), GSZ_STATUS_INVALID_ARGUMENT,
+                  "interp anchor stride %u is not a power of two from %u to %u", ov.anchor_stride, kInterpMinStride1d,
+                  kInterpGeometry1d.stride);
+        return ov.anchor_stride;
+    }
+    const uint32_t widest = kInterpGeometry1d.stride;
+    if (!(eb_abs > 0) || !(eb_abs < HUGE_VAL) || segment == 0 || sample.size() % segment != 0) return widest;
+    // The level bounds of the widest layout hold every candidate's.
+    const uint64_t one = segment;
+    const InterpConfig bounds = interp_level_bounds(interp_layout(1, &one), eb_abs, value_range, ov);
+    const uint32_t levels = interp_layout(1, &one).num_levels;
+    const int64_t n = static_cast<int64_t>(segment);
+    const auto finite = [](double v) { return std::isfinite(v); };
+    double level_bits[kInterpMaxLevels] = {};
+    // Segments without a non-finite value (the usual case) skip the tests.
+    std::vector<bool> all_finite;
+    for (size_t s0 = 0; s0 < sample.size(); s0 += segment)
+        all_finite.push_back(std::all_of(sample.begin() + s0, sample.begin() + s0 + segment,
+                                         [&](S v) { return finite(v); }));
+    for (uint32_t l = 0; l < levels; ++l) {
+        const int64_t u = int64_t{1} << l;
+        const double r = 1.0 / (2.0 * bounds.level_eb[l]);
+        CodeEntropy h;
+        for (size_t s0 = 0, k = 0; s0 < sample.size(); s0 += segment, ++k) {
+            const S* x = sample.data() + s0;
+            const bool tested = !all_finite[k];
+            for (int64_t i = u; i + u < n; i += 2 * u) {
+                const bool has_a = i >= 3 * u, has_d = i + 3 * u < n;
+                const double a = has_a ? x[i - 3 * u] : 0.0, b = x[i - u], c = x[i + u], d = has_d ? x[i + 3 * u] : 0.0;
+                if (tested && (!finite(x[i]) || !finite(a) || !finite(b) || !finite(c) || !finite(d))) continue;
+                const double pred = has_a && has_d ? (9.0 * (b + c) - (a + d)) * 0.0625
+                                                   : interp_spline_unguarded(a, b, c, d, has_a, true, has_d,
+                                                                             kSplineNotAKnot);
+                h.add((x[i] - pred) * r);
+            }
+        }
+        level_bits[l] = h.bits_per_code();
+    }
+    double best_bits = 0;
+    uint32_t best = widest;
+    std::vector<double> lattice(sample.size());
+    for (uint32_t L = levels; L >= 1; --L) {
+        const int64_t stride = int64_t{1} << L;
+        // Coded anchors: on the lattice of half the coarsest level's bound,
+        // Lorenzo over the anchor grid (interp_anchor_quant).
+        const double r = 1.0 / bounds.level_eb[L - 1];
+        // The anchors' lattice points (rint, as the anchor stage rounds), for those the candidate uses.
+        for (size_t s0 = 0; s0 < sample.size(); s0 += segment)
+            for (int64_t i = 0; i < n; i += stride)
+                lattice[s0 + i] = finite(sample[s0 + i]) ? std::rint(static_cast<double>(sample[s0 + i]) * r) : 0.0;
+        CodeEntropy h;
+        for (size_t s0 = 0; s0 < sample.size(); s0 += segment) {
+            const S* x = sample.data() + s0;
+            for (int64_t i = stride; i < n; i += stride)
+                if (finite(x[i]) && finite(x[i - stride])) h.add(lattice[s0 + i] - lattice[s0 + i - stride]);
+        }
+        double bits = h.bits_per_code() / static_cast<double>(stride);
+        for (uint32_t l = 0; l < L; ++l) bits += level_bits[l] / static_cast<double>(int64_t{2} << l);
+        if (L == levels || bits < best_bits * 0.99 - 0.002) {
+            best_bits = bits;
+            best = static_cast<uint32_t>(stride);
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+uint32_t interp_choose_stride_1d(std::span<const float> sample, uint64_t segment, double eb_abs, double value_range,
+                                 const InterpOverrides& overrides) {
+    return choose_stride_1d(sample, segment, eb_abs, value_range, overrides);
+}
+
+uint32_t interp_choose_stride_1d(std::span<const double> sample, uint64_t segment, double eb_abs,
+                                 double value_range, const InterpOverrides& overrides) {
+    return choose_stride_1d(sample, segment, eb_abs, value_range, overrides);
 }
 
 InterpConfig interp_configure(const InterpLayout& L, std::span<const double> samples, double eb_abs,

@@ -37,6 +37,7 @@ struct InterpGeometry {
     uint32_t stride, tile[3];
 };
 inline constexpr InterpGeometry kInterpGeometry1d = {512, {2048, 1, 1}};
+inline constexpr uint32_t kInterpMinStride1d = 2;   // 1-D layouts may take strides 2 .. 512 (interp_layout)
 inline constexpr InterpGeometry kInterpGeometry2d = {16, {64, 16, 1}};
 inline constexpr InterpGeometry kInterpGeometry3d = {8, {32, 8, 8}};
 
