@@ -838,6 +838,16 @@ TEST(InterpConfigure, OneDimStrideChoice) {
     EXPECT_EQ(choose(walk, 1e-2, ov), 64u);
     ov.anchor_stride = 3;
     EXPECT_THROW(choose(walk, 1e-2, ov), gsz::Error);
+    // Values whose residuals overflow (f64 near the largest double, a tiny
+    // bound) land in the end bins; a sample larger than gsz gathers is
+    // judged alike.
+    std::vector<double> huge(8192);
+    for (size_t i = 0; i < huge.size(); ++i) huge[i] = (i % 2 ? 1.7e308 : -1.7e308) * (1.0 - 1e-3 * double(i % 7));
+    EXPECT_TRUE(interp_valid_stride_1d(
+        interp_choose_stride_1d(std::span<const double>(huge), 2048, 1e-300, HUGE_VAL, {})));
+    std::vector<double> big(40000 * 2);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = walk[i % walk.size()];
+    EXPECT_LT(interp_choose_stride_1d(std::span<const double>(big), 40000, 1e-2 * 8.0, 8.0, {}), 512u);
     // No usable bound, or nothing finite: the default.
     std::vector<double> nans(5000, std::numeric_limits<double>::quiet_NaN());
     EXPECT_EQ(interp_choose_stride_1d(std::span<const double>(nans.data(), 4096), 4096, 0.1, 1.0, {}), 512u);

@@ -228,7 +228,8 @@ struct CodeEntropy {
     // point was most of the choice's time.
     void add(double v) {
         const double bound = static_cast<double>(kStrideBins);
-        const double c = v < -bound ? -bound : v > bound ? bound : v;   // (fmin / fmax: calls into libm)
+        // (fmin / fmax: calls into libm); an overflow's inf, or NaN, lands in an end bin
+        const double c = v > bound ? bound : v >= -bound ? v : -bound;
         const double q = (c + 0x1.8p52) - 0x1.8p52;
         ++count[static_cast<size_t>(static_cast<int64_t>(q) + kStrideBins)];
         ++total;
@@ -243,7 +244,8 @@ struct CodeEntropy {
         }();
         if (total == 0) return 0.0;
         double sum = 0;
-        for (const uint64_t c : count) sum += xlogx[c];
+        for (const uint64_t c : count)
+            sum += c < xlogx.size() ? xlogx[c] : static_cast<double>(c) * std::log2(static_cast<double>(c));
         return std::log2(static_cast<double>(total)) - sum / static_cast<double>(total);
     }
 };
