@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GSZ = ROOT / "build" / "gsz"
+GSZ = Path(os.environ.get("GSZ_BIN", ROOT / "build" / "gsz"))
 DATA = Path(os.environ.get("GSZ_DATA_DIR", ROOT.parent / "shared" / "data"))
 BOUNDS = [1e-2, 1e-3, 1e-4]
 

@@ -332,6 +332,8 @@ json info_json(const gsz_archive_info& a) {
         j["interp_anchors"] = a.interp_anchors == GSZ_INTERP_ANCHORS_RAW ? "raw" : "coded";
         j["interp_listed_anchors"] = a.interp_listed_anchors;
         j["interp_jump"] = a.interp_jump;   // 0: no jump guard recorded (off, or it decided nothing)
+        j["interp_tiles"] = a.interp_tiles;
+        j["interp_lorenzo_tiles"] = a.interp_lorenzo_tiles;
     }
     if (a.pipeline == GSZ_PIPELINE_FAST) {
         j["block_size"] = a.block_size;
@@ -354,7 +356,7 @@ struct ArrayArgs {
     uint32_t block = 128;
     double interp_alpha = 0, interp_beta = 0;
     std::string interp_spline = "auto", interp_order = "auto", interp_anchors = "auto", lossless = "auto";
-    std::string interp_jump_guard = "on";
+    std::string interp_jump_guard = "on", interp_tiles = "spline";
     std::string interp_anchor_stride = "auto";
     std::string components = "auto";
     int threads = 0;
@@ -402,6 +404,13 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "copy the nearer one across the jump and predict linearly next to it (on), or keep the paper's "
                   "splines everywhere as cuSZ-i does (off); an archive records the guard only where it decided a "
                   "prediction, so fields without such jumps compress to the same bytes and decompress at full speed")
+        ->capture_default_str();
+    c->add_option("--interp-tiles", a.interp_tiles,
+                  "interp: code every tile (32x8x8, 64x16 or 2048 points) by the spline hierarchy (spline), or each "
+                  "by the spline or by Lorenzo prediction, whichever is estimated smaller in bits and error (auto: "
+                  "higher ratio on rough data, masks and sensor records; on the GPU still 2-4x slower), or every "
+                  "tile by Lorenzo (lorenzo); a Lorenzo tile keeps its anchors and the faces it shares with lower "
+                  "tiles spline-coded")
         ->capture_default_str();
     c->add_option("--components", a.components,
                   "lorenzo, interp, fast: a dim of 2..8 entries that are separate quantities (x, y, z of N "
@@ -455,6 +464,10 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     if (a.interp_jump_guard == "on") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_ON;
     else if (a.interp_jump_guard == "off") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_OFF;
     else die("--interp-jump-guard " + a.interp_jump_guard + ": expected on or off");
+    if (a.interp_tiles == "auto") p.interp_tiles = GSZ_INTERP_TILES_AUTO;
+    else if (a.interp_tiles == "spline") p.interp_tiles = GSZ_INTERP_TILES_SPLINE;
+    else if (a.interp_tiles == "lorenzo") p.interp_tiles = GSZ_INTERP_TILES_LORENZO;
+    else die("--interp-tiles " + a.interp_tiles + ": expected auto, spline or lorenzo");
     if (a.interp_anchor_stride != "auto") {
         char* end = nullptr;
         const unsigned long v = std::strtoul(a.interp_anchor_stride.c_str(), &end, 10);
@@ -737,6 +750,9 @@ int run_info(const std::string& input, bool as_json) {
             std::printf("interp jumps    guarded: neighbours more than %.9g apart are a jump\n", info.interp_jump);
         else
             std::printf("interp jumps    not guarded (the paper's splines everywhere)\n");
+        std::printf("interp tiles    %llu, of which %llu Lorenzo-coded\n",
+                    static_cast<unsigned long long>(info.interp_tiles),
+                    static_cast<unsigned long long>(info.interp_lorenzo_tiles));
     }
     if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP) {
         if (info.lossless == GSZ_LOSSLESS_ANS)

@@ -94,6 +94,18 @@ typedef enum gsz_interp_anchors {
     GSZ_INTERP_ANCHORS_RAW = 2      /* stored exactly, as cuSZ-i does */
 } gsz_interp_anchors;
 
+/* How the interp pipeline codes each tile (32x8x8 / 64x16 / 2048 points):
+ * by the spline hierarchy, or by Lorenzo prediction with dual quantization
+ * (format version 10) where that costs fewer bits (rough data, land masks,
+ * quantized sensor data).  A Lorenzo tile keeps its anchors and the faces it
+ * shares with lower tiles spline-coded. */
+typedef enum gsz_interp_tiles {
+    GSZ_INTERP_TILES_SPLINE = 0,    /* every tile spline-coded (the default for now: the GPU's Lorenzo
+                                       tiles are not yet fast, bench/RESULTS.md) */
+    GSZ_INTERP_TILES_AUTO = 1,      /* per tile, the coding estimated smaller (rate and error) */
+    GSZ_INTERP_TILES_LORENZO = 2    /* every tile Lorenzo-coded */
+} gsz_interp_tiles;
+
 /* What the interp pipeline predicts where neighbours differ by a jump larger
  * than 95% of the value range (a fill value next to data): the spline
  * carries such a jump onto every point it spans, so the guard copies the
@@ -159,6 +171,7 @@ typedef struct gsz_params {
     uint32_t interp_anchor_stride;  /* interp, 1-D arrays: anchors every this many points, a power of two
                                        2..512 (format version 9); 0 = auto (tuned on a sample; 512, the
                                        paper's, where a shorter one saves nothing) */
+    gsz_interp_tiles interp_tiles;  /* interp; default GSZ_INTERP_TILES_SPLINE */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */
@@ -203,6 +216,8 @@ typedef struct gsz_archive_info {
     uint64_t original_bytes;
     uint32_t ans_class_lag;         /* ANS: 1 or 2, the code before a code whose class picks its
                                        context (2: the one before that; format version 8), else 0 */
+    uint64_t interp_tiles;          /* interp only: tiles */
+    uint64_t interp_lorenzo_tiles;  /*   of which Lorenzo-coded (format version 10) */
 } gsz_archive_info;
 
 typedef struct gsz_ctx gsz_ctx;

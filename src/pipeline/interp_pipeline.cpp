@@ -25,9 +25,11 @@ void InterpParams::write(ByteWriter& out) const {
     for (uint32_t l = 0; l < layout.num_levels; ++l) out.put(config.level_eb[l]);
     out.put(huffman_chunk_symbols);
     const bool guard = config.jump != predict::kInterpNoJump;
-    out.put(guard ? kInterpFlagJumpGuard : uint32_t{0});   // flags (format version 5; reserved before)
+    out.put((guard ? kInterpFlagJumpGuard : 0u) |
+            (lorenzo_tiles ? kInterpFlagLorenzoTiles : 0u));   // flags (format version 5; reserved before)
     out.put(num_outliers);
     if (guard) out.put(config.jump);
+    if (lorenzo_tiles) out.put(config.lorenzo_eb);
 }
 
 InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::Header& h) {
@@ -60,13 +62,25 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     p.huffman_chunk_symbols = in.get<uint32_t>("huffman chunk symbols");
     const uint32_t flags = in.get<uint32_t>("flags");
     p.num_outliers = in.get<uint64_t>("outlier count");
-    GSZ_CHECK(flags == 0 || (flags == kInterpFlagJumpGuard && h.format_version >= 5), bad,
-              "pipeline_params: flags %#x (format version %u knows %s)", flags, h.format_version,
-              h.format_version >= 5 ? "only 0x1, the jump guard" : "none");
+    const uint32_t known = h.format_version >= 10 ? kInterpFlagJumpGuard | kInterpFlagLorenzoTiles
+                           : h.format_version >= 5 ? kInterpFlagJumpGuard
+                                                   : 0u;
+    GSZ_CHECK((flags & ~known) == 0, bad, "pipeline_params: flags %#x (format version %u knows %s)", flags,
+              h.format_version,
+              h.format_version >= 10  ? "0x1, the jump guard, and 0x2, Lorenzo tiles"
+              : h.format_version >= 5 ? "only 0x1, the jump guard"
+                                      : "none");
+    p.lorenzo_tiles = flags & kInterpFlagLorenzoTiles;
     if (flags & kInterpFlagJumpGuard) {
         p.config.jump = in.get<double>("jump threshold");
         GSZ_CHECK(p.config.jump > 0 && p.config.jump < HUGE_VAL, bad,
                   "pipeline_params: jump threshold %g is not finite and > 0", p.config.jump);
+    }
+    if (p.lorenzo_tiles) {
+        p.config.lorenzo_eb = in.get<double>("Lorenzo tiles' bound");
+        const double e = p.config.lorenzo_eb;
+        GSZ_CHECK(e > 0 && e <= h.error_bound_abs && std::isfinite(1.0 / (2.0 * e)), bad,
+                  "pipeline_params: Lorenzo tiles' bound %g (archive bound %g)", e, h.error_bound_abs);
     }
     in.expect_end();
 
@@ -121,6 +135,13 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
               "interp anchor stride %u: only 1-D arrays choose their stride (this one has %u dims of size > 1; "
               "2-D and 3-D keep 16 and 8)", params.interp_anchor_stride, rank);
     ov.anchor_stride = params.interp_anchor_stride;
+    switch (enum_bits(params.interp_tiles)) {
+        case GSZ_INTERP_TILES_AUTO: ov.tiles = predict::kTilesAuto; break;
+        case GSZ_INTERP_TILES_SPLINE: ov.tiles = predict::kTilesSpline; break;
+        case GSZ_INTERP_TILES_LORENZO: ov.tiles = predict::kTilesLorenzo; break;
+        default: fail(bad, format_message("interp tiles %d is not auto, spline or lorenzo",
+                                          enum_bits(params.interp_tiles)));
+    }
     switch (enum_bits(params.interp_spline)) {
         case GSZ_INTERP_SPLINE_AUTO: ov.spline = -1; break;
         case GSZ_INTERP_SPLINE_NOT_A_KNOT: ov.spline = predict::kSplineNotAKnot; break;
@@ -163,12 +184,17 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
 template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
                                      const EncodedCodes& codes, const InterpAnchorSection<T>& anchors,
-                                     std::span<const uint64_t> outlier_index, std::span<const T> outlier_value) {
+                                     std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
+                                     std::span<const uint8_t> lorenzo_tiles) {
     ByteWriter params_bytes, anchor_bytes, index_bytes, value_bytes;
     CodeStageSections cs;
     InterpParams p = params;
     p.huffman_chunk_symbols = kHuffmanChunkSymbols;
     p.num_outliers = outlier_index.size();
+    p.lorenzo_tiles = !lorenzo_tiles.empty();
+    GSZ_CHECK(lorenzo_tiles.empty() || lorenzo_tiles.size() == p.layout.num_tiles, GSZ_STATUS_INTERNAL,
+              "interp_assemble: %zu tile choices for %llu tiles", lorenzo_tiles.size(),
+              static_cast<unsigned long long>(p.layout.num_tiles));
     p.write(params_bytes);
     code_stage_write(codes, cs);
     if (p.config.anchors == predict::kAnchorsRaw) {
@@ -189,7 +215,27 @@ std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpP
     sections.push_back({format::SectionKind::interp_anchors, anchor_bytes.bytes()});
     sections.push_back({format::SectionKind::outlier_indices, index_bytes.bytes()});
     sections.push_back({format::SectionKind::outlier_values, value_bytes.bytes()});
+    const std::vector<uint8_t> tile_bits = interp_tiles_pack(lorenzo_tiles);
+    if (p.lorenzo_tiles) sections.push_back({format::SectionKind::interp_tiles, tile_bits});
     return format::archive_write(header, sections);
+}
+
+std::vector<uint8_t> interp_tiles_pack(std::span<const uint8_t> lorenzo_tiles) {
+    std::vector<uint8_t> bytes((lorenzo_tiles.size() + 7) / 8, 0);
+    for (size_t t = 0; t < lorenzo_tiles.size(); ++t)
+        if (lorenzo_tiles[t]) bytes[t / 8] |= static_cast<uint8_t>(1u << (t % 8));
+    return bytes;
+}
+
+std::vector<uint8_t> interp_tiles_unpack(std::span<const uint8_t> bytes, uint64_t num_tiles) {
+    constexpr gsz_status bad = GSZ_STATUS_CORRUPT;
+    GSZ_CHECK(bytes.size() == (num_tiles + 7) / 8, bad, "interp_tiles: %zu bytes for %llu tiles", bytes.size(),
+              static_cast<unsigned long long>(num_tiles));
+    GSZ_CHECK(num_tiles % 8 == 0 || (bytes.back() >> (num_tiles % 8)) == 0, bad,
+              "interp_tiles: bits set past the %llu tiles", static_cast<unsigned long long>(num_tiles));
+    std::vector<uint8_t> tiles(num_tiles);
+    for (uint64_t t = 0; t < num_tiles; ++t) tiles[t] = (bytes[t / 8] >> (t % 8)) & 1u;
+    return tiles;
 }
 
 template <class T>
@@ -214,6 +260,13 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
     GSZ_CHECK(index.size() == p.num_outliers * sizeof(uint64_t) && value.size() == p.num_outliers * sizeof(T), bad,
               "outlier sections: %zu index and %zu value bytes for %llu outliers", index.size(), value.size(),
               static_cast<unsigned long long>(p.num_outliers));
+
+    GSZ_CHECK(p.lorenzo_tiles == archive.has(format::SectionKind::interp_tiles), bad,
+              "interp_tiles: the section is %s but pipeline_params %s Lorenzo tiles",
+              p.lorenzo_tiles ? "missing" : "present", p.lorenzo_tiles ? "records" : "records no");
+    if (p.lorenzo_tiles)
+        plan.lorenzo_tiles =
+            interp_tiles_unpack(archive.section(format::SectionKind::interp_tiles), p.layout.num_tiles);
 
     plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n, interp_ans_shape(p.layout).levels);
 
@@ -249,10 +302,10 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
 
 template std::vector<uint8_t> interp_assemble<float>(const format::Header&, const InterpParams&, const EncodedCodes&,
                                                      const InterpAnchorSection<float>&, std::span<const uint64_t>,
-                                                     std::span<const float>);
+                                                     std::span<const float>, std::span<const uint8_t>);
 template std::vector<uint8_t> interp_assemble<double>(const format::Header&, const InterpParams&, const EncodedCodes&,
                                                      const InterpAnchorSection<double>&, std::span<const uint64_t>,
-                                                      std::span<const double>);
+                                                      std::span<const double>, std::span<const uint8_t>);
 template InterpDecodePlan<float> interp_plan_decode<float>(const format::Archive&);
 template InterpDecodePlan<double> interp_plan_decode<double>(const format::Archive&);
 
@@ -298,7 +351,7 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     if (anchors.mode == predict::kAnchorsRaw) section.raw = anchors.start;
     section.listed = anchors.listed;
     section.listed_residual = anchors.listed_residual;
-    return interp_assemble<T>(header, p, ec, section, enc.outlier_index, enc.outlier_value);
+    return interp_assemble<T>(header, p, ec, section, enc.outlier_index, enc.outlier_value, enc.lorenzo_tiles);
 }
 
 template <class T>
@@ -309,8 +362,8 @@ void decompress_typed(const format::Archive& archive, T* out, int threads) {
     const std::vector<T> anchors = predict::interp_anchors_decode_cpu<T>(
         codes, plan.anchors.raw, plan.anchors.listed, plan.anchors.listed_residual, plan.outlier_index,
         plan.outlier_value, plan.params.layout, plan.params.config, plan.params.radius);
-    predict::interp_decode_cpu<T>(codes, anchors, plan.outlier_index, plan.outlier_value, plan.params.layout,
-                                  plan.params.config, plan.params.radius, out, threads);
+    predict::interp_decode_cpu<T>(codes, anchors, plan.outlier_index, plan.outlier_value, plan.lorenzo_tiles,
+                                  plan.params.layout, plan.params.config, plan.params.radius, out, threads);
 }
 
 }  // namespace
@@ -341,6 +394,12 @@ void interp_describe(const format::Archive& archive, gsz_archive_info& info) {
     info.interp_anchors = raw ? GSZ_INTERP_ANCHORS_RAW : GSZ_INTERP_ANCHORS_CODED;
     info.interp_listed_anchors = raw ? 0 : archive.section(format::SectionKind::interp_anchors).size() / 16;
     info.interp_jump = p.config.jump == predict::kInterpNoJump ? 0.0 : p.config.jump;
+    info.interp_tiles = p.layout.num_tiles;
+    info.interp_lorenzo_tiles = 0;
+    if (p.lorenzo_tiles)
+        for (const uint8_t t : interp_tiles_unpack(archive.section(format::SectionKind::interp_tiles),
+                                                   p.layout.num_tiles))
+            info.interp_lorenzo_tiles += t;
     std::memset(info.interp_order, 0, sizeof info.interp_order);
     std::memset(info.interp_spline, 0, sizeof info.interp_spline);
     for (uint32_t k = 0; k < p.layout.rank; ++k) {

@@ -22,6 +22,9 @@ namespace gsz::pipeline {
 // pipeline_params flags (format version 5): bit 0, the jump guard is on and
 // its threshold follows the outlier count.
 inline constexpr uint32_t kInterpFlagJumpGuard = 1;
+// Bit 1 (format version 10): some tiles are Lorenzo-coded; the interp_tiles
+// section holds one bit per tile (interp_lorenzo_tiles.hpp).
+inline constexpr uint32_t kInterpFlagLorenzoTiles = 2;
 
 struct InterpParams {
     uint32_t radius = 0;
@@ -29,6 +32,7 @@ struct InterpParams {
     predict::InterpConfig config;
     uint32_t huffman_chunk_symbols = 0;
     uint64_t num_outliers = 0;
+    bool lorenzo_tiles = false;   // kInterpFlagLorenzoTiles
 
     void write(ByteWriter& out) const;
     // Throws GSZ_STATUS_CORRUPT; `header` gives the geometry and the bound.
@@ -49,7 +53,13 @@ struct InterpAnchorSection {
 template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
                                      const EncodedCodes& codes, const InterpAnchorSection<T>& anchors,
-                                     std::span<const uint64_t> outlier_index, std::span<const T> outlier_value);
+                                     std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
+                                     std::span<const uint8_t> lorenzo_tiles);
+
+// The interp_tiles section: bit t (LSB first) of byte t / 8 set where tile t
+// is Lorenzo-coded; the unused bits of the last byte are 0.
+std::vector<uint8_t> interp_tiles_pack(std::span<const uint8_t> lorenzo_tiles);
+std::vector<uint8_t> interp_tiles_unpack(std::span<const uint8_t> bytes, uint64_t num_tiles);
 
 // The rANS contexts of interp codes: a point's level is the finest grid it
 // lies on (stride 1, 2, ..., the anchors'), known from its raster position.
@@ -69,6 +79,7 @@ struct InterpDecodePlan {
     InterpAnchorSection<T> anchors;   // listed indices checked: increasing, inside the grid
     std::vector<uint64_t> outlier_index;
     std::vector<T> outlier_value;
+    std::vector<uint8_t> lorenzo_tiles;   // per tile 1 where Lorenzo-coded; empty where none is
 };
 
 template <class T>

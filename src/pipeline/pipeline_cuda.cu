@@ -652,6 +652,7 @@ struct InterpDeviceCompressed {
     cuda::DeviceBuffer<T> tune_values;
     cuda::PinnedBuffer<T> tune_host;
     cuda::PinnedBuffer<T> stride_host;   // 1-D: the anchor stride's sample (predict::interp_stride_segments)
+    std::vector<uint8_t> lorenzo_tiles;
 };
 
 // The range and the tuner's sample come back together (one synchronization);
@@ -738,10 +739,16 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
     std::vector<unsigned long long> tiles;
     cuda::copy_to_host(tiles, dc.enc.zero_codes.data(), 2, stream);
     if (tiles[1] == 0) dc.params.config.jump = predict::kInterpNoJump;
+    dc.lorenzo_tiles.clear();
+    if (dc.params.config.tiles != predict::kTilesSpline) {
+        cuda::copy_to_host(dc.lorenzo_tiles, dc.enc.lorenzo_tiles.data(), dc.params.layout.num_tiles, stream);
+        if (std::find(dc.lorenzo_tiles.begin(), dc.lorenzo_tiles.end(), 1) == dc.lorenzo_tiles.end())
+            dc.lorenzo_tiles.clear();
+    }
     cuda::copy_to_host(outlier_index, dc.enc.outlier_index.data(), dc.enc.num_outliers, stream);
     cuda::copy_to_host(outlier_value, dc.enc.outlier_value.data(), dc.enc.num_outliers, stream);
     std::vector<uint8_t> archive =
-        interp_assemble<T>(dc.header, dc.params, codes, anchors, outlier_index, outlier_value);
+        interp_assemble<T>(dc.header, dc.params, codes, anchors, outlier_index, outlier_value, dc.lorenzo_tiles);
     if (archive.size() <= n * sizeof(T)) return archive;
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
@@ -752,6 +759,7 @@ struct InterpDeviceArchive {
     DeviceCodeSections code_sections;
     cuda::DeviceBuffer<uint64_t> outlier_index, anchor_listed, anchor_residual;
     cuda::DeviceBuffer<T> raw_anchors, outlier_value;
+    cuda::DeviceBuffer<uint8_t> lorenzo_tiles;
 };
 
 template <class T>
@@ -763,6 +771,7 @@ void interp_upload_archive(const format::Archive& archive, InterpDeviceArchive<T
     upload(da.anchor_residual, da.plan.anchors.listed_residual.data(), da.plan.anchors.listed_residual.size(), stream);
     upload(da.outlier_index, da.plan.outlier_index.data(), da.plan.outlier_index.size(), stream);
     upload(da.outlier_value, da.plan.outlier_value.data(), da.plan.outlier_value.size(), stream);
+    upload(da.lorenzo_tiles, da.plan.lorenzo_tiles.data(), da.plan.lorenzo_tiles.size(), stream);
     GSZ_CUDA(cudaStreamSynchronize(stream));
 }
 
@@ -784,7 +793,8 @@ void interp_decode_on_device(InterpDeviceArchive<T>& da, uint64_t n, T* d_out, c
                                            plan.params.radius, d_anchors.data(), d_corrupt.data() + 1, stream);
     trace.mark("anchors");
     predict::interp_decode_cuda<T>(d_codes.data(), d_anchors.data(), da.outlier_index.data(),
-                                   da.outlier_value.data(), plan.outlier_index.size(), plan.params.layout,
+                                   da.outlier_value.data(), plan.outlier_index.size(),
+                                   plan.lorenzo_tiles.empty() ? nullptr : da.lorenzo_tiles.data(), plan.params.layout,
                                    plan.params.config, plan.params.radius, d_out, d_corrupt.data() + 1, stream);
     trace.mark("tiles");
     std::vector<uint32_t> corrupt;

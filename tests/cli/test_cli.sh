@@ -131,8 +131,16 @@ expect_exit 0 "interp 1-D stride 4" "$GSZ" compress -i "$SAMPLE" -o "$T/i4.gsz" 
     --interp-anchor-stride 4 --verify --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "stride 4: $(cat "$T/out")"
 expect_exit 0 "info of stride 4" "$GSZ" info -i "$T/i4.gsz" --json
-python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==9, j" \
+python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==10, j" \
     && ok || bad "info does not show stride 4: $(cat "$T/out")"
+expect_exit 0 "interp Lorenzo tiles" "$GSZ" compress -i "$SAMPLE" -o "$T/lt.gsz" -t f32 -l 91x91x91 -m rel -e 1e-4 \
+    -p interp --interp-tiles auto --verify --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "tiles: $(cat "$T/out")"
+expect_exit 0 "info of Lorenzo tiles" "$GSZ" info -i "$T/lt.gsz" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_tiles']==432 and 0<j['interp_lorenzo_tiles']<432, j" \
+    && ok || bad "info does not show Lorenzo tiles: $(cat "$T/out")"
+expect_exit 1 "bad --interp-tiles" "$GSZ" compress -i "$SAMPLE" -o "$T/x.gsz" -t f32 -l 91x91x91 -e 1e-3 -p interp \
+    --interp-tiles sometimes
 expect_exit 0 "info text of stride 4" "$GSZ" info -i "$T/i4.gsz"
 grep -q "every 4 points" "$T/out" && ok || bad "info text lacks the stride: $(cat "$T/out")"
 expect_exit 0 "decompress stride 4" "$GSZ" decompress -i "$T/i4.gsz" -o "$T/i4.out"

@@ -712,6 +712,14 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
     gsz::cuda::copy_to_host(tiles, gpu.zero_codes.data(), 2, nullptr);
     EXPECT_EQ(tiles[1] != 0, cpu.jump_taken) << "the jump guard's report differs";
     EXPECT_TRUE(index == cpu.outlier_index);
+    // Lorenzo tiles: the same choice per tile (the CPU keeps none where no tile is Lorenzo).
+    std::vector<uint8_t> lorenzo_tiles;
+    if (cfg.tiles != pr::kTilesSpline) {
+        gsz::cuda::copy_to_host(lorenzo_tiles, gpu.lorenzo_tiles.data(), L.num_tiles, nullptr);
+        if (std::find(lorenzo_tiles.begin(), lorenzo_tiles.end(), 1) == lorenzo_tiles.end()) lorenzo_tiles.clear();
+    }
+    EXPECT_TRUE(lorenzo_tiles == cpu.lorenzo_tiles) << "the tiles' Lorenzo choices differ";
+    const uint8_t* d_tiles = lorenzo_tiles.empty() ? nullptr : gpu.lorenzo_tiles.data();
     ASSERT_EQ(values.size(), cpu.outlier_value.size());
     EXPECT_EQ(0, std::memcmp(values.data(), cpu.outlier_value.data(), values.size() * sizeof(T)));
 
@@ -747,13 +755,14 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
         << "the decoder's anchors are not the encoder's";
 
     pr::interp_decode_cuda<T>(gpu.codes.data(), d_start.data(), gpu.outlier_index.data(), gpu.outlier_value.data(),
-                              gpu.num_outliers, L, cfg, radius, d_out, corrupt.data(), nullptr);
+                              gpu.num_outliers, d_tiles, L, cfg, radius, d_out, corrupt.data(), nullptr);
     std::vector<T> out(data.size()), ref(data.size());
     std::vector<uint32_t> flag;
     gsz::cuda::copy_to_host(flag, corrupt.data(), 1, nullptr);
     EXPECT_EQ(flag[0], 0u);
     ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    pr::interp_decode_cpu<T>(cpu.codes, ref_start, cpu.outlier_index, cpu.outlier_value, L, cfg, radius, ref.data(), 1);
+    pr::interp_decode_cpu<T>(cpu.codes, ref_start, cpu.outlier_index, cpu.outlier_value, cpu.lorenzo_tiles, L, cfg,
+                             radius, ref.data(), 1);
     EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T)));
     const auto r = check_bound(data, out, eb);
     EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
@@ -761,8 +770,8 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
         pr::InterpConfig off = cfg;
         off.jump = pr::kInterpNoJump;
         pr::interp_decode_cuda<T>(gpu.codes.data(), d_start.data(), gpu.outlier_index.data(),
-                                  gpu.outlier_value.data(), gpu.num_outliers, L, off, radius, d_out, corrupt.data(),
-                                  nullptr);
+                                  gpu.outlier_value.data(), gpu.num_outliers, d_tiles, L, off, radius, d_out,
+                                  corrupt.data(), nullptr);
         ASSERT_EQ(cudaMemcpy(out.data(), d_out, out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
         EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(T))) << "decoded without the guard";
     }
@@ -775,8 +784,8 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
     }
     if (gpu.num_outliers > 0) {   // hide one outlier: the decoder must notice
         pr::interp_decode_cuda<T>(gpu.codes.data(), d_start.data(), gpu.outlier_index.data() + 1,
-                                  gpu.outlier_value.data() + 1, gpu.num_outliers - 1, L, cfg, radius, d_out,
-                                  corrupt.data(), nullptr);
+                                  gpu.outlier_value.data() + 1, gpu.num_outliers - 1, d_tiles, L, cfg, radius,
+                                  d_out, corrupt.data(), nullptr);
         gsz::cuda::copy_to_host(flag, corrupt.data(), 1, nullptr);
         EXPECT_NE(flag[0], 0u);
     }
@@ -797,6 +806,39 @@ TEST(CudaBackend, InterpKernelsMatchCpu) {
         rough[100] = std::numeric_limits<double>::quiet_NaN();
         rough[8] = std::numeric_limits<double>::quiet_NaN();   // an anchor
         interp_matches_cpu(rough, {70, 30, 20}, 0.01, mode, 512);   // many outliers and listed anchors
+    }
+}
+
+// Lorenzo tiles (format version 10): every tile forced Lorenzo-coded (full and
+// edge tiles, 1-D to 3-D, outliers and NaN among the Lorenzo points), and the
+// per-tile choice on data whose tiles go both ways: the GPU's choices, codes
+// and decoded values equal the CPU's.
+TEST(CudaBackend, InterpLorenzoTilesMatchCpu) {
+    REQUIRE_GPU();
+    namespace pr = gsz::predict;
+    auto wmag = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    wmag[8 * 91 + 17] = std::numeric_limits<float>::quiet_NaN();   // a Lorenzo point
+    auto rough = walk<double>(70 * 30 * 20, 21, 50.0);
+    rough[101] = std::numeric_limits<double>::infinity();
+    // Half smooth, half a random walk: both codings win somewhere.
+    std::vector<float> mixed(300 * 200);
+    for (size_t i = 0; i < mixed.size(); ++i) {
+        const double x = static_cast<double>(i % 300), y = static_cast<double>(i / 300);
+        mixed[i] = static_cast<float>(std::sin(x / 40.0) * std::cos(y / 30.0) * 100.0);
+    }
+    const auto walk2 = walk<float>(mixed.size() / 2, 5, 1.0);
+    for (size_t i = 0; i < walk2.size(); ++i) mixed[mixed.size() / 2 + i] += walk2[i];
+    for (uint8_t tiles : {uint8_t{pr::kTilesLorenzo}, uint8_t{pr::kTilesAuto}}) {
+        pr::InterpOverrides ov;
+        ov.tiles = tiles;
+        SCOPED_TRACE(testing::Message() << "tiles " << int{tiles});
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.05, pr::kAnchorsCoded, 512, ov);
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.005, pr::kAnchorsRaw, 32768, ov);
+        interp_matches_cpu(wmag, {91 * 91, 91}, 0.01, pr::kAnchorsCoded, 512, ov);
+        interp_matches_cpu(wmag, {wmag.size()}, 0.5, pr::kAnchorsCoded, 32768, ov);
+        interp_matches_cpu(rough, {70, 30, 20}, 0.01, pr::kAnchorsCoded, 512, ov);
+        interp_matches_cpu(mixed, {300, 200}, 0.05, pr::kAnchorsCoded, 32768, ov, 200.0);
+        interp_matches_cpu(mixed, {300, 200}, 0.005, pr::kAnchorsCoded, 512, ov, 200.0);
     }
 }
 

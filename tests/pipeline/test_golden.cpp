@@ -36,6 +36,7 @@ struct Golden {
     bool near_jump = false;   // odd x a step of about the jump threshold above even x (golden_input)
     bool components = false;  // dims {3, N}: three far-apart stretches of the sample as components (golden_input)
     uint32_t stride = 0;      // interp, 1-D: the anchor stride (0 = auto)
+    gsz_interp_tiles tiles = GSZ_INTERP_TILES_SPLINE;   // interp: Lorenzo tiles (format version 10)
 };
 
 const Golden kGoldens[] = {
@@ -91,6 +92,16 @@ const Golden kGoldens[] = {
      128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 4},
     {"interp_stride2_wmag_3000_f64_abs1e-2.gsz", GSZ_DTYPE_F64, {3000}, GSZ_ERROR_ABS, 1e-2, GSZ_PIPELINE_INTERP,
      128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 2},
+    // version 10: Lorenzo tiles (flag 0x2 in pipeline_params, section interp_tiles): every tile, and the choice
+    {"interp_lorenzo_tiles_wmag_40x24x10_f32_rel1e-4.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_REL, 1e-4,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
+     GSZ_INTERP_TILES_LORENZO},
+    {"interp_lorenzo_tiles_wmag_91x37_f64_abs1e-2.gsz", GSZ_DTYPE_F64, {91, 37}, GSZ_ERROR_ABS, 1e-2,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_NONE, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
+     GSZ_INTERP_TILES_LORENZO},
+    {"interp_tiles_auto_wmag_91x91x40_f32_rel1e-4.gsz", GSZ_DTYPE_F32, {91, 91, 40}, GSZ_ERROR_REL, 1e-4,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
+     GSZ_INTERP_TILES_AUTO},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -178,6 +189,14 @@ const std::vector<OldGolden>& kVersion7 = kVersion6;
 // (its version 9 archives of the 1-D interp goldens may take another stride).
 const std::vector<OldGolden>& kVersion8 = kVersion7;
 
+// Version 9 (no Lorenzo tiles): every golden up to the 1-D strides (its version 10 archive decodes to the same bits).
+const std::vector<OldGolden> kVersion9 = [] {
+    std::vector<OldGolden> v = kVersion8;
+    v.push_back({kGoldens[21], 0xd4ba21aebee725d0});
+    v.push_back({kGoldens[22], 0xd79d22728981e7ea});
+    return v;
+}();
+
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
 template <class T>
@@ -258,6 +277,7 @@ void check_golden(const Golden& g) {
     params.lossless = g.lossless;
     params.interp_anchors = g.anchors;
     params.interp_anchor_stride = g.stride;
+    params.interp_tiles = g.tiles;
     const auto fresh = ctx.compress(params, input.data());
     if (std::getenv("GSZ_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),
@@ -306,7 +326,7 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
 TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
     const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
         {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}, {6, kVersion6}, {7, kVersion7},
-        {8, kVersion8}};
+        {8, kVersion8}, {9, kVersion9}};
     for (const auto& [version, goldens] : versions) {
         for (const OldGolden& g : goldens) {
             SCOPED_TRACE(version_dir(version) + "/" + g.source.file);

@@ -722,29 +722,37 @@ std::vector<T> decode_with(const Encoded<T>& e, std::span<const uint16_t> codes,
     const auto start = interp_anchors_decode_cpu<T>(codes, raw, listed, residual, e.enc.outlier_index,
                                                     e.enc.outlier_value, L, e.cfg, radius);
     std::vector<T> out(L.num_elements, T(-12345));
-    interp_decode_cpu<T>(codes, start, e.enc.outlier_index, e.enc.outlier_value, L, e.cfg, radius, out.data(),
+    interp_decode_cpu<T>(codes, start, e.enc.outlier_index, e.enc.outlier_value, e.enc.lorenzo_tiles, L, e.cfg, radius, out.data(),
                          threads);
     return out;
 }
 
 template <class T>
-void encode_decode(const std::vector<uint64_t>& dims, double eb, uint32_t radius = 512, uint32_t stride_1d = 0) {
+void encode_decode(const std::vector<uint64_t>& dims, double eb, uint32_t radius = 512, uint32_t stride_1d = 0,
+                   uint8_t tiles = kTilesAuto) {
     const auto L = layout_of(dims, stride_1d);
     auto data = smooth_noisy<T>(L.num_elements, 42);
     data[L.num_elements / 3] = std::numeric_limits<T>::quiet_NaN();
     data[L.num_elements - 1] = std::numeric_limits<T>::infinity();
     data[L.num_elements / 2] = static_cast<T>(1e6);
     data[0] = std::numeric_limits<T>::quiet_NaN();   // an anchor
-    const auto cfg = interp_configure(L, gather_samples(L, data), eb, 2.6, {});
+    InterpOverrides ov;
+    ov.tiles = tiles;
+    const auto cfg = interp_configure(L, gather_samples(L, data), eb, 2.6, ov);
 
     for (int mode : {int{kAnchorsRaw}, int{kAnchorsCoded}}) {
         SCOPED_TRACE(testing::Message() << "dims " << dims.size() << "-D, first " << dims[0] << ", eb " << eb << ", "
-                                        << sizeof(T) * 8 << "-bit, anchors " << (mode ? "coded" : "raw"));
+                                        << sizeof(T) * 8 << "-bit, anchors " << (mode ? "coded" : "raw") << ", tiles "
+                                        << int{tiles});
         const Encoded<T> one = encode_with(data, L, cfg, eb, radius, mode, 1);
         const Encoded<T> three = encode_with(data, L, cfg, eb, radius, mode, 3);
         ASSERT_EQ(one.anchors.mode, mode);
         ASSERT_EQ(one.enc.codes.size(), L.num_elements);
         EXPECT_EQ(one.enc.codes, three.enc.codes) << "tiles are not independent of the thread schedule";
+        EXPECT_EQ(one.enc.lorenzo_tiles, three.enc.lorenzo_tiles);
+        if (tiles == kTilesLorenzo)
+            EXPECT_EQ(one.enc.lorenzo_tiles, std::vector<uint8_t>(L.num_tiles, 1));
+        if (tiles == kTilesSpline) EXPECT_TRUE(one.enc.lorenzo_tiles.empty());
         EXPECT_EQ(one.enc.outlier_index, three.enc.outlier_index);
         EXPECT_EQ(one.anchors.listed, three.anchors.listed);
         EXPECT_EQ(one.anchors.listed_residual, three.anchors.listed_residual);
@@ -786,6 +794,87 @@ TEST(InterpCpu, RoundTripAllRanksAndThreads) {
     encode_decode<double>({64, 64}, 1e-12);   // every residual beyond the radius
     encode_decode<float>({40, 30, 20}, 0.05, 1);
     encode_decode<float>({40, 30, 20}, 1e-4, 32768);
+}
+
+// Every tile Lorenzo-coded (format version 10): all ranks, partial tiles,
+// NaN, Inf and outliers among the Lorenzo points, every residual an outlier.
+TEST(InterpCpu, RoundTripLorenzoTiles) {
+    for (uint8_t tiles : {uint8_t{kTilesLorenzo}, uint8_t{kTilesSpline}}) {
+        encode_decode<float>({5000}, 0.01, 512, 0, tiles);
+        encode_decode<float>({5000}, 0.01, 512, 4, tiles);
+        encode_decode<float>({130, 33}, 0.01, 512, 0, tiles);
+        encode_decode<double>({64, 16}, 0.001, 512, 0, tiles);
+        encode_decode<float>({70, 19, 17}, 0.01, 512, 0, tiles);
+        encode_decode<double>({33, 17, 9}, 0.001, 512, 0, tiles);
+        encode_decode<double>({5, 6, 7, 8}, 0.01, 512, 0, tiles);
+        encode_decode<double>({64, 64}, 1e-12, 512, 0, tiles);
+        encode_decode<float>({40, 30, 20}, 1e-4, 32768, 0, tiles);
+    }
+}
+
+// Which points a Lorenzo tile codes: owned, not anchors, not on a face a
+// lower tile shares; the array's own low faces are the tile's.
+TEST(InterpLorenzoTiles, PointsOfATile) {
+    const uint64_t dims[3] = {70, 19, 17};
+    const InterpLayout L = interp_layout(3, dims);   // tiles 32 x 8 x 8
+    const auto first = L.tile_box(0), second = L.tile_box(1), last = L.tile_box(L.num_tiles - 1);
+    const uint32_t anchor[3] = {8, 0, 0}, face[3] = {0, 3, 5}, inner[3] = {1, 1, 1}, edge_far[3] = {32, 1, 1};
+    const uint32_t low_y[3] = {5, 0, 3}, beyond[3] = {7, 5, 2};
+    EXPECT_FALSE(interp_lorenzo_point(L, first, anchor));
+    EXPECT_TRUE(interp_lorenzo_point(L, first, face));   // x = 0 is the array's start
+    EXPECT_FALSE(interp_lorenzo_point(L, second, face)); // shared with tile 0
+    EXPECT_TRUE(interp_lorenzo_point(L, second, low_y));
+    EXPECT_TRUE(interp_lorenzo_point(L, first, inner));
+    EXPECT_FALSE(interp_lorenzo_point(L, first, edge_far));   // tile 1's
+    // The last tile along x holds 70 - 64 = 6 points: x = 7 is outside it.
+    EXPECT_FALSE(interp_lorenzo_point(L, last, beyond));
+}
+
+TEST(InterpLorenzoTiles, ChoiceArithmetic) {
+    EXPECT_EQ(interp_log2_q8(1), 0);
+    EXPECT_EQ(interp_log2_q8(2), 256);
+    EXPECT_EQ(interp_log2_q8(3), 256 + 128);
+    EXPECT_EQ(interp_log2_q8(1024), 10 * 256);
+    EXPECT_EQ(interp_log2_q8(uint64_t{1} << 40), 40 * 256);
+    EXPECT_EQ(interp_code_cost(512, 512), 1u);        // a zero residual: a quarter bit
+    EXPECT_EQ(interp_code_cost(513, 512), 12u);       // |r| = 1: 3 bits
+    EXPECT_EQ(interp_code_cost(512 - 8, 512), 36u);   // |r| = 8: 9 bits
+    EXPECT_EQ(interp_code_cost(0, 512), 384u);        // an outlier
+    EXPECT_EQ(interp_error_units(1.0f, 1.5f, 600, 1.0), 1u << 22);
+    EXPECT_EQ(interp_error_units(1.0f, 2.0f, 600, 1.0), 1u << 24);
+    EXPECT_EQ(interp_error_units(1.0f, 7.0f, 0, 1.0), 0u);   // outliers are exact
+    // Cheaper at equal error: Lorenzo; equal cost: not; cheaper by 1000 quarter bits
+    // over 1000 points but four times the error (2 bits a point a doubling): not.
+    EXPECT_TRUE(interp_prefer_lorenzo(5000, 4000, 1000, 1000, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(5000, 5000, 1000, 1000, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(5000, 4000, 1000, 4000, 1000));
+    EXPECT_TRUE(interp_prefer_lorenzo(20000, 4000, 1000, 2000, 1000));
+}
+
+// The choice on data whose halves want different codings: a smooth wave
+// (spline tiles) and a random walk (Lorenzo tiles).
+TEST(InterpLorenzoTiles, AutoChoosesPerTile) {
+    const uint64_t dims[2] = {256, 128};
+    const InterpLayout L = interp_layout(2, dims);   // tiles 64 x 16: 4 x 8
+    std::vector<float> data(256 * 128);
+    std::mt19937 rng(7);
+    std::normal_distribution<double> step(0.0, 1.0);
+    double w = 0;
+    for (uint64_t y = 0; y < 128; ++y)
+        for (uint64_t x = 0; x < 256; ++x) {
+            w += step(rng);
+            data[y * 256 + x] = y < 64 ? static_cast<float>(100.0 * std::sin(x / 20.0) * std::cos(y / 15.0))
+                                       : static_cast<float>(w);
+        }
+    const auto cfg = interp_configure(L, gather_samples(L, data), 0.01, 200.0, {});
+    const Encoded<float> e = encode_with(data, L, cfg, 0.01, 32768, kAnchorsCoded, 2);
+    ASSERT_EQ(e.enc.lorenzo_tiles.size(), L.num_tiles);
+    for (uint64_t t = 0; t < L.num_tiles; ++t) {   // tile row 3 reads the walk's first row as its far face
+        const uint64_t row = t / L.grid[0];
+        if (row != 3) EXPECT_EQ(e.enc.lorenzo_tiles[t], row >= 4 ? 1 : 0) << "tile " << t;
+    }
+    const auto out = decode_with(e, e.enc.codes, e.anchors.listed, e.anchors.listed_residual, L, 32768, 2);
+    for (size_t i = 0; i < data.size(); ++i) ASSERT_LE(std::fabs(double(out[i]) - double(data[i])), 0.01);
 }
 
 TEST(InterpCpu, RoundTripOneDimStrides) {
@@ -888,7 +977,7 @@ TEST(InterpCpu, ZeroCodeWithoutOutlierIsCorrupt) {
             val.erase(val.begin() + static_cast<ptrdiff_t>(drop));
             std::vector<float> out(L.num_elements);
             try {
-                interp_decode_cpu<float>(e.enc.codes, e.anchors.start, idx, val, L, e.cfg, 512, out.data(), threads);
+                interp_decode_cpu<float>(e.enc.codes, e.anchors.start, idx, val, e.enc.lorenzo_tiles, L, e.cfg, 512, out.data(), threads);
                 ADD_FAILURE() << "a zero code without its outlier was accepted";
             } catch (const gsz::Error& err) {
                 EXPECT_EQ(err.status(), GSZ_STATUS_CORRUPT);
@@ -1001,12 +1090,12 @@ TEST(InterpCpu, DecodeRejectsStreamsThatDoNotMatchTheLayout) {
     std::vector<float> out(L.num_elements);
     auto anchors = e.anchors.start;
     anchors.pop_back();
-    EXPECT_THROW(interp_decode_cpu<float>(e.enc.codes, anchors, e.enc.outlier_index, e.enc.outlier_value, L, e.cfg,
+    EXPECT_THROW(interp_decode_cpu<float>(e.enc.codes, anchors, e.enc.outlier_index, e.enc.outlier_value, e.enc.lorenzo_tiles, L, e.cfg,
                                           512, out.data(), 1),
                  gsz::Error);
     auto codes = e.enc.codes;
     codes.pop_back();
-    EXPECT_THROW(interp_decode_cpu<float>(codes, e.anchors.start, e.enc.outlier_index, e.enc.outlier_value, L, e.cfg,
+    EXPECT_THROW(interp_decode_cpu<float>(codes, e.anchors.start, e.enc.outlier_index, e.enc.outlier_value, e.enc.lorenzo_tiles, L, e.cfg,
                                           512, out.data(), 1),
                  gsz::Error);
     EXPECT_THROW(interp_anchors_decode_cpu<float>(codes, anchors, {}, {}, e.enc.outlier_index, e.enc.outlier_value, L,

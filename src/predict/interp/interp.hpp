@@ -12,6 +12,7 @@
 #pragma once
 
 #include "predict/interp/interp_math.hpp"
+#include "predict/interp/interp_lorenzo_tiles.hpp"
 
 #include <cstdint>
 #include <span>
@@ -44,6 +45,8 @@ struct InterpConfig {
     uint8_t spline[3] = {kSplineNotAKnot, kSplineNotAKnot, kSplineNotAKnot};   // cubic per dim
     double level_eb[kInterpMaxLevels] = {};   // bound of the level with stride 2^l
     double jump = kInterpNoJump;              // jump guard threshold (interp_spline); kInterpNoJump = off
+    uint8_t tiles = kTilesSpline;             // the encoder's request (InterpTileMode); the archive keeps its choices
+    double lorenzo_eb = 0;                    // the bound of Lorenzo tiles' points (interp_lorenzo_bound)
 };
 
 // Caller's choices; a field left at its "auto" value is tuned.
@@ -55,6 +58,7 @@ struct InterpOverrides {
     int anchors = -1;        // -1 = auto (coded unless its outliers make it larger); else InterpAnchorMode
     bool jump_guard = true;  // threshold 95% of the value range (interp_jump_threshold)
     uint32_t anchor_stride = 0;   // 1-D arrays: 0 = auto (interp_choose_stride_1d); else interp_valid_stride_1d
+    uint8_t tiles = kTilesSpline;   // InterpTileMode: spline or Lorenzo coding per tile (interp_lorenzo_tiles.hpp)
 };
 
 // The 1-D anchor stride.  The paper's 512-point chunks suit smooth series;
@@ -125,6 +129,7 @@ InterpConfig interp_configure(const InterpLayout& layout, std::span<const float>
 // launch the anchor stage, which reads only the level bounds, before it tunes.
 InterpConfig interp_level_bounds(const InterpLayout& layout, double eb_abs, double value_range,
                                  const InterpOverrides& overrides);
+double interp_lorenzo_bound(const InterpLayout& layout, const InterpConfig& config);
 
 // The quantizer of coded anchors: half the coarsest level's bound (lattice
 // step e_{L-1}).  Every level predicts from the anchors, so their error
@@ -167,6 +172,7 @@ struct InterpEncoded {
     std::vector<uint64_t> outlier_index;
     std::vector<T> outlier_value;
     bool jump_taken = false;           // the jump guard decided some prediction (interp_spline)
+    std::vector<uint8_t> lorenzo_tiles;   // per tile 1 where Lorenzo-coded; empty where none is
 };
 
 // `config.anchors` must be `anchors.mode`.
@@ -190,7 +196,7 @@ std::vector<T> interp_anchors_decode_cpu(std::span<const uint16_t> codes, std::s
 template <class T>
 void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> anchors,
                        std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
-                       const InterpLayout& layout, const InterpConfig& config, uint32_t radius, T* out,
-                       int num_threads);
+                       std::span<const uint8_t> lorenzo_tiles, const InterpLayout& layout,
+                       const InterpConfig& config, uint32_t radius, T* out, int num_threads);
 
 }  // namespace gsz::predict

@@ -57,6 +57,73 @@ struct StageSpan {
     double jump_for_stage(double jump) const { return hi - lo <= jump ? kInterpNoJump : jump; }
 };
 
+
+// Lorenzo tiles (interp_lorenzo_tiles.hpp).  The owned points of a tile in
+// raster order: f(workspace offset, global index, local coordinates).
+template <class F>
+void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& box, F&& f) {
+    const uint32_t e0 = std::min(box.last[0] + 1, L.tile[0]), e1 = std::min(box.last[1] + 1, L.tile[1]),
+                   e2 = std::min(box.last[2] + 1, L.tile[2]);
+    for (uint32_t z = 0; z < e2; ++z)
+        for (uint32_t y = 0; y < e1; ++y)
+            for (uint32_t x = 0; x < e0; ++x) {
+                const uint32_t c[3] = {x, y, z};
+                f(interp_ws_offset(L, c), L.global_index(box.origin, c), c);
+            }
+}
+
+// The encoder's choice for one tile whose spline codes (tile_codes) and
+// reconstructions (ws) are done: Lorenzo codes replace the spline codes of the
+// tile's Lorenzo points where they cost less (or where `mode` forces them).
+// q: workspace-sized scratch.  Returns whether the tile is Lorenzo-coded.
+template <class T>
+bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayout::TileBox& box, const T* ws,
+                         uint16_t* tile_codes, int64_t* q, const QuantParams& qp, double eb, uint8_t mode) {
+    for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
+        q[w] = interp_lattice(interp_lorenzo_point(L, box, c) ? data[g] : ws[w], qp.r);
+    });
+    const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
+    const auto lorenzo_code_at = [&](uint32_t w, uint64_t g, const uint32_t* c) {
+        int64_t own;
+        const bool ok = quantize(data[g], qp, own);
+        return ok ? lorenzo_code(own - interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), qp.radius) : uint16_t{0};
+    };
+    if (mode == kTilesAuto) {
+        uint64_t spline_cost = 0, lorenzo_cost = 0, spline_error = 0, lorenzo_error = 0, n = 0;
+        for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
+            if (!interp_lorenzo_point(L, box, c)) return;
+            const uint16_t code = lorenzo_code_at(w, g, c);
+            ++n;
+            spline_cost += interp_code_cost(tile_codes[w], qp.radius);
+            lorenzo_cost += interp_code_cost(code, qp.radius);
+            spline_error += interp_error_units(data[g], ws[w], tile_codes[w], eb);
+            lorenzo_error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), code, eb);
+        });
+        if (!interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error, lorenzo_error, n)) return false;
+    }
+    for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
+        if (interp_lorenzo_point(L, box, c)) tile_codes[w] = lorenzo_code_at(w, g, c);
+    });
+    return true;
+}
+
+// The decoder's counterpart, after the tile's stages: the Lorenzo points'
+// values from their codes (those with code 0 hold their outlier values already).
+template <class T>
+void lorenzo_tile_decode(const InterpLayout& L, const InterpLayout::TileBox& box, T* ws, const uint16_t* tile_codes,
+                         int64_t* q, const QuantParams& qp) {
+    const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
+    for_each_owned_point(L, box, [&](uint32_t w, uint64_t, const uint32_t* c) {
+        const uint16_t code = tile_codes[w];
+        if (code != 0 && interp_lorenzo_point(L, box, c)) {
+            q[w] = wrap_add(interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), static_cast<int64_t>(code) - qp.radius);
+            ws[w] = lattice_value<T>(q[w], qp.ebx2);
+        } else {
+            q[w] = interp_lattice(ws[w], qp.r);
+        }
+    });
+}
+
 }  // namespace
 
 InterpLayout interp_layout(uint32_t rank, const uint64_t* dims, uint32_t stride_1d) {
@@ -185,6 +252,22 @@ InterpConfig configure(const InterpLayout& L, std::span<const S> samples, double
 
 }  // namespace
 
+// The bound of a Lorenzo tile's points: the one whose uniform quantization
+// error has the mean square of a spline tile's (its points' bounds weighted by
+// the share of the points at each level), so that choosing Lorenzo tiles
+// trades no PSNR for the ratio it gains.
+double interp_lorenzo_bound(const InterpLayout& L, const InterpConfig& cfg) {
+    const double coarser = 1.0 / static_cast<double>(1u << L.rank);   // the share of points on the next grid
+    double share = 1.0, sum = 0.0, weight = 0.0;
+    for (uint32_t l = 0; l < L.num_levels; ++l) {
+        const double f = share * (1.0 - coarser);
+        sum += f * cfg.level_eb[l] * cfg.level_eb[l];
+        weight += f;
+        share *= coarser;
+    }
+    return std::min(cfg.level_eb[0], std::sqrt(sum / weight));
+}
+
 InterpConfig interp_level_bounds(const InterpLayout& L, double eb_abs, double value_range,
                                  const InterpOverrides& ov) {
     InterpConfig cfg;
@@ -197,6 +280,8 @@ InterpConfig interp_level_bounds(const InterpLayout& L, double eb_abs, double va
         power *= cfg.alpha;
     }
     cfg.jump = ov.jump_guard ? interp_jump_threshold(value_range) : kInterpNoJump;
+    cfg.tiles = ov.tiles;
+    cfg.lorenzo_eb = interp_lorenzo_bound(L, cfg);
     return cfg;
 }
 
@@ -462,12 +547,15 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
     for (uint32_t l = 0; l < L.num_levels; ++l) lq[l] = InterpLevelQuant::from_bound(cfg.level_eb[l]);
 
     const bool coded = anchors.mode == kAnchorsCoded;
+    const QuantParams qp = QuantParams::from_bound(cfg.lorenzo_eb, radius);
+    std::vector<uint8_t> lorenzo_tiles(cfg.tiles == kTilesSpline ? 0 : L.num_tiles);
     ParallelErrors errors;
     bool jump_taken = false;
 #pragma omp parallel num_threads(resolve_threads(num_threads)) reduction(|| : jump_taken)
     {
         std::vector<T> ws(L.ws_size());
         std::vector<uint16_t> tile_codes(L.ws_size());
+        std::vector<int64_t> q(cfg.tiles == kTilesSpline ? 0 : L.ws_size());
 #pragma omp for schedule(dynamic, 16)
         for (uint64_t t = 0; t < L.num_tiles; ++t) errors.capture([&] {
             const auto box = L.tile_box(t);
@@ -489,11 +577,16 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
                     span.add(ws[w]);   // its reconstruction
                 }
             });
+            if (cfg.tiles != kTilesSpline)
+                lorenzo_tiles[t] = lorenzo_tile_encode(data, L, box, ws.data(), tile_codes.data(), q.data(), qp,
+                                                       cfg.level_eb[0], cfg.tiles);
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
         });
     }
     errors.rethrow();
     out.jump_taken = jump_taken;
+    if (std::find(lorenzo_tiles.begin(), lorenzo_tiles.end(), 1) == lorenzo_tiles.end()) lorenzo_tiles.clear();
+    out.lorenzo_tiles = std::move(lorenzo_tiles);
 
     // Outliers (coded anchors with code 0 among them) in raster order.
     out.outlier_index.clear();
@@ -508,9 +601,11 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
 template <class T>
 void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> anchors,
                        std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
-                       const InterpLayout& L, const InterpConfig& cfg, uint32_t radius, T* out, int num_threads) {
+                       std::span<const uint8_t> lorenzo_tiles, const InterpLayout& L, const InterpConfig& cfg,
+                       uint32_t radius, T* out, int num_threads) {
     GSZ_CHECK(codes.size() == L.num_elements && anchors.size() == L.num_anchors &&
-                  outlier_index.size() == outlier_value.size(),
+                  outlier_index.size() == outlier_value.size() &&
+                  (lorenzo_tiles.empty() || lorenzo_tiles.size() == L.num_tiles),
               GSZ_STATUS_INTERNAL, "interp_decode_cpu: stream sizes do not match the layout");
     const int64_t R = radius;
     InterpLevelQuant lq[kInterpMaxLevels];
@@ -541,6 +636,8 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
         std::vector<T> ws(L.ws_size());
         std::vector<uint16_t> tile_codes(L.ws_size());
         std::vector<uint64_t> tile_index(L.ws_size());
+        std::vector<int64_t> q(lorenzo_tiles.empty() ? 0 : L.ws_size());
+        const QuantParams qp = QuantParams::from_bound(cfg.lorenzo_eb, radius);
 #pragma omp for schedule(dynamic, 16)
         for (uint64_t t = 0; t < L.num_tiles; ++t) errors.capture([&] {
             const auto box = L.tile_box(t);
@@ -573,6 +670,11 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                     span.add(ws[w]);
                 }
             });
+            // A Lorenzo tile's stages decoded its Lorenzo points' codes as
+            // spline residuals; those values are replaced here (no other
+            // point read them: interp_lorenzo_tiles.hpp).
+            if (!lorenzo_tiles.empty() && lorenzo_tiles[t])
+                lorenzo_tile_decode(L, box, ws.data(), tile_codes.data(), q.data(), qp);
             for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out[g] = ws[w]; });
         });
     }
@@ -596,10 +698,10 @@ template void interp_encode_cpu<float>(const float*, const InterpLayout&, const 
 template void interp_encode_cpu<double>(const double*, const InterpLayout&, const InterpConfig&, double, uint32_t,
                                         const InterpAnchors<double>&, InterpEncoded<double>&, int);
 template void interp_decode_cpu<float>(std::span<const uint16_t>, std::span<const float>, std::span<const uint64_t>,
-                                       std::span<const float>, const InterpLayout&, const InterpConfig&, uint32_t,
-                                       float*, int);
+                                       std::span<const float>, std::span<const uint8_t>, const InterpLayout&,
+                                       const InterpConfig&, uint32_t, float*, int);
 template void interp_decode_cpu<double>(std::span<const uint16_t>, std::span<const double>,
-                                        std::span<const uint64_t>, std::span<const double>, const InterpLayout&,
-                                        const InterpConfig&, uint32_t, double*, int);
+                                        std::span<const uint64_t>, std::span<const double>, std::span<const uint8_t>,
+                                        const InterpLayout&, const InterpConfig&, uint32_t, double*, int);
 
 }  // namespace gsz::predict

@@ -34,6 +34,13 @@ struct KernelConfig {
     // tests (interp_quiet_half_span; full_tile::LoadSpan), as float and double.
     float quiet_half_f;
     double quiet_half;
+    // Lorenzo tiles (interp_lorenzo_tiles.hpp): the request, the finest
+    // level's bound, the Lorenzo points' quantizer and the per-tile choices
+    // (encoder: written; decoder: read), null where every tile is spline-coded.
+    uint8_t tiles;
+    double eb0;
+    QuantParams lorenzo;
+    uint8_t* lorenzo_tiles;
 };
 
 KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
@@ -45,6 +52,10 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
     }
     k.jump = cfg.jump;
     k.jump_below = interp_jump_below_f32(cfg.jump);
+    k.tiles = cfg.tiles;
+    k.eb0 = cfg.level_eb[0];
+    k.lorenzo = QuantParams::from_bound(cfg.lorenzo_eb > 0 ? cfg.lorenzo_eb : cfg.level_eb[0], 0);
+    k.lorenzo_tiles = nullptr;
     return k;
 }
 
@@ -92,6 +103,142 @@ __device__ void tile_coords(const InterpLayout& L, uint32_t i, uint32_t* c) {
 
 __device__ bool inside(const InterpLayout::TileBox& box, const uint32_t* c) {
     return c[0] <= box.last[0] && c[1] <= box.last[1] && c[2] <= box.last[2];
+}
+
+__device__ uint64_t raster_tile_id(const InterpLayout& L, const InterpLayout::TileBox& box) {
+    return (box.origin[2] / L.tile[2] * L.grid[1] + box.origin[1] / L.tile[1]) * L.grid[0] + box.origin[0] / L.tile[0];
+}
+
+// Lorenzo tiles (interp_lorenzo_tiles.hpp), the encoder's side: after a
+// tile's stages (ws: reconstructions, tile_codes: spline codes), the block
+// computes the tile's Lorenzo codes, compares the two codings as the CPU does
+// (integer sums, so the same choice), records it and, for a Lorenzo tile,
+// replaces the Lorenzo points' codes.  The lattice values overwrite ws in
+// place (int32 for float, whose lattice stays below 2^23; int64 for double).
+template <class T>
+__device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayout& L,
+                                    const InterpLayout::TileBox& box, T* ws, uint16_t* tile_codes,
+                                    const KernelConfig& cfg, uint64_t tile_id, int64_t radius) {
+    using Q = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+    static_assert(sizeof(Q) == sizeof(T), "lattice values overwrite the workspace");
+    __shared__ unsigned long long sums[5];   // spline cost, Lorenzo cost, spline error, Lorenzo error, points
+    const QuantParams& qp = cfg.lorenzo;
+    if (L.tile_points() > 16 * blockDim.x) __trap();   // q_own's size (the launches give at most 16 points a thread)
+    if (threadIdx.x < 5) sums[threadIdx.x] = 0;
+    unsigned long long spline_cost = 0, spline_error = 0, lorenzo_cost = 0, lorenzo_error = 0, n = 0;
+    __syncthreads();
+    // Lattice values; the spline's cost and error, while ws holds the reconstructions.
+    Q q_own[16];   // this thread's points' lattice values (tile_points <= 16 * blockDim.x: written after a barrier)
+    uint32_t k = 0;
+    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x, ++k) {
+        uint32_t c[3];
+        tile_coords(L, i, c);
+        if (!inside(box, c)) continue;
+        const uint32_t w = interp_ws_offset(L, c);
+        const bool mine = interp_lorenzo_point(L, box, c);
+        const T v = mine ? data[L.global_index(box.origin, c)] : ws[w];
+        if (mine && cfg.tiles == kTilesAuto) {
+            spline_cost += interp_code_cost(tile_codes[w], radius);
+            spline_error += interp_error_units(v, ws[w], tile_codes[w], cfg.eb0);
+        }
+        q_own[k] = static_cast<Q>(interp_lattice(v, qp.r));
+    }
+    __syncthreads();   // every reconstruction read: ws takes the lattice values
+    Q* q = reinterpret_cast<Q*>(ws);
+    k = 0;
+    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x, ++k) {
+        uint32_t c[3];
+        tile_coords(L, i, c);
+        if (!inside(box, c)) continue;
+        q[interp_ws_offset(L, c)] = q_own[k];
+    }
+    __syncthreads();
+    const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
+    const auto code_at = [&](uint32_t w, const uint32_t* c, T x) {
+        int64_t own;
+        const bool ok = quantize(x, qp, own);
+        return ok ? lorenzo_code(own - interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), radius) : uint16_t{0};
+    };
+    bool lorenzo = cfg.tiles == kTilesLorenzo;
+    if (cfg.tiles == kTilesAuto) {
+        for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
+            uint32_t c[3];
+            tile_coords(L, i, c);
+            if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
+            const uint32_t w = interp_ws_offset(L, c);
+            const T x = data[L.global_index(box.origin, c)];
+            const uint16_t code = code_at(w, c, x);
+            ++n;
+            lorenzo_cost += interp_code_cost(code, radius);
+            lorenzo_error += interp_error_units(x, lattice_value<T>(q[w], qp.ebx2), code, cfg.eb0);
+        }
+        atomicAdd(&sums[0], spline_cost);
+        atomicAdd(&sums[1], lorenzo_cost);
+        atomicAdd(&sums[2], spline_error);
+        atomicAdd(&sums[3], lorenzo_error);
+        atomicAdd(&sums[4], n);
+        __syncthreads();
+        lorenzo = interp_prefer_lorenzo(sums[0], sums[1], sums[2], sums[3], sums[4]);
+    }
+    if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = lorenzo;
+    if (!lorenzo) return;
+    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
+        uint32_t c[3];
+        tile_coords(L, i, c);
+        if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
+        const uint32_t w = interp_ws_offset(L, c);
+        tile_codes[w] = code_at(w, c, data[L.global_index(box.origin, c)]);
+    }
+    __syncthreads();
+}
+
+// The decoder's side, after the tiles' kernels: one block per tile (those not
+// Lorenzo-coded return at once).  The tile's lattice values go to shared
+// memory, those of the Lorenzo points with a nonzero code as their residuals;
+// one thread then runs the Lorenzo recurrence in raster order (each point
+// needs its backward neighbours), and the block writes the values back.
+template <class T>
+__global__ void lorenzo_tiles_decode_kernel(const uint16_t* __restrict__ codes, InterpLayout L, KernelConfig cfg,
+                                            int64_t radius, T* __restrict__ out) {
+    const uint64_t tile_id = blockIdx.x + uint64_t{gridDim.x} * blockIdx.y;
+    if (tile_id >= L.num_tiles || !cfg.lorenzo_tiles[tile_id]) return;
+    extern __shared__ unsigned char smem_raw[];
+    int64_t* q = reinterpret_cast<int64_t*>(smem_raw);
+    uint8_t* decode = reinterpret_cast<uint8_t*>(q + L.ws_size());
+    const auto box = L.tile_box(tile_id);
+    const QuantParams& qp = cfg.lorenzo;
+    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
+        uint32_t c[3];
+        tile_coords(L, i, c);
+        if (!inside(box, c)) continue;
+        const uint32_t w = interp_ws_offset(L, c);
+        const uint64_t g = L.global_index(box.origin, c);
+        const uint16_t code = codes[g];
+        const bool mine = code != 0 && interp_lorenzo_point(L, box, c);
+        decode[w] = mine;
+        q[w] = mine ? static_cast<int64_t>(code) - radius : interp_lattice(out[g], qp.r);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const uint32_t e0 = min(box.last[0] + 1, L.tile[0]), e1 = min(box.last[1] + 1, L.tile[1]),
+                       e2 = min(box.last[2] + 1, L.tile[2]);
+        const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
+        for (uint32_t z = 0; z < e2; ++z)
+            for (uint32_t y = 0; y < e1; ++y)
+                for (uint32_t x = 0; x < e0; ++x) {
+                    const uint32_t c[3] = {x, y, z};
+                    const uint32_t w = x + y * s1 + z * s2;
+                    if (decode[w]) q[w] = wrap_add(interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), q[w]);
+                }
+    }
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
+        uint32_t c[3];
+        tile_coords(L, i, c);
+        if (!inside(box, c)) continue;
+        const uint32_t w = interp_ws_offset(L, c);
+        if (decode[w]) out[L.global_index(box.origin, c)] = lattice_value<T>(q[w], qp.ebx2);
+    }
 }
 
 // The generic kernels' stage walk: every stage of every level, coarsest
@@ -175,6 +322,7 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
                                                                      Guard ? cfg.jump : kInterpNoJump, cfg.level[l],
                                                                      eb, radius, Guard ? &taken : nullptr);
                              });
+        if (cfg.lorenzo_tiles) lorenzo_tile_encode(data, L, box, ws, tile_codes, cfg, k, radius);
         // Written codes, counting the zeros (a warp adds its count once): with
         // none, the caller skips the outlier selection.
         for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
@@ -260,6 +408,10 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
             tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon);
             ws[w] = recon;
         });
+        if (cfg.lorenzo_tiles) {
+            __syncthreads();   // the stages' last writes
+            lorenzo_tile_encode(data, L, box, ws, tile_codes, cfg, raster_tile_id(L, box), radius);
+        }
         uint32_t zeros = 0;
         full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) {
             const uint16_t code = tile_codes[w];
@@ -719,7 +871,11 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
     GSZ_CHECK(config.anchors == out.anchor_mode && out.anchor_start.size() == L.num_anchors, GSZ_STATUS_INTERNAL,
               "interp_encode_cuda: the anchor stage does not match the config");
     const uint64_t n = L.num_elements;
-    const KernelConfig cfg = kernel_config(L, config, eb);
+    KernelConfig cfg = kernel_config(L, config, eb);
+    if (config.tiles != kTilesSpline) {
+        out.lorenzo_tiles.allocate(L.num_tiles, stream);
+        cfg.lorenzo_tiles = out.lorenzo_tiles.data();
+    }
     out.codes.allocate(n, stream);
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
     // The zero codes, whether the jump guard was taken, the loud full and generic tiles.
@@ -866,9 +1022,9 @@ void interp_anchors_decode_cuda(const uint16_t* d_codes, const T* d_raw, const u
 
 template <class T>
 void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint64_t* d_outlier_index,
-                        const T* d_outlier_value, uint64_t num_outliers, const InterpLayout& L,
-                        const InterpConfig& config, uint32_t radius, T* d_out, uint32_t* d_corrupt,
-                        cudaStream_t stream) {
+                        const T* d_outlier_value, uint64_t num_outliers, const uint8_t* d_lorenzo_tiles,
+                        const InterpLayout& L, const InterpConfig& config, uint32_t radius, T* d_out,
+                        uint32_t* d_corrupt, cudaStream_t stream) {
     check_grid(L);
     const KernelConfig cfg = kernel_config(L, config);
     {
@@ -905,6 +1061,15 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
         if (cfg.jump != kInterpNoJump) launch(interp_decode_kernel<T, true>);
         else launch(interp_decode_kernel<T, false>);
         GSZ_CUDA_LAUNCHED("interp_decode_kernel");
+    }
+    if (d_lorenzo_tiles) {   // after every tile's stages: the Lorenzo points read values other launches wrote
+        KernelConfig lt = cfg;
+        lt.lorenzo_tiles = const_cast<uint8_t*>(d_lorenzo_tiles);
+        const dim3 grid(static_cast<unsigned>(std::min<uint64_t>(L.num_tiles, 65535)),
+                        static_cast<unsigned>((L.num_tiles + 65534) / 65535));
+        lorenzo_tiles_decode_kernel<T><<<grid, 128, L.ws_size() * (sizeof(int64_t) + 1), stream>>>(
+            d_codes, L, lt, radius, d_out);
+        GSZ_CUDA_LAUNCHED("lorenzo_tiles_decode_kernel");
     }
 }
 
@@ -945,10 +1110,10 @@ template void interp_outliers_cuda<double>(const double*, uint64_t, InterpDevice
 template void interp_encode_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double, uint32_t,
                                          InterpDeviceEncoded<double>&, cudaStream_t);
 template void interp_decode_cuda<float>(const uint16_t*, const float*, const uint64_t*, const float*, uint64_t,
-                                        const InterpLayout&, const InterpConfig&, uint32_t, float*, uint32_t*,
-                                        cudaStream_t);
+                                        const uint8_t*, const InterpLayout&, const InterpConfig&, uint32_t, float*,
+                                        uint32_t*, cudaStream_t);
 template void interp_decode_cuda<double>(const uint16_t*, const double*, const uint64_t*, const double*, uint64_t,
-                                         const InterpLayout&, const InterpConfig&, uint32_t, double*, uint32_t*,
-                                         cudaStream_t);
+                                         const uint8_t*, const InterpLayout&, const InterpConfig&, uint32_t,
+                                         double*, uint32_t*, cudaStream_t);
 
 }  // namespace gsz::predict

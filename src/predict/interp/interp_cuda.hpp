@@ -45,6 +45,7 @@ struct InterpDeviceEncoded {
     // generic tiles needed its tests (interp_encode_tiles_cuda), those tiles' indices.
     cuda::DeviceBuffer<unsigned long long> zero_codes;
     cuda::DeviceBuffer<uint32_t> loud_tiles, loud_generic_tiles;
+    cuda::DeviceBuffer<uint8_t> lorenzo_tiles;     // per tile 1 where Lorenzo-coded (config.tiles != kTilesSpline)
 };
 
 // The anchor stage, as interp_anchors_encode_cpu (same codes, same choice of
@@ -97,9 +98,10 @@ void interp_anchors_decode_cuda(const uint16_t* d_codes, const T* d_raw, const u
 // outlier entry sets *d_corrupt (the caller checks it); outlier indices must
 // be strictly increasing.
 template <class T>
+// d_lorenzo_tiles: per tile 1 where Lorenzo-coded, or null where none is.
 void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint64_t* d_outlier_index,
-                        const T* d_outlier_value, uint64_t num_outliers, const InterpLayout& layout,
-                        const InterpConfig& config, uint32_t radius, T* d_out, uint32_t* d_corrupt,
-                        cudaStream_t stream);
+                        const T* d_outlier_value, uint64_t num_outliers, const uint8_t* d_lorenzo_tiles,
+                        const InterpLayout& layout, const InterpConfig& config, uint32_t radius, T* d_out,
+                        uint32_t* d_corrupt, cudaStream_t stream);
 
 }  // namespace gsz::predict

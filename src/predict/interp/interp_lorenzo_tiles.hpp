@@ -1,0 +1,127 @@
+// Lorenzo tiles (format version 10): per tile, the interp pipeline may code
+// the tile's points by Lorenzo prediction with dual quantization instead of
+// the spline hierarchy, where that costs fewer bits (rough regions, land
+// masks, quantized sensor data: bench/NOTES.md, "a per-block choice").  SZ2
+// and SZ3 choose between predictors per block the same way.
+//
+// What stays spline-coded in a Lorenzo tile: its anchors (the anchor stage
+// codes them) and its low faces that a lower tile shares (local coordinate 0
+// along a dim where the tile does not start the array), which the lower tile
+// reads as its far face.  A face's points are predicted from that face alone,
+// so neither of them reads a Lorenzo point, and the tiles stay independent.
+// Every other owned point (the tile's "Lorenzo points") is put on the lattice
+// of the finest level's bound, q = rint(x / 2e_0), and coded as q minus the
+// Lorenzo prediction from the lattice values of its backward neighbours
+// inside the tile (0 outside the array): a Lorenzo point's own lattice value
+// (from its original value, or from its exact value when it is an outlier),
+// any other point's the lattice value of its reconstruction.  The encoder
+// computes both codings of a tile and keeps the one of lower cost
+// (interp_code_cost, integers: the same choice on every backend).
+#pragma once
+
+#include "predict/interp/interp_math.hpp"
+#include "predict/lorenzo/lorenzo_math.hpp"
+#include "runtime/host_device.hpp"
+
+#include <cstdint>
+
+namespace gsz::predict {
+
+// The caller's request (InterpOverrides::tiles).
+enum InterpTileMode : uint8_t {
+    kTilesSpline = 0,    // every tile spline-coded (archives as before version 10)
+    kTilesAuto = 1,      // per tile, the coding of lower interp_code_cost
+    kTilesLorenzo = 2,   // every tile Lorenzo-coded (tests, studies)
+};
+
+// Whether local point c of a tile is one of its Lorenzo points.
+GSZ_HD bool interp_lorenzo_point(const InterpLayout& L, const InterpLayout::TileBox& box, const uint32_t* c) {
+    bool ok = !L.is_anchor(c);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (uint32_t d = 0; d < 3; ++d) {
+        const uint32_t end = box.last[d] + 1 < L.tile[d] ? box.last[d] + 1 : L.tile[d];
+        ok &= c[d] < end && !(c[d] == 0 && box.origin[d] > 0);
+    }
+    return ok;
+}
+
+// The lattice value a neighbour contributes: 0 where there is none (NaN, Inf,
+// or too far out), as lattice_of.
+template <class T>
+GSZ_HD int64_t interp_lattice(T v, double r) {
+    int64_t q;
+    lattice_of(v, r, q);
+    return q;
+}
+
+// The Lorenzo prediction of the point at workspace offset w (local coordinates
+// c) from the lattice values q[] of the workspace; neighbours before local
+// coordinate 0 (only at the array's start) are 0.  ws strides s1, s2.
+template <class Q>
+GSZ_HD int64_t interp_lorenzo_prediction(uint32_t rank, const uint32_t* c, uint32_t w, uint32_t s1, uint32_t s2,
+                                         const Q* q) {
+    const bool x = c[0] > 0, y = c[1] > 0, z = c[2] > 0;
+    const auto at = [&](bool has, uint32_t back) -> int64_t { return has ? static_cast<int64_t>(q[w - back]) : 0; };
+    if (rank == 1) return lorenzo_predict_1d(at(x, 1));
+    if (rank == 2) return lorenzo_predict_2d(at(x, 1), at(y, s1), at(x && y, 1 + s1));
+    return lorenzo_predict_3d(at(x, 1), at(y, s1), at(z, s2), at(x && y, 1 + s1), at(x && z, 1 + s2),
+                              at(y && z, s1 + s2), at(x && y && z, 1 + s1 + s2));
+}
+
+// What a code is taken to cost, in quarter bits: about what the entropy stage
+// spends on a residual of that size (a zero residual far less than a bit, a
+// residual r about 2·log2|r| + 1 bits), an outlier its index and value.
+GSZ_HD uint32_t interp_code_cost(uint16_t code, int64_t radius) {
+    if (code == 0) return 4 * 96;
+    const int64_t r = static_cast<int64_t>(code) - radius;
+    const uint64_t a = static_cast<uint64_t>(r < 0 ? -r : r);
+#if defined(__CUDA_ARCH__)
+    const uint32_t bits = 64 - __clzll(static_cast<long long>(a));
+#else
+    const uint32_t bits = a == 0 ? 0 : 64 - __builtin_clzll(a);
+#endif
+    return a == 0 ? 1 : 8 * bits + 4;
+}
+
+// A point's squared error in units of 2^-24 of the squared bound eb (the
+// error is at most eb: at most 2^24); 0 for an outlier (stored exactly).
+// Integers, so a tile's sum is the same in any order on any backend.
+template <class T>
+GSZ_HD uint32_t interp_error_units(T x, T reconstructed, uint16_t code, double eb) {
+    if (code == 0) return 0;
+    const double d = (static_cast<double>(reconstructed) - static_cast<double>(x)) / eb;
+    const double units = d * d * 16777216.0;
+    return units < 16777216.0 ? static_cast<uint32_t>(units) : 16777216u;
+}
+
+// log2(x) in 1/256ths for x >= 1, from integers alone (the mantissa's
+// fraction taken as linear: within 0.09 of log2), 0 for x = 0.
+GSZ_HD int64_t interp_log2_q8(uint64_t x) {
+    if (x == 0) return 0;
+#if defined(__CUDA_ARCH__)
+    const int b = 63 - __clzll(static_cast<long long>(x));
+#else
+    const int b = 63 - __builtin_clzll(x);
+#endif
+    const uint64_t frac = b >= 8 ? (x >> (b - 8)) & 255u : (x << (8 - b)) & 255u;
+    return static_cast<int64_t>(b) * 256 + static_cast<int64_t>(frac);
+}
+
+// The choice of a tile from its two codings' costs (quarter bits) and squared
+// errors (interp_error_units) over its n Lorenzo points.  At high rate a
+// point's bits and its squared error trade at half a bit per doubling; the
+// error is weighted four times that, 2 bits a point per doubling, because a
+// dual-quantized point's error fills the bound where a well predicted spline
+// point's stays well inside it: with the high-rate weight, PSNR fell 0.1 dB
+// on etopo5 and ncl_atm_temp3d at rel 1e-3, with this one it stays within
+// 0.04 dB of the spline's on the shared fields (bench/RESULTS.md).
+GSZ_HD bool interp_prefer_lorenzo(uint64_t spline_cost, uint64_t lorenzo_cost, uint64_t spline_error,
+                                  uint64_t lorenzo_error, uint64_t n) {
+    const int64_t distortion = (interp_log2_q8(lorenzo_error + 1) - interp_log2_q8(spline_error + 1)) *
+                               static_cast<int64_t>(n) * 8 / 256;   // quarter bits
+    return static_cast<int64_t>(lorenzo_cost) + distortion < static_cast<int64_t>(spline_cost);
+}
+
+}  // namespace gsz::predict
