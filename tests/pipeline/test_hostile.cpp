@@ -400,6 +400,47 @@ TEST(Hostile, LyingInterpSectionsAreRejected) {
 // A 1-D interp archive records its own anchor stride (format version 9 on):
 // a power of two 2 .. 512, with the level count and bounds that go with it;
 // before version 9, and for 2-D and 3-D arrays, only the default geometry.
+// Lorenzo tiles (format version 10): the tile map and the flag must agree,
+// the map must have its exact size and no bits past the last tile, the
+// Lorenzo bound must be in range, and a version 9 archive knows no flag 0x2.
+TEST(Hostile, LyingLorenzoTilesAreRejected) {
+    using gsz::format::SectionKind;
+    const auto v = small_field();
+    gsz::Context ctx;
+    auto params = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_REL, 1e-4);
+    params.pipeline = GSZ_PIPELINE_INTERP;
+    params.interp_tiles = GSZ_INTERP_TILES_LORENZO;
+    const auto archive = ctx.compress(params, v.data());
+    ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).interp_lorenzo_tiles, 3u);   // 32x8x8 tiles: 1 x 3 x 1
+    ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
+    const auto map = section_of(archive, SectionKind::interp_tiles);
+    ASSERT_EQ(map, std::vector<uint8_t>{7});
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {5})), GSZ_STATUS_OK);   // a valid map
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {15})), GSZ_STATUS_CORRUPT);  // tile 3
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {7, 0})), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {})), GSZ_STATUS_CORRUPT);
+    // The flag without the section, the section without the flag.
+    auto parsed = gsz::format::archive_parse(archive);
+    std::vector<gsz::format::SectionData> without;
+    for (const auto& sec : parsed.sections)
+        if (sec.kind != SectionKind::interp_tiles) without.push_back({sec.kind, sec.bytes});
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, without)), GSZ_STATUS_CORRUPT);
+    auto p = section_of(archive, SectionKind::pipeline_params);
+    // The Lorenzo bound is the section's last field.
+    const size_t bound_at = p.size() - 8;
+    auto q = p;
+    const double too_big = 1e300, zero = 0;
+    std::memcpy(q.data() + bound_at, &too_big, 8);
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, q)), GSZ_STATUS_CORRUPT);
+    q = p;
+    std::memcpy(q.data() + bound_at, &zero, 8);
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, q)), GSZ_STATUS_CORRUPT);
+    // A version 9 archive knows no flag 0x2 (and no kind 17: the writer refuses it).
+    auto header = parsed.header;
+    header.format_version = 9;
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(header, without)), GSZ_STATUS_CORRUPT);
+}
+
 TEST(Hostile, LyingOneDimStridesAreRejected) {
     using gsz::format::SectionKind;
     const auto v = small_field();   // 2000 values, read as a 1-D array

@@ -799,7 +799,7 @@ TEST(InterpCpu, RoundTripAllRanksAndThreads) {
 // Every tile Lorenzo-coded (format version 10): all ranks, partial tiles,
 // NaN, Inf and outliers among the Lorenzo points, every residual an outlier.
 TEST(InterpCpu, RoundTripLorenzoTiles) {
-    for (uint8_t tiles : {uint8_t{kTilesLorenzo}, uint8_t{kTilesSpline}}) {
+    for (uint8_t tiles : {uint8_t{kTilesLorenzo}, uint8_t{kTilesAuto}, uint8_t{kTilesSpline}}) {
         encode_decode<float>({5000}, 0.01, 512, 0, tiles);
         encode_decode<float>({5000}, 0.01, 512, 4, tiles);
         encode_decode<float>({130, 33}, 0.01, 512, 0, tiles);
@@ -836,19 +836,24 @@ TEST(InterpLorenzoTiles, ChoiceArithmetic) {
     EXPECT_EQ(interp_log2_q8(3), 256 + 128);
     EXPECT_EQ(interp_log2_q8(1024), 10 * 256);
     EXPECT_EQ(interp_log2_q8(uint64_t{1} << 40), 40 * 256);
-    EXPECT_EQ(interp_code_cost(512, 512), 1u);        // a zero residual: a quarter bit
-    EXPECT_EQ(interp_code_cost(513, 512), 12u);       // |r| = 1: 3 bits
-    EXPECT_EQ(interp_code_cost(512 - 8, 512), 36u);   // |r| = 8: 9 bits
-    EXPECT_EQ(interp_code_cost(0, 512), 384u);        // an outlier
+    EXPECT_EQ(interp_code_cost(512, 512), 64u);           // a zero residual: a quarter bit
+    EXPECT_EQ(interp_code_cost(513, 512), 3u * 256);      // |r| = 1: 3 bits
+    EXPECT_EQ(interp_code_cost(512 - 8, 512), 9u * 256);  // |r| = 8: 9 bits
+    EXPECT_EQ(interp_code_cost(0, 512), 96u * 256);       // an outlier
     EXPECT_EQ(interp_error_units(1.0f, 1.5f, 600, 1.0), 1u << 22);
     EXPECT_EQ(interp_error_units(1.0f, 2.0f, 600, 1.0), 1u << 24);
+    EXPECT_EQ(interp_error_units(1.0f, 1.25f, 600, 2.0), 1u << 22);   // bound 0.5
     EXPECT_EQ(interp_error_units(1.0f, 7.0f, 0, 1.0), 0u);   // outliers are exact
-    // Cheaper at equal error: Lorenzo; equal cost: not; cheaper by 1000 quarter bits
-    // over 1000 points but four times the error (2 bits a point a doubling): not.
-    EXPECT_TRUE(interp_prefer_lorenzo(5000, 4000, 1000, 1000, 1000));
-    EXPECT_FALSE(interp_prefer_lorenzo(5000, 5000, 1000, 1000, 1000));
-    EXPECT_FALSE(interp_prefer_lorenzo(5000, 4000, 1000, 4000, 1000));
-    EXPECT_TRUE(interp_prefer_lorenzo(20000, 4000, 1000, 2000, 1000));
+    // Costs in 1/256 bits over 1000 points.  Cheaper by more than 3/64 at equal error:
+    // Lorenzo; by less: not; cheaper but four times the error (2 bits a point per
+    // doubling: 2 * 2 * 1000 * 256): not, unless the saving exceeds that; a smaller
+    // error earns nothing.
+    EXPECT_TRUE(interp_prefer_lorenzo(500000, 400000, 1000, 1000, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(500000, 480000, 1000, 1000, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(1400000, 400000, 1000, 4000, 1000));
+    EXPECT_TRUE(interp_prefer_lorenzo(1600000, 400000, 1000, 4000, 1000));
+    EXPECT_TRUE(interp_prefer_lorenzo(2000000, 400000, 1000, 2000, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(500000, 490000, 4000, 1000, 1000));
 }
 
 // The choice on data whose halves want different codings: a smooth wave
@@ -866,12 +871,16 @@ TEST(InterpLorenzoTiles, AutoChoosesPerTile) {
             data[y * 256 + x] = y < 64 ? static_cast<float>(100.0 * std::sin(x / 20.0) * std::cos(y / 15.0))
                                        : static_cast<float>(w);
         }
-    const auto cfg = interp_configure(L, gather_samples(L, data), 0.01, 200.0, {});
+    InterpOverrides ov;
+    ov.tiles = kTilesAuto;
+    const auto cfg = interp_configure(L, gather_samples(L, data), 0.01, 200.0, ov);
     const Encoded<float> e = encode_with(data, L, cfg, 0.01, 32768, kAnchorsCoded, 2);
     ASSERT_EQ(e.enc.lorenzo_tiles.size(), L.num_tiles);
     for (uint64_t t = 0; t < L.num_tiles; ++t) {   // tile row 3 reads the walk's first row as its far face
         const uint64_t row = t / L.grid[0];
-        if (row != 3) EXPECT_EQ(e.enc.lorenzo_tiles[t], row >= 4 ? 1 : 0) << "tile " << t;
+        if (row != 3) {
+            EXPECT_EQ(e.enc.lorenzo_tiles[t], row >= 4 ? 1 : 0) << "tile " << t;
+        }
     }
     const auto out = decode_with(e, e.enc.codes, e.anchors.listed, e.anchors.listed_residual, L, 32768, 2);
     for (size_t i = 0; i < data.size(); ++i) ASSERT_LE(std::fabs(double(out[i]) - double(data[i])), 0.01);

@@ -89,6 +89,7 @@ bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayou
         return ok ? lorenzo_code(own - interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), qp.radius) : uint16_t{0};
     };
     if (mode == kTilesAuto) {
+        const double inv_eb = 1.0 / eb;
         uint64_t spline_cost = 0, lorenzo_cost = 0, spline_error = 0, lorenzo_error = 0, n = 0;
         for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
             if (!interp_lorenzo_point(L, box, c)) return;
@@ -96,8 +97,8 @@ bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayou
             ++n;
             spline_cost += interp_code_cost(tile_codes[w], qp.radius);
             lorenzo_cost += interp_code_cost(code, qp.radius);
-            spline_error += interp_error_units(data[g], ws[w], tile_codes[w], eb);
-            lorenzo_error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), code, eb);
+            spline_error += interp_error_units(data[g], ws[w], tile_codes[w], inv_eb);
+            lorenzo_error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), code, inv_eb);
         });
         if (!interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error, lorenzo_error, n)) return false;
     }

@@ -38,7 +38,7 @@ struct KernelConfig {
     // level's bound, the Lorenzo points' quantizer and the per-tile choices
     // (encoder: written; decoder: read), null where every tile is spline-coded.
     uint8_t tiles;
-    double eb0;
+    double inv_eb0;
     QuantParams lorenzo;
     uint8_t* lorenzo_tiles;
 };
@@ -53,7 +53,7 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
     k.jump = cfg.jump;
     k.jump_below = interp_jump_below_f32(cfg.jump);
     k.tiles = cfg.tiles;
-    k.eb0 = cfg.level_eb[0];
+    k.inv_eb0 = 1.0 / cfg.level_eb[0];
     k.lorenzo = QuantParams::from_bound(cfg.lorenzo_eb > 0 ? cfg.lorenzo_eb : cfg.level_eb[0], 0);
     k.lorenzo_tiles = nullptr;
     return k;
@@ -109,26 +109,39 @@ __device__ uint64_t raster_tile_id(const InterpLayout& L, const InterpLayout::Ti
     return (box.origin[2] / L.tile[2] * L.grid[1] + box.origin[1] / L.tile[1]) * L.grid[0] + box.origin[0] / L.tile[0];
 }
 
+// A block's sum of v (every thread calls it; blockDim a multiple of 32, at
+// most 32 warps): warp shuffles, then the warps' sums in shared memory.
+__device__ unsigned long long block_sum(unsigned long long v, unsigned long long* scratch) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+    __syncthreads();
+    unsigned long long s = 0;
+    for (uint32_t k = 0; k < blockDim.x / 32; ++k) s += scratch[k];
+    __syncthreads();   // scratch may be reused at once
+    return s;
+}
+
 // Lorenzo tiles (interp_lorenzo_tiles.hpp), the encoder's side: after a
 // tile's stages (ws: reconstructions, tile_codes: spline codes), the block
 // computes the tile's Lorenzo codes, compares the two codings as the CPU does
 // (integer sums, so the same choice), records it and, for a Lorenzo tile,
-// replaces the Lorenzo points' codes.  The lattice values overwrite ws in
-// place (int32 for float, whose lattice stays below 2^23; int64 for double).
+// replaces the Lorenzo points' codes.  A tile whose spline codes cost less
+// than Lorenzo's least possible cost (every code a zero residual) is left at
+// once.  The lattice values overwrite ws in place (int32 for float, whose
+// lattice stays below 2^23; int64 for double).
 template <class T>
 __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayout& L,
                                     const InterpLayout::TileBox& box, T* ws, uint16_t* tile_codes,
                                     const KernelConfig& cfg, uint64_t tile_id, int64_t radius) {
     using Q = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
     static_assert(sizeof(Q) == sizeof(T), "lattice values overwrite the workspace");
-    __shared__ unsigned long long sums[5];   // spline cost, Lorenzo cost, spline error, Lorenzo error, points
+    __shared__ unsigned long long scratch[32];
     const QuantParams& qp = cfg.lorenzo;
     if (L.tile_points() > 16 * blockDim.x) __trap();   // q_own's size (the launches give at most 16 points a thread)
-    if (threadIdx.x < 5) sums[threadIdx.x] = 0;
-    unsigned long long spline_cost = 0, spline_error = 0, lorenzo_cost = 0, lorenzo_error = 0, n = 0;
-    __syncthreads();
+    const bool autos = cfg.tiles == kTilesAuto;
+    unsigned long long spline_cost = 0, spline_error = 0, n = 0;
     // Lattice values; the spline's cost and error, while ws holds the reconstructions.
-    Q q_own[16];   // this thread's points' lattice values (tile_points <= 16 * blockDim.x: written after a barrier)
+    Q q_own[16];   // this thread's points' lattice values, written after a barrier
     uint32_t k = 0;
     for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x, ++k) {
         uint32_t c[3];
@@ -137,20 +150,32 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         const uint32_t w = interp_ws_offset(L, c);
         const bool mine = interp_lorenzo_point(L, box, c);
         const T v = mine ? data[L.global_index(box.origin, c)] : ws[w];
-        if (mine && cfg.tiles == kTilesAuto) {
+        if (mine && autos) {
+            ++n;
             spline_cost += interp_code_cost(tile_codes[w], radius);
-            spline_error += interp_error_units(v, ws[w], tile_codes[w], cfg.eb0);
+            spline_error += interp_error_units(v, ws[w], tile_codes[w], cfg.inv_eb0);
         }
         q_own[k] = static_cast<Q>(interp_lattice(v, qp.r));
     }
-    __syncthreads();   // every reconstruction read: ws takes the lattice values
+    bool lorenzo = cfg.tiles == kTilesLorenzo;
+    if (autos) {
+        spline_cost = block_sum(spline_cost, scratch);
+        n = block_sum(n, scratch);
+        // Lorenzo costs at least 64 (a zero residual) a point and its error term is >= 0.
+        if (n == 0 || spline_cost * 61 <= n * 64 * 64) {
+            if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
+            return;
+        }
+        spline_error = block_sum(spline_error, scratch);
+    } else {
+        __syncthreads();   // every reconstruction read: ws takes the lattice values
+    }
     Q* q = reinterpret_cast<Q*>(ws);
     k = 0;
     for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x, ++k) {
         uint32_t c[3];
         tile_coords(L, i, c);
-        if (!inside(box, c)) continue;
-        q[interp_ws_offset(L, c)] = q_own[k];
+        if (inside(box, c)) q[interp_ws_offset(L, c)] = q_own[k];
     }
     __syncthreads();
     const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
@@ -159,8 +184,8 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         const bool ok = quantize(x, qp, own);
         return ok ? lorenzo_code(own - interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), radius) : uint16_t{0};
     };
-    bool lorenzo = cfg.tiles == kTilesLorenzo;
-    if (cfg.tiles == kTilesAuto) {
+    if (autos) {
+        unsigned long long lorenzo_cost = 0, lorenzo_error = 0;
         for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
             uint32_t c[3];
             tile_coords(L, i, c);
@@ -168,17 +193,12 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
             const uint32_t w = interp_ws_offset(L, c);
             const T x = data[L.global_index(box.origin, c)];
             const uint16_t code = code_at(w, c, x);
-            ++n;
             lorenzo_cost += interp_code_cost(code, radius);
-            lorenzo_error += interp_error_units(x, lattice_value<T>(q[w], qp.ebx2), code, cfg.eb0);
+            lorenzo_error += interp_error_units(x, lattice_value<T>(q[w], qp.ebx2), code, cfg.inv_eb0);
         }
-        atomicAdd(&sums[0], spline_cost);
-        atomicAdd(&sums[1], lorenzo_cost);
-        atomicAdd(&sums[2], spline_error);
-        atomicAdd(&sums[3], lorenzo_error);
-        atomicAdd(&sums[4], n);
-        __syncthreads();
-        lorenzo = interp_prefer_lorenzo(sums[0], sums[1], sums[2], sums[3], sums[4]);
+        lorenzo_cost = block_sum(lorenzo_cost, scratch);
+        lorenzo_error = block_sum(lorenzo_error, scratch);
+        lorenzo = interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error, lorenzo_error, n);
     }
     if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = lorenzo;
     if (!lorenzo) return;
@@ -192,14 +212,18 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
     __syncthreads();
 }
 
-// The decoder's side, after the tiles' kernels: one block per tile (those not
+// The decoder's side, after the tiles' kernels: a warp per tile (those not
 // Lorenzo-coded return at once).  The tile's lattice values go to shared
-// memory, those of the Lorenzo points with a nonzero code as their residuals;
-// one thread then runs the Lorenzo recurrence in raster order (each point
-// needs its backward neighbours), and the block writes the values back.
+// memory, those of the Lorenzo points with a nonzero code as their residuals.
+// Row by row (each needs the rows before it), a Lorenzo point's value is its
+// west neighbour's plus what the rows before and its residual give (B): along
+// the row a prefix sum of B that restarts at every point whose value is known
+// (anchors, shared faces, outliers), one chunk of the row per lane and a
+// segmented scan of the chunks across the warp.
 template <class T>
-__global__ void lorenzo_tiles_decode_kernel(const uint16_t* __restrict__ codes, InterpLayout L, KernelConfig cfg,
-                                            int64_t radius, T* __restrict__ out) {
+__global__ void __launch_bounds__(32) lorenzo_tiles_decode_kernel(const uint16_t* __restrict__ codes,
+                                                                  InterpLayout L, KernelConfig cfg, int64_t radius,
+                                                                  T* __restrict__ out) {
     const uint64_t tile_id = blockIdx.x + uint64_t{gridDim.x} * blockIdx.y;
     if (tile_id >= L.num_tiles || !cfg.lorenzo_tiles[tile_id]) return;
     extern __shared__ unsigned char smem_raw[];
@@ -207,38 +231,67 @@ __global__ void lorenzo_tiles_decode_kernel(const uint16_t* __restrict__ codes, 
     uint8_t* decode = reinterpret_cast<uint8_t*>(q + L.ws_size());
     const auto box = L.tile_box(tile_id);
     const QuantParams& qp = cfg.lorenzo;
-    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-        uint32_t c[3];
-        tile_coords(L, i, c);
-        if (!inside(box, c)) continue;
-        const uint32_t w = interp_ws_offset(L, c);
-        const uint64_t g = L.global_index(box.origin, c);
-        const uint16_t code = codes[g];
-        const bool mine = code != 0 && interp_lorenzo_point(L, box, c);
-        decode[w] = mine;
-        q[w] = mine ? static_cast<int64_t>(code) - radius : interp_lattice(out[g], qp.r);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        const uint32_t e0 = min(box.last[0] + 1, L.tile[0]), e1 = min(box.last[1] + 1, L.tile[1]),
-                       e2 = min(box.last[2] + 1, L.tile[2]);
-        const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
-        for (uint32_t z = 0; z < e2; ++z)
-            for (uint32_t y = 0; y < e1; ++y)
-                for (uint32_t x = 0; x < e0; ++x) {
-                    const uint32_t c[3] = {x, y, z};
-                    const uint32_t w = x + y * s1 + z * s2;
-                    if (decode[w]) q[w] = wrap_add(interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), q[w]);
+    const uint32_t lane = threadIdx.x;
+    const uint32_t e0 = min(box.last[0] + 1, L.tile[0]), e1 = min(box.last[1] + 1, L.tile[1]),
+                   e2 = min(box.last[2] + 1, L.tile[2]);
+    const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
+    for (uint32_t z = 0; z < e2; ++z)
+        for (uint32_t y = 0; y < e1; ++y)
+            for (uint32_t x = lane; x < e0; x += 32) {
+                const uint32_t c[3] = {x, y, z};
+                const uint32_t w = x + y * s1 + z * s2;
+                const uint64_t g = L.global_index(box.origin, c);
+                const uint16_t code = codes[g];
+                const bool mine = code != 0 && interp_lorenzo_point(L, box, c);
+                decode[w] = mine;
+                q[w] = mine ? static_cast<int64_t>(code) - radius : interp_lattice(out[g], qp.r);
+            }
+    __syncwarp();
+    const uint32_t per = (e0 + 31) / 32, x0 = min(lane * per, e0), x1 = min(x0 + per, e0);
+    for (uint32_t z = 0; z < e2; ++z)
+        for (uint32_t y = 0; y < e1; ++y) {
+            const uint32_t row = y * s1 + z * s2;
+            // This lane's chunk as one element of the scan: (a known value in it, what it adds).
+            bool known = false;
+            uint64_t sum = 0;
+            for (uint32_t x = x0; x < x1; ++x) {
+                const uint32_t w = row + x, c[3] = {x, y, z};
+                if (!decode[w]) {
+                    known = true;
+                    sum = static_cast<uint64_t>(q[w]);
+                } else {
+                    sum += static_cast<uint64_t>(q[w]) + static_cast<uint64_t>(interp_lorenzo_rest(L.rank, c, w, s1, s2, q));
                 }
-    }
-    __syncthreads();
-    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-        uint32_t c[3];
-        tile_coords(L, i, c);
-        if (!inside(box, c)) continue;
-        const uint32_t w = interp_ws_offset(L, c);
-        if (decode[w]) out[L.global_index(box.origin, c)] = lattice_value<T>(q[w], qp.ebx2);
-    }
+            }
+            // Inclusive scan across the lanes: (a, b) -> (a.known | b.known, b.known ? b.sum : a.sum + b.sum).
+            for (uint32_t o = 1; o < 32; o <<= 1) {
+                const bool k_up = __shfl_up_sync(0xffffffffu, known, o);
+                const uint64_t s_up = __shfl_up_sync(0xffffffffu, sum, o);
+                if (lane >= o && !known) {
+                    sum += s_up;
+                    known = k_up;
+                }
+            }
+            // What comes before the chunk: the value at x0 - 1 (0 before the row's start).
+            uint64_t run = __shfl_up_sync(0xffffffffu, sum, 1);
+            if (lane == 0) run = 0;
+            for (uint32_t x = x0; x < x1; ++x) {
+                const uint32_t w = row + x, c[3] = {x, y, z};
+                if (!decode[w]) {
+                    run = static_cast<uint64_t>(q[w]);
+                } else {
+                    run += static_cast<uint64_t>(q[w]) + static_cast<uint64_t>(interp_lorenzo_rest(L.rank, c, w, s1, s2, q));
+                    q[w] = static_cast<int64_t>(run);
+                }
+            }
+            __syncwarp();
+        }
+    for (uint32_t z = 0; z < e2; ++z)
+        for (uint32_t y = 0; y < e1; ++y)
+            for (uint32_t x = lane; x < e0; x += 32) {
+                const uint32_t w = x + y * s1 + z * s2, c[3] = {x, y, z};
+                if (decode[w]) out[L.global_index(box.origin, c)] = lattice_value<T>(q[w], qp.ebx2);
+            }
 }
 
 // The generic kernels' stage walk: every stage of every level, coarsest
@@ -1067,7 +1120,7 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
         lt.lorenzo_tiles = const_cast<uint8_t*>(d_lorenzo_tiles);
         const dim3 grid(static_cast<unsigned>(std::min<uint64_t>(L.num_tiles, 65535)),
                         static_cast<unsigned>((L.num_tiles + 65534) / 65535));
-        lorenzo_tiles_decode_kernel<T><<<grid, 128, L.ws_size() * (sizeof(int64_t) + 1), stream>>>(
+        lorenzo_tiles_decode_kernel<T><<<grid, 32, L.ws_size() * (sizeof(int64_t) + 1), stream>>>(
             d_codes, L, lt, radius, d_out);
         GSZ_CUDA_LAUNCHED("lorenzo_tiles_decode_kernel");
     }
