@@ -57,7 +57,6 @@ struct StageSpan {
     double jump_for_stage(double jump) const { return hi - lo <= jump ? kInterpNoJump : jump; }
 };
 
-
 // Lorenzo tiles (interp_lorenzo_tiles.hpp).  The owned points of a tile in
 // raster order: f(workspace offset, global index, local coordinates).
 template <class F>
@@ -255,8 +254,9 @@ InterpConfig configure(const InterpLayout& L, std::span<const S> samples, double
 
 // The bound of a Lorenzo tile's points: the one whose uniform quantization
 // error has the mean square of a spline tile's (its points' bounds weighted by
-// the share of the points at each level), so that choosing Lorenzo tiles
-// trades no PSNR for the ratio it gains.
+// the share of the points at each level), so that a Lorenzo tile's error is
+// on the whole no larger than a spline tile's would be (the choice weighs the
+// rest: interp_prefer_lorenzo).
 double interp_lorenzo_bound(const InterpLayout& L, const InterpConfig& cfg) {
     const double coarser = 1.0 / static_cast<double>(1u << L.rank);   // the share of points on the next grid
     double share = 1.0, sum = 0.0, weight = 0.0;
