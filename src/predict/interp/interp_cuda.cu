@@ -139,8 +139,29 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
     const QuantParams& qp = cfg.lorenzo;
     if (L.tile_points() > 16 * blockDim.x) __trap();   // q_own's size (the launches give at most 16 points a thread)
     const bool autos = cfg.tiles == kTilesAuto;
+    // Sums two to a word: a tile's costs stay below 2^28 (2048 codes of at most
+    // 96·256), its error units below 2^35, its points below 2^12.
+    constexpr int kHigh = 28;
+    constexpr unsigned long long kLow = (1ull << kHigh) - 1;
     unsigned long long spline_cost = 0, spline_error = 0, n = 0;
-    // Lattice values; the spline's cost and error, while ws holds the reconstructions.
+    if (autos) {   // the spline's cost first: where Lorenzo cannot win, nothing else is computed
+        unsigned long long cost_and_n = 0;
+        for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
+            uint32_t c[3];
+            tile_coords(L, i, c);
+            if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
+            cost_and_n += interp_code_cost(tile_codes[interp_ws_offset(L, c)], radius) + (1ull << kHigh);
+        }
+        cost_and_n = block_sum(cost_and_n, scratch);
+        spline_cost = cost_and_n & kLow;
+        n = cost_and_n >> kHigh;
+        // Lorenzo costs at least 64 (a zero residual) a point and its error term is >= 0.
+        if (n == 0 || spline_cost * 61 <= n * 64 * 64) {
+            if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
+            return;
+        }
+    }
+    // Lattice values, and the spline's error while ws holds the reconstructions.
     Q q_own[16];   // this thread's points' lattice values, written after a barrier
     uint32_t k = 0;
     for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x, ++k) {
@@ -150,23 +171,12 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         const uint32_t w = interp_ws_offset(L, c);
         const bool mine = interp_lorenzo_point(L, box, c);
         const T v = mine ? data[L.global_index(box.origin, c)] : ws[w];
-        if (mine && autos) {
-            ++n;
-            spline_cost += interp_code_cost(tile_codes[w], radius);
-            spline_error += interp_error_units(v, ws[w], tile_codes[w], cfg.inv_eb0);
-        }
+        if (mine && autos) spline_error += interp_error_units(v, ws[w], tile_codes[w], cfg.inv_eb0);
         q_own[k] = static_cast<Q>(interp_lattice(v, qp.r));
     }
     bool lorenzo = cfg.tiles == kTilesLorenzo;
     if (autos) {
-        spline_cost = block_sum(spline_cost, scratch);
-        n = block_sum(n, scratch);
-        // Lorenzo costs at least 64 (a zero residual) a point and its error term is >= 0.
-        if (n == 0 || spline_cost * 61 <= n * 64 * 64) {
-            if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
-            return;
-        }
-        spline_error = block_sum(spline_error, scratch);
+        spline_error = block_sum(spline_error, scratch);   // its barrier: every reconstruction read
     } else {
         __syncthreads();   // every reconstruction read: ws takes the lattice values
     }
@@ -185,7 +195,7 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         return ok ? lorenzo_code(own - interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), radius) : uint16_t{0};
     };
     if (autos) {
-        unsigned long long lorenzo_cost = 0, lorenzo_error = 0;
+        unsigned long long cost_and_error = 0;
         for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
             uint32_t c[3];
             tile_coords(L, i, c);
@@ -193,12 +203,13 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
             const uint32_t w = interp_ws_offset(L, c);
             const T x = data[L.global_index(box.origin, c)];
             const uint16_t code = code_at(w, c, x);
-            lorenzo_cost += interp_code_cost(code, radius);
-            lorenzo_error += interp_error_units(x, lattice_value<T>(q[w], qp.ebx2), code, cfg.inv_eb0);
+            cost_and_error += interp_code_cost(code, radius) +
+                              (static_cast<unsigned long long>(
+                                   interp_error_units(x, lattice_value<T>(q[w], qp.ebx2), code, cfg.inv_eb0))
+                               << kHigh);
         }
-        lorenzo_cost = block_sum(lorenzo_cost, scratch);
-        lorenzo_error = block_sum(lorenzo_error, scratch);
-        lorenzo = interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error, lorenzo_error, n);
+        cost_and_error = block_sum(cost_and_error, scratch);
+        lorenzo = interp_prefer_lorenzo(spline_cost, cost_and_error & kLow, spline_error, cost_and_error >> kHigh, n);
     }
     if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = lorenzo;
     if (!lorenzo) return;

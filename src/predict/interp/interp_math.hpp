@@ -112,7 +112,7 @@ struct InterpLayout {
     }
     GSZ_HD bool is_anchor(const uint32_t* c) const {
         // Tiles start at multiples of S, so local multiples are global ones.
-        return (c[0] | c[1] | c[2]) % anchor_stride == 0;
+        return ((c[0] | c[1] | c[2]) & (anchor_stride - 1)) == 0;   // S is a power of two
     }
 };
 
