@@ -750,9 +750,12 @@ void encode_decode(const std::vector<uint64_t>& dims, double eb, uint32_t radius
         ASSERT_EQ(one.enc.codes.size(), L.num_elements);
         EXPECT_EQ(one.enc.codes, three.enc.codes) << "tiles are not independent of the thread schedule";
         EXPECT_EQ(one.enc.lorenzo_tiles, three.enc.lorenzo_tiles);
-        if (tiles == kTilesLorenzo)
+        if (tiles == kTilesLorenzo) {
             EXPECT_EQ(one.enc.lorenzo_tiles, std::vector<uint8_t>(L.num_tiles, 1));
-        if (tiles == kTilesSpline) EXPECT_TRUE(one.enc.lorenzo_tiles.empty());
+        }
+        if (tiles == kTilesSpline) {
+            EXPECT_TRUE(one.enc.lorenzo_tiles.empty());
+        }
         EXPECT_EQ(one.enc.outlier_index, three.enc.outlier_index);
         EXPECT_EQ(one.anchors.listed, three.anchors.listed);
         EXPECT_EQ(one.anchors.listed_residual, three.anchors.listed_residual);
@@ -848,12 +851,17 @@ TEST(InterpLorenzoTiles, ChoiceArithmetic) {
     // Lorenzo; by less: not; cheaper but four times the error (2 bits a point per
     // doubling: 2 * 2 * 1000 * 256): not, unless the saving exceeds that; a smaller
     // error earns nothing.
-    EXPECT_TRUE(interp_prefer_lorenzo(500000, 400000, 1000, 1000, 1000));
-    EXPECT_FALSE(interp_prefer_lorenzo(500000, 480000, 1000, 1000, 1000));
+    EXPECT_TRUE(interp_prefer_lorenzo(1000000, 800000, 1000, 1000, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(1000000, 960000, 1000, 1000, 1000));
     EXPECT_FALSE(interp_prefer_lorenzo(1400000, 400000, 1000, 4000, 1000));
     EXPECT_TRUE(interp_prefer_lorenzo(1600000, 400000, 1000, 4000, 1000));
     EXPECT_TRUE(interp_prefer_lorenzo(2000000, 400000, 1000, 2000, 1000));
-    EXPECT_FALSE(interp_prefer_lorenzo(500000, 490000, 4000, 1000, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(1000000, 980000, 4000, 1000, 1000));
+    // Not tried where the spline's codes average below 2 bits a point, however cheap Lorenzo is.
+    EXPECT_FALSE(interp_lorenzo_may_win(511999, 1000));
+    EXPECT_TRUE(interp_lorenzo_may_win(512000, 1000));
+    EXPECT_FALSE(interp_lorenzo_may_win(0, 0));
+    EXPECT_FALSE(interp_prefer_lorenzo(500000, 64000, 1000, 1000, 1000));
 }
 
 // The choice on data whose halves want different codings: a smooth wave

@@ -121,13 +121,25 @@ __device__ unsigned long long block_sum(unsigned long long v, unsigned long long
     return s;
 }
 
+// block_sum of two values at once (scratch: 64 entries).
+__device__ void block_sum2(unsigned long long& a, unsigned long long& b, unsigned long long* scratch) {
+    for (int o = 16; o > 0; o >>= 1) {
+        a += __shfl_down_sync(0xffffffffu, a, o);
+        b += __shfl_down_sync(0xffffffffu, b, o);
+    }
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = a, scratch[32 + threadIdx.x / 32] = b;
+    __syncthreads();
+    a = b = 0;
+    for (uint32_t k = 0; k < blockDim.x / 32; ++k) a += scratch[k], b += scratch[32 + k];
+    __syncthreads();   // scratch may be reused at once
+}
+
 // Lorenzo tiles (interp_lorenzo_tiles.hpp), the encoder's side: after a
 // tile's stages (ws: reconstructions, tile_codes: spline codes), the block
 // computes the tile's Lorenzo codes, compares the two codings as the CPU does
 // (integer sums, so the same choice), records it and, for a Lorenzo tile,
-// replaces the Lorenzo points' codes.  A tile whose spline codes cost less
-// than Lorenzo's least possible cost (every code a zero residual) is left at
-// once.  The lattice values overwrite ws in place (int32 for float, whose
+// replaces the Lorenzo points' codes.  A tile whose spline codes average
+// below 2 bits a point (interp_lorenzo_may_win) is left at once.  The lattice values overwrite ws in place (int32 for float, whose
 // lattice stays below 2^23; int64 for double).
 template <class T>
 __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayout& L,
@@ -156,7 +168,7 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         spline_cost = cost_and_n & kLow;
         n = cost_and_n >> kHigh;
         // Lorenzo costs at least 64 (a zero residual) a point and its error term is >= 0.
-        if (n == 0 || spline_cost * 61 <= n * 64 * 64) {
+        if (!interp_lorenzo_may_win(spline_cost, n)) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
         }
@@ -223,31 +235,174 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
     __syncthreads();
 }
 
-// The decoder's side, after the tiles' kernels: a warp per tile (those not
-// Lorenzo-coded return at once).  The tile's lattice values go to shared
-// memory, those of the Lorenzo points with a nonzero code as their residuals.
-// Row by row (each needs the rows before it), a Lorenzo point's value is its
-// west neighbour's plus what the rows before and its residual give (B): along
-// the row a prefix sum of B that restarts at every point whose value is known
+// A Lorenzo prediction from the lattice values of a workspace holding them,
+// in Q's width (int32 for float: |q| < 2^23, so every sum is exact and equals
+// interp_lorenzo_prediction's); backward neighbours at local coordinate -1
+// count 0.
+template <uint32_t Rank, uint32_t S1, uint32_t S2, class Q>
+__device__ __forceinline__ Q lorenzo_prediction_q(const Q* q, uint32_t w, bool x, bool y, bool z) {
+    using U = std::make_unsigned_t<Q>;
+    const auto at = [&](bool has, uint32_t back) -> U { return has ? static_cast<U>(q[w - back]) : U{0}; };
+    if constexpr (Rank == 2) return static_cast<Q>(at(x, 1) + at(y, S1) - at(x && y, 1 + S1));
+    else
+        return static_cast<Q>(at(x, 1) + at(y, S1) + at(z, S2) - at(x && y, 1 + S1) - at(x && z, 1 + S2) -
+                              at(y && z, S1 + S2) + at(x && y && z, 1 + S1 + S2));
+}
+
+// lorenzo_tile_encode inside the full-tile kernels (after their last stage's
+// barrier), with the geometry's extents as constants: the same sums and so the
+// same choices, in three passes over a thread's own points
+// (full_tile::for_each_owned_point_at's, the order the caller writes codes in):
+// (1) the spline's cost, leaving where Lorenzo is not tried; (2) each point's lattice
+// value, written over its own reconstruction (no other thread reads it), the
+// spline's error and Lorenzo's as if no point fell out of the radius;
+// (3) after a barrier, the Lorenzo codes' cost, less the error of the points
+// out of the radius.  A Lorenzo tile's codes are formed again in a fourth
+// pass.  Float lattices by the float shortcut and in int32.
+template <class G, class T>
+__device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ data, const InterpLayout& L,
+                                                         const InterpLayout::TileBox& box, T* ws,
+                                                         uint16_t* tile_codes, const KernelConfig& cfg,
+                                                         uint64_t tile_id, int64_t radius) {
+    using Sh = full_tile::Shape<G>;
+    using Q = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+    static_assert(sizeof(Q) == sizeof(T), "lattice values overwrite the workspace");
+    static_assert(full_tile::kOwnedPerThread<G> <= 32, "a bit per point");
+    constexpr uint32_t S1 = Sh::ws_stride(1), S2 = Sh::ws_stride(2);
+    __shared__ unsigned long long scratch[64];
+    const QuantParams& qp = cfg.lorenzo;
+    const bool autos = cfg.tiles == kTilesAuto;
+    constexpr int kHigh = 28;   // two sums to a word, as lorenzo_tile_encode
+    constexpr unsigned long long kLow = (1ull << kHigh) - 1;
+    const bool low0 = box.origin[0] > 0, low1 = box.origin[1] > 0, low2 = box.origin[2] > 0;
+    const auto lorenzo_point = [&](uint32_t x, uint32_t y, uint32_t z) {
+        const bool anchor = (x | y | z) % Sh::S == 0;
+        return !anchor && !(x == 0 && low0) && !(y == 0 && low1) && !(z == 0 && low2);
+    };
+    unsigned long long spline_cost = 0, n = 0;
+    if (autos) {
+        unsigned long long cost_and_n = 0;
+        full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t, uint32_t w, uint64_t, uint32_t x, uint32_t y,
+                                                          uint32_t z) {
+            if (lorenzo_point(x, y, z)) cost_and_n += interp_code_cost(tile_codes[w], radius) + (1ull << kHigh);
+        });
+        cost_and_n = block_sum(cost_and_n, scratch);
+        spline_cost = cost_and_n & kLow;
+        n = cost_and_n >> kHigh;
+        if (!interp_lorenzo_may_win(spline_cost, n)) {
+            if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
+            return;
+        }
+    }
+    // (2) Lattice values; which Lorenzo points the bound lets on the lattice (bit k).
+    uint32_t on_lattice = 0;
+    unsigned long long spline_error = 0, lorenzo_error = 0;
+    Q* q = reinterpret_cast<Q*>(ws);
+    full_tile::for_each_owned_point_at<G, 4>(L, box, [&](uint32_t k, uint32_t w, uint64_t g, uint32_t x, uint32_t y,
+                                                      uint32_t z) {
+        const bool mine = lorenzo_point(x, y, z);
+        const T recon = ws[w];
+        const T v = mine ? data[g] : recon;
+        int64_t qv;
+        bool ok;
+        if constexpr (sizeof(T) == 4) {
+            int32_t q32;
+            if (lattice_of_float(v, qp, q32)) {   // on the lattice within the bound
+                qv = q32;
+                ok = true;
+            } else {
+                ok = quantize_double(v, qp, qv);
+            }
+        } else {
+            ok = quantize_double(v, qp, qv);
+        }
+        if (mine && autos) {
+            spline_error += interp_error_units(v, recon, tile_codes[w], cfg.inv_eb0);
+            if (ok) lorenzo_error += interp_error_units(v, lattice_value<T>(qv, qp.ebx2), 1, cfg.inv_eb0);
+        }
+        on_lattice |= (mine && ok ? 1u : 0u) << k;
+        q[w] = static_cast<Q>(qv);
+    });
+    if (autos) {
+        block_sum2(spline_error, lorenzo_error, scratch);   // its barrier: every lattice value written
+    } else {
+        __syncthreads();
+    }
+    const auto code_of = [&](uint32_t k, uint32_t w, uint32_t x, uint32_t y, uint32_t z) -> uint16_t {
+        if (!(on_lattice >> k & 1)) return 0;
+        const Q delta = q[w] - lorenzo_prediction_q<G::rank, S1, S2>(q, w, x > 0, y > 0, z > 0);
+        if constexpr (sizeof(T) == 4) return lorenzo_code(delta, static_cast<int32_t>(radius));
+        else return lorenzo_code(delta, radius);
+    };
+    bool lorenzo = cfg.tiles == kTilesLorenzo;
+    if (autos) {
+        // (3) The codes' cost; the error of a point out of the radius (an outlier, exact) taken back.
+        unsigned long long cost_and_taken = 0;
+        full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t k, uint32_t w, uint64_t g, uint32_t x, uint32_t y,
+                                                          uint32_t z) {
+            if (!lorenzo_point(x, y, z)) return;
+            const uint16_t code = code_of(k, w, x, y, z);
+            cost_and_taken += interp_code_cost(code, radius);
+            if (code == 0 && (on_lattice >> k & 1))
+                cost_and_taken += static_cast<unsigned long long>(interp_error_units(
+                                      data[g], lattice_value<T>(q[w], qp.ebx2), 1, cfg.inv_eb0))
+                                  << kHigh;
+        });
+        cost_and_taken = block_sum(cost_and_taken, scratch);
+        lorenzo = interp_prefer_lorenzo(spline_cost, cost_and_taken & kLow, spline_error,
+                                        lorenzo_error - (cost_and_taken >> kHigh), n);
+    }
+    if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = lorenzo;
+    if (!lorenzo) return;
+    // (4) The caller writes the codes of the points each thread takes here: no barrier.
+    full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t k, uint32_t w, uint64_t, uint32_t x, uint32_t y,
+                                                      uint32_t z) {
+        if (lorenzo_point(x, y, z)) tile_codes[w] = code_of(k, w, x, y, z);
+    });
+}
+
+// What the decoder adds along a row besides the west neighbour
+// (interp_lorenzo_rest), in Q's width (exact for float lattices, as
+// lorenzo_prediction_q; wrapping, never undefined, on a hostile archive).
+template <class Q>
+__device__ __forceinline__ Q lorenzo_rest_q(uint32_t rank, const Q* q, uint32_t w, uint32_t s1, uint32_t s2,
+                                            bool x, bool y, bool z) {
+    using U = std::make_unsigned_t<Q>;
+    const auto at = [&](bool has, uint32_t back) -> U { return has ? static_cast<U>(q[w - back]) : U{0}; };
+    if (rank == 1) return 0;
+    if (rank == 2) return static_cast<Q>(at(y, s1) - at(x && y, 1 + s1));
+    return static_cast<Q>(at(y, s1) + at(z, s2) - at(x && y, 1 + s1) - at(x && z, 1 + s2) - at(y && z, s1 + s2) +
+                          at(x && y && z, 1 + s1 + s2));
+}
+
+// The decoder's side, after the tiles' kernels: a block per Lorenzo tile
+// (their ids listed by a select, blocks striding over the list).  The tile's
+// lattice values go to shared memory (int32 for float), those of the Lorenzo
+// points with a nonzero code as their residuals.  A row needs the rows before
+// it along y and z, so the rows go in wavefronts of equal y + z, a warp per
+// row (3-D tiles: up to 8 rows at once).  Along a row a Lorenzo point's value
+// is its west neighbour's plus what the rows before and its residual give (B):
+// a prefix sum of B that restarts at every point whose value is known
 // (anchors, shared faces, outliers), one chunk of the row per lane and a
 // segmented scan of the chunks across the warp.
 template <class T>
-__global__ void __launch_bounds__(32) lorenzo_tiles_decode_kernel(const uint16_t* __restrict__ codes,
-                                                                  InterpLayout L, KernelConfig cfg, int64_t radius,
-                                                                  T* __restrict__ out) {
-    const uint64_t tile_id = blockIdx.x + uint64_t{gridDim.x} * blockIdx.y;
-    if (tile_id >= L.num_tiles || !cfg.lorenzo_tiles[tile_id]) return;
+__global__ void lorenzo_tiles_decode_kernel(const uint16_t* __restrict__ codes, const uint32_t* __restrict__ tiles,
+                                            const uint32_t* __restrict__ num_tiles, InterpLayout L, KernelConfig cfg,
+                                            int64_t radius, T* __restrict__ out) {
+    using Q = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+    using U = std::make_unsigned_t<Q>;
     extern __shared__ unsigned char smem_raw[];
-    int64_t* q = reinterpret_cast<int64_t*>(smem_raw);
+    Q* q = reinterpret_cast<Q*>(smem_raw);
     uint8_t* decode = reinterpret_cast<uint8_t*>(q + L.ws_size());
-    const auto box = L.tile_box(tile_id);
     const QuantParams& qp = cfg.lorenzo;
-    const uint32_t lane = threadIdx.x;
-    const uint32_t e0 = min(box.last[0] + 1, L.tile[0]), e1 = min(box.last[1] + 1, L.tile[1]),
-                   e2 = min(box.last[2] + 1, L.tile[2]);
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
-    for (uint32_t z = 0; z < e2; ++z)
-        for (uint32_t y = 0; y < e1; ++y)
+    for (uint32_t j = blockIdx.x; j < *num_tiles; j += gridDim.x) {
+        const auto box = L.tile_box(tiles[j]);
+        const uint32_t e0 = min(box.last[0] + 1, L.tile[0]), e1 = min(box.last[1] + 1, L.tile[1]),
+                       e2 = min(box.last[2] + 1, L.tile[2]);
+        for (uint32_t r = warp; r < e1 * e2; r += warps) {
+            const uint32_t y = r % e1, z = r / e1;
             for (uint32_t x = lane; x < e0; x += 32) {
                 const uint32_t c[3] = {x, y, z};
                 const uint32_t w = x + y * s1 + z * s2;
@@ -255,54 +410,62 @@ __global__ void __launch_bounds__(32) lorenzo_tiles_decode_kernel(const uint16_t
                 const uint16_t code = codes[g];
                 const bool mine = code != 0 && interp_lorenzo_point(L, box, c);
                 decode[w] = mine;
-                q[w] = mine ? static_cast<int64_t>(code) - radius : interp_lattice(out[g], qp.r);
+                q[w] = mine ? static_cast<Q>(static_cast<int64_t>(code) - radius)
+                            : static_cast<Q>(interp_lattice(out[g], qp.r));
             }
-    __syncwarp();
-    const uint32_t per = (e0 + 31) / 32, x0 = min(lane * per, e0), x1 = min(x0 + per, e0);
-    for (uint32_t z = 0; z < e2; ++z)
-        for (uint32_t y = 0; y < e1; ++y) {
-            const uint32_t row = y * s1 + z * s2;
-            // This lane's chunk as one element of the scan: (a known value in it, what it adds).
-            bool known = false;
-            uint64_t sum = 0;
-            for (uint32_t x = x0; x < x1; ++x) {
-                const uint32_t w = row + x, c[3] = {x, y, z};
-                if (!decode[w]) {
-                    known = true;
-                    sum = static_cast<uint64_t>(q[w]);
-                } else {
-                    sum += static_cast<uint64_t>(q[w]) + static_cast<uint64_t>(interp_lorenzo_rest(L.rank, c, w, s1, s2, q));
-                }
-            }
-            // Inclusive scan across the lanes: (a, b) -> (a.known | b.known, b.known ? b.sum : a.sum + b.sum).
-            for (uint32_t o = 1; o < 32; o <<= 1) {
-                const bool k_up = __shfl_up_sync(0xffffffffu, known, o);
-                const uint64_t s_up = __shfl_up_sync(0xffffffffu, sum, o);
-                if (lane >= o && !known) {
-                    sum += s_up;
-                    known = k_up;
-                }
-            }
-            // What comes before the chunk: the value at x0 - 1 (0 before the row's start).
-            uint64_t run = __shfl_up_sync(0xffffffffu, sum, 1);
-            if (lane == 0) run = 0;
-            for (uint32_t x = x0; x < x1; ++x) {
-                const uint32_t w = row + x, c[3] = {x, y, z};
-                if (!decode[w]) {
-                    run = static_cast<uint64_t>(q[w]);
-                } else {
-                    run += static_cast<uint64_t>(q[w]) + static_cast<uint64_t>(interp_lorenzo_rest(L.rank, c, w, s1, s2, q));
-                    q[w] = static_cast<int64_t>(run);
-                }
-            }
-            __syncwarp();
         }
-    for (uint32_t z = 0; z < e2; ++z)
-        for (uint32_t y = 0; y < e1; ++y)
+        __syncthreads();
+        const uint32_t per = (e0 + 31) / 32, x0 = min(lane * per, e0), x1 = min(x0 + per, e0);
+        for (uint32_t d = 0; d + 1 < e1 + e2; ++d) {
+            for (uint32_t z = warp; z < e2 && z <= d; z += warps) {
+                const uint32_t y = d - z;
+                if (y >= e1) continue;   // warp-uniform
+                const uint32_t row = y * s1 + z * s2;
+                // This lane's chunk as one element of the scan: (a known value in it, what it adds).
+                bool known = false;
+                U sum = 0;
+                for (uint32_t x = x0; x < x1; ++x) {
+                    const uint32_t w = row + x;
+                    if (!decode[w]) {
+                        known = true;
+                        sum = static_cast<U>(q[w]);
+                    } else {
+                        sum += static_cast<U>(q[w]) + static_cast<U>(lorenzo_rest_q(L.rank, q, w, s1, s2, x > 0, y > 0, z > 0));
+                    }
+                }
+                // Inclusive scan across the lanes: (a, b) -> (a.known | b.known, b.known ? b.sum : a.sum + b.sum).
+                for (uint32_t o = 1; o < 32; o <<= 1) {
+                    const bool k_up = __shfl_up_sync(0xffffffffu, known, o);
+                    const U s_up = __shfl_up_sync(0xffffffffu, sum, o);
+                    if (lane >= o && !known) {
+                        sum += s_up;
+                        known = k_up;
+                    }
+                }
+                // What comes before the chunk: the value at x0 - 1 (0 before the row's start).
+                U run = __shfl_up_sync(0xffffffffu, sum, 1);
+                if (lane == 0) run = 0;
+                for (uint32_t x = x0; x < x1; ++x) {
+                    const uint32_t w = row + x;
+                    if (!decode[w]) {
+                        run = static_cast<U>(q[w]);
+                    } else {
+                        run += static_cast<U>(q[w]) + static_cast<U>(lorenzo_rest_q(L.rank, q, w, s1, s2, x > 0, y > 0, z > 0));
+                        q[w] = static_cast<Q>(run);
+                    }
+                }
+            }
+            __syncthreads();   // the wavefront's rows, before the next reads them
+        }
+        for (uint32_t r = warp; r < e1 * e2; r += warps) {
+            const uint32_t y = r % e1, z = r / e1;
             for (uint32_t x = lane; x < e0; x += 32) {
                 const uint32_t w = x + y * s1 + z * s2, c[3] = {x, y, z};
                 if (decode[w]) out[L.global_index(box.origin, c)] = lattice_value<T>(q[w], qp.ebx2);
             }
+        }
+        __syncthreads();   // the next tile reuses the shared memory
+    }
 }
 
 // The generic kernels' stage walk: every stage of every level, coarsest
@@ -472,10 +635,8 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
             tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon);
             ws[w] = recon;
         });
-        if (cfg.lorenzo_tiles) {
-            __syncthreads();   // the stages' last writes
-            lorenzo_tile_encode(data, L, box, ws, tile_codes, cfg, raster_tile_id(L, box), radius);
-        }
+        if (cfg.lorenzo_tiles)   // after the last stage's barrier
+            full_tile_lorenzo_encode<G>(data, L, box, ws, tile_codes, cfg, raster_tile_id(L, box), radius);
         uint32_t zeros = 0;
         full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) {
             const uint16_t code = tile_codes[w];
@@ -1129,10 +1290,22 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
     if (d_lorenzo_tiles) {   // after every tile's stages: the Lorenzo points read values other launches wrote
         KernelConfig lt = cfg;
         lt.lorenzo_tiles = const_cast<uint8_t*>(d_lorenzo_tiles);
-        const dim3 grid(static_cast<unsigned>(std::min<uint64_t>(L.num_tiles, 65535)),
-                        static_cast<unsigned>((L.num_tiles + 65534) / 65535));
-        lorenzo_tiles_decode_kernel<T><<<grid, 32, L.ws_size() * (sizeof(int64_t) + 1), stream>>>(
-            d_codes, L, lt, radius, d_out);
+        // The Lorenzo tiles' ids (tile ids fit 32 bits: check_grid).
+        cuda::DeviceBuffer<uint32_t> list(L.num_tiles, stream), count(1, stream);
+        const thrust::counting_iterator<uint32_t> ids(0);
+        size_t temp_bytes = 0;
+        GSZ_CUDA(cub::DeviceSelect::Flagged(nullptr, temp_bytes, ids, d_lorenzo_tiles, list.data(), count.data(),
+                                            static_cast<int64_t>(L.num_tiles), stream));
+        cuda::DeviceBuffer<uint8_t> temp(temp_bytes, stream);
+        GSZ_CUDA(cub::DeviceSelect::Flagged(temp.data(), temp_bytes, ids, d_lorenzo_tiles, list.data(), count.data(),
+                                            static_cast<int64_t>(L.num_tiles), stream));
+        // 3-D: a warp per row of a wavefront (8 rows at most); 1-D and 2-D rows
+        // follow one another, so one warp scans and a second helps load and store.
+        const unsigned threads = L.rank == 3 ? 256 : 64;
+        const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>(L.num_tiles, 4096));
+        const size_t smem = L.ws_size() * (sizeof(std::conditional_t<sizeof(T) == 4, int32_t, int64_t>) + 1);
+        lorenzo_tiles_decode_kernel<T><<<blocks, threads, smem, stream>>>(d_codes, list.data(), count.data(), L, lt,
+                                                                          radius, d_out);
         GSZ_CUDA_LAUNCHED("lorenzo_tiles_decode_kernel");
     }
 }

@@ -304,24 +304,41 @@ __device__ __forceinline__ void load_workspace(const InterpLayout& L, const Inte
     }
 }
 
-// Calls f(ws_offset, global_index) for every point the tile owns, a warp per
-// row of the tile.
-template <class G, class F>
-__device__ __forceinline__ void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& box, F&& f) {
+// Calls f(k, ws_offset, global_index, x, y, z) for every point the tile
+// owns, a warp per row of the tile; k numbers this thread's points from 0.
+// Unroll: how many of a thread's rows a loop round takes (0: all of them);
+// a pass that holds little per point takes a few, enough to keep loads in
+// flight (all of them, the addresses of every point stay live and spill).
+template <class G, uint32_t Unroll = 0, class F>
+__device__ __forceinline__ void for_each_owned_point_at(const InterpLayout& L, const InterpLayout::TileBox& box,
+                                                        F&& f) {
     using Sh = Shape<G>;
     constexpr uint32_t warps = G::threads / 32, rows = Sh::tile1 * Sh::tile2;
     static_assert(rows % warps == 0 && Sh::tile0 % 32 == 0, "whole rows per warp");
     const uint32_t lane = threadIdx.x % 32;
     const uint64_t row = L.dims[0], plane = L.dims[0] * L.dims[1];
     const uint64_t base = box.origin[2] * plane + box.origin[1] * row + box.origin[0];
-#pragma unroll
+    constexpr int unroll = Unroll ? Unroll : rows / warps;
+#pragma unroll(unroll)
     for (uint32_t r0 = 0; r0 < rows; r0 += warps) {
         const uint32_t r = r0 + threadIdx.x / 32, c1 = r % Sh::tile1, c2 = r / Sh::tile1;
         const uint64_t g_row = base + c2 * plane + c1 * row;
         const uint32_t w_row = c1 * Sh::w0 + c2 * Sh::w0 * Sh::w1;
 #pragma unroll
-        for (uint32_t j = 0; j < Sh::tile0 / 32; ++j) f(w_row + lane + 32 * j, g_row + lane + 32 * j);
+        for (uint32_t j = 0; j < Sh::tile0 / 32; ++j)
+            f(r0 / warps * (Sh::tile0 / 32) + j, w_row + lane + 32 * j, g_row + lane + 32 * j, lane + 32 * j, c1, c2);
     }
+}
+
+// The points a thread takes in for_each_owned_point_at.
+template <class G>
+inline constexpr uint32_t kOwnedPerThread = Shape<G>::tile_points / G::threads;
+
+// Calls f(ws_offset, global_index) for every point the tile owns, a warp per
+// row of the tile.
+template <class G, class F>
+__device__ __forceinline__ void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& box, F&& f) {
+    for_each_owned_point_at<G>(L, box, [&](uint32_t, uint32_t w, uint64_t g, uint32_t, uint32_t, uint32_t) { f(w, g); });
 }
 
 }  // namespace gsz::predict::full_tile
