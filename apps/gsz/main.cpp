@@ -408,7 +408,7 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
     c->add_option("--interp-tiles", a.interp_tiles,
                   "interp: code every tile (32x8x8, 64x16 or 2048 points) by the spline hierarchy (spline), or each "
                   "by the spline or by Lorenzo prediction, whichever is estimated smaller in bits and error (auto: "
-                  "higher ratio on rough data, masks and sensor records; on the GPU still 2-4x slower), or every "
+                  "higher ratio on rough data, masks and sensor records; GPU compression 10-35% slower), or every "
                   "tile by Lorenzo (lorenzo); a Lorenzo tile keeps its anchors and the faces it shares with lower "
                   "tiles spline-coded")
         ->capture_default_str();
