@@ -6,14 +6,16 @@
 #include "runtime/status.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <cmath>
 
 namespace gsz::predict {
 
 namespace {
 
-// Copies the workspace values of a tile (tile plus far faces, clipped to the
-// array) or writes its owned points back: `f(ws_offset, global_index)` per point.
+// The points of a tile's workspace (tile plus far faces, clipped to the
+// array), or only those it owns, in raster order: `f(ws_offset, global_index)`,
+// or `f(ws_offset, global_index, local coordinates)` where f takes them.
 template <class F>
 void for_each_ws_point(const InterpLayout& L, const InterpLayout::TileBox& box, bool owned_only, F&& f) {
     const uint32_t e0 = owned_only ? std::min(box.last[0] + 1, L.tile[0]) : box.last[0] + 1;
@@ -24,7 +26,14 @@ void for_each_ws_point(const InterpLayout& L, const InterpLayout::TileBox& box, 
             const uint32_t c[3] = {0, y, z};
             const uint64_t g = L.global_index(box.origin, c);
             const uint32_t w = interp_ws_offset(L, c);
-            for (uint32_t x = 0; x < e0; ++x) f(w + x, g + x);
+            for (uint32_t x = 0; x < e0; ++x) {
+                if constexpr (std::is_invocable_v<F&, uint32_t, uint64_t, const uint32_t*>) {
+                    const uint32_t cx[3] = {x, y, z};
+                    f(w + x, g + x, static_cast<const uint32_t*>(cx));
+                } else {
+                    f(w + x, g + x);
+                }
+            }
         }
 }
 
@@ -61,14 +70,7 @@ struct StageSpan {
 // raster order: f(workspace offset, global index, local coordinates).
 template <class F>
 void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& box, F&& f) {
-    const uint32_t e0 = std::min(box.last[0] + 1, L.tile[0]), e1 = std::min(box.last[1] + 1, L.tile[1]),
-                   e2 = std::min(box.last[2] + 1, L.tile[2]);
-    for (uint32_t z = 0; z < e2; ++z)
-        for (uint32_t y = 0; y < e1; ++y)
-            for (uint32_t x = 0; x < e0; ++x) {
-                const uint32_t c[3] = {x, y, z};
-                f(interp_ws_offset(L, c), L.global_index(box.origin, c), c);
-            }
+    for_each_ws_point(L, box, true, f);
 }
 
 // The encoder's choice for one tile whose spline codes (tile_codes) and
