@@ -100,10 +100,13 @@ typedef enum gsz_interp_anchors {
  * quantized sensor data).  A Lorenzo tile keeps its anchors and the faces it
  * shares with lower tiles spline-coded. */
 typedef enum gsz_interp_tiles {
-    GSZ_INTERP_TILES_SPLINE = 0,    /* every tile spline-coded (the default for now: the GPU's Lorenzo
-                                       tiles are not yet fast, bench/RESULTS.md) */
-    GSZ_INTERP_TILES_AUTO = 1,      /* per tile, the coding estimated smaller (rate and error) */
-    GSZ_INTERP_TILES_LORENZO = 2    /* every tile Lorenzo-coded */
+    GSZ_INTERP_TILES_SPLINE = 0,    /* every tile spline-coded */
+    GSZ_INTERP_TILES_AUTO = 1,      /* the default: a sample of 256 tiles is coded both ways first; where its
+                                       Lorenzo tiles save at least 1/40 of its spline cost, as EACH, else as
+                                       SPLINE (smooth fields keep the spline's speed on the GPU) */
+    GSZ_INTERP_TILES_LORENZO = 2,   /* every tile Lorenzo-coded */
+    GSZ_INTERP_TILES_EACH = 3       /* per tile, the coding estimated smaller (rate and error), without the
+                                       sample's gate */
 } gsz_interp_tiles;
 
 /* What the interp pipeline predicts where neighbours differ by a jump larger
@@ -171,7 +174,7 @@ typedef struct gsz_params {
     uint32_t interp_anchor_stride;  /* interp, 1-D arrays: anchors every this many points, a power of two
                                        2..512 (format version 9); 0 = auto (tuned on a sample; 512, the
                                        paper's, where a shorter one saves nothing) */
-    gsz_interp_tiles interp_tiles;  /* interp; default GSZ_INTERP_TILES_SPLINE */
+    gsz_interp_tiles interp_tiles;  /* interp; default GSZ_INTERP_TILES_AUTO */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */

@@ -102,6 +102,7 @@ void gsz_params_init(gsz_params* params) {
     params->device = GSZ_DEVICE_AUTO;
     params->num_threads = 0;
     params->block_size = 128;
+    params->interp_tiles = GSZ_INTERP_TILES_AUTO;
 }
 
 gsz_status gsz_compress_bound(const gsz_params* params, size_t* bytes) {

@@ -139,7 +139,8 @@ predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t ran
         case GSZ_INTERP_TILES_AUTO: ov.tiles = predict::kTilesAuto; break;
         case GSZ_INTERP_TILES_SPLINE: ov.tiles = predict::kTilesSpline; break;
         case GSZ_INTERP_TILES_LORENZO: ov.tiles = predict::kTilesLorenzo; break;
-        default: fail(bad, format_message("interp tiles %d is not auto, spline or lorenzo",
+        case GSZ_INTERP_TILES_EACH: ov.tiles = predict::kTilesEach; break;
+        default: fail(bad, format_message("interp tiles %d is not auto, spline, lorenzo or each",
                                           enum_bits(params.interp_tiles)));
     }
     switch (enum_bits(params.interp_spline)) {

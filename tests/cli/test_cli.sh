@@ -134,11 +134,17 @@ expect_exit 0 "info of stride 4" "$GSZ" info -i "$T/i4.gsz" --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==10, j" \
     && ok || bad "info does not show stride 4: $(cat "$T/out")"
 expect_exit 0 "interp Lorenzo tiles" "$GSZ" compress -i "$SAMPLE" -o "$T/lt.gsz" -t f32 -l 91x91x91 -m rel -e 1e-4 \
-    -p interp --interp-tiles auto --verify --json
+    -p interp --interp-tiles each --verify --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "tiles: $(cat "$T/out")"
 expect_exit 0 "info of Lorenzo tiles" "$GSZ" info -i "$T/lt.gsz" --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_tiles']==432 and 0<j['interp_lorenzo_tiles']<432, j" \
     && ok || bad "info does not show Lorenzo tiles: $(cat "$T/out")"
+# The default (auto): on this smooth field the sample's Lorenzo tiles save too little; every tile spline-coded.
+expect_exit 0 "interp tiles by default" "$GSZ" compress -i "$SAMPLE" -o "$T/ld.gsz" -t f32 -l 91x91x91 -m rel -e 1e-4 \
+    -p interp --verify --json
+expect_exit 0 "info of the default tiles" "$GSZ" info -i "$T/ld.gsz" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_lorenzo_tiles']==0, j" \
+    && ok || bad "the gate let Lorenzo tiles through on wmag: $(cat "$T/out")"
 expect_exit 1 "bad --interp-tiles" "$GSZ" compress -i "$SAMPLE" -o "$T/x.gsz" -t f32 -l 91x91x91 -e 1e-3 -p interp \
     --interp-tiles sometimes
 expect_exit 0 "info text of stride 4" "$GSZ" info -i "$T/i4.gsz"

@@ -664,7 +664,7 @@ TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
 template <class T>
 void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>& dims, double eb, int mode,
                         uint32_t radius, const gsz::predict::InterpOverrides& overrides = {},
-                        double value_range = 1.0) {
+                        double value_range = 1.0, size_t* lorenzo_count = nullptr) {
     namespace pr = gsz::predict;
     SCOPED_TRACE(testing::Message() << dims.size() << "-D, eb " << eb << ", anchors " << mode << ", radius "
                                     << radius << ", order " << overrides.order[0] << overrides.order[1]
@@ -719,6 +719,7 @@ void interp_matches_cpu(const std::vector<T>& data, const std::vector<uint64_t>&
         if (std::find(lorenzo_tiles.begin(), lorenzo_tiles.end(), 1) == lorenzo_tiles.end()) lorenzo_tiles.clear();
     }
     EXPECT_TRUE(lorenzo_tiles == cpu.lorenzo_tiles) << "the tiles' Lorenzo choices differ";
+    if (lorenzo_count) *lorenzo_count = static_cast<size_t>(std::count(cpu.lorenzo_tiles.begin(), cpu.lorenzo_tiles.end(), 1));
     const uint8_t* d_tiles = lorenzo_tiles.empty() ? nullptr : gpu.lorenzo_tiles.data();
     ASSERT_EQ(values.size(), cpu.outlier_value.size());
     EXPECT_EQ(0, std::memcmp(values.data(), cpu.outlier_value.data(), values.size() * sizeof(T)));
@@ -828,17 +829,30 @@ TEST(CudaBackend, InterpLorenzoTilesMatchCpu) {
     }
     const auto walk2 = walk<float>(mixed.size() / 2, 5, 1.0);
     for (size_t i = 0; i < walk2.size(); ++i) mixed[mixed.size() / 2 + i] += walk2[i];
-    for (uint8_t tiles : {uint8_t{pr::kTilesLorenzo}, uint8_t{pr::kTilesAuto}}) {
+    // kTilesEach: the choice on every tile; kTilesAuto: the gate first (a
+    // sample of tiles coded by the generic kernel's guarded path), then the
+    // choice or none; both outcomes must occur below.
+    for (uint8_t tiles : {uint8_t{pr::kTilesLorenzo}, uint8_t{pr::kTilesEach}, uint8_t{pr::kTilesAuto}}) {
         pr::InterpOverrides ov;
         ov.tiles = tiles;
         SCOPED_TRACE(testing::Message() << "tiles " << int{tiles});
-        interp_matches_cpu(wmag, {91, 91, 91}, 0.05, pr::kAnchorsCoded, 512, ov);
-        interp_matches_cpu(wmag, {91, 91, 91}, 0.005, pr::kAnchorsRaw, 32768, ov);
-        interp_matches_cpu(wmag, {91 * 91, 91}, 0.01, pr::kAnchorsCoded, 512, ov);
-        interp_matches_cpu(wmag, {wmag.size()}, 0.5, pr::kAnchorsCoded, 32768, ov);
-        interp_matches_cpu(rough, {70, 30, 20}, 0.01, pr::kAnchorsCoded, 512, ov);
-        interp_matches_cpu(mixed, {300, 200}, 0.05, pr::kAnchorsCoded, 32768, ov, 200.0);
-        interp_matches_cpu(mixed, {300, 200}, 0.005, pr::kAnchorsCoded, 512, ov, 200.0);
+        size_t chosen[8] = {};
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.05, pr::kAnchorsCoded, 512, ov, 1.0, &chosen[0]);
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.005, pr::kAnchorsRaw, 32768, ov, 1.0, &chosen[1]);
+        interp_matches_cpu(wmag, {91 * 91, 91}, 0.01, pr::kAnchorsCoded, 512, ov, 1.0, &chosen[2]);
+        interp_matches_cpu(wmag, {wmag.size()}, 0.5, pr::kAnchorsCoded, 32768, ov, 1.0, &chosen[3]);
+        interp_matches_cpu(rough, {70, 30, 20}, 0.01, pr::kAnchorsCoded, 512, ov, 1.0, &chosen[4]);
+        interp_matches_cpu(mixed, {300, 200}, 0.05, pr::kAnchorsCoded, 32768, ov, 200.0, &chosen[5]);
+        interp_matches_cpu(mixed, {300, 200}, 0.005, pr::kAnchorsCoded, 512, ov, 200.0, &chosen[6]);
+        // wmag at rel 1e-3 of its range: some tiles would choose Lorenzo (kTilesEach), too few to pass the gate.
+        interp_matches_cpu(wmag, {91, 91, 91}, 0.265, pr::kAnchorsCoded, 32768, ov, 265.3, &chosen[7]);
+        if (tiles == pr::kTilesEach) {
+            EXPECT_GT(chosen[7], 0u);
+        }
+        if (tiles == pr::kTilesAuto) {
+            EXPECT_EQ(chosen[7], 0u) << "the gate should have said spline";
+            EXPECT_GT(chosen[6], 0u) << "the gate should have said choose";
+        }
     }
 }
 

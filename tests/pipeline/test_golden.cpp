@@ -99,9 +99,9 @@ const Golden kGoldens[] = {
     {"interp_lorenzo_tiles_wmag_91x37_f64_abs1e-2.gsz", GSZ_DTYPE_F64, {91, 37}, GSZ_ERROR_ABS, 1e-2,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_NONE, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
      GSZ_INTERP_TILES_LORENZO},
-    {"interp_tiles_auto_wmag_91x91x40_f32_rel1e-4.gsz", GSZ_DTYPE_F32, {91, 91, 40}, GSZ_ERROR_REL, 1e-4,
+    {"interp_tiles_each_wmag_91x91x40_f32_rel1e-4.gsz", GSZ_DTYPE_F32, {91, 91, 40}, GSZ_ERROR_REL, 1e-4,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
-     GSZ_INTERP_TILES_AUTO},
+     GSZ_INTERP_TILES_EACH},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.

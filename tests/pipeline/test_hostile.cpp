@@ -224,6 +224,7 @@ std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCH
     p.pipeline = GSZ_PIPELINE_INTERP;
     p.interp_anchors = anchors;
     p.lossless = lossless;
+    p.interp_tiles = GSZ_INTERP_TILES_SPLINE;   // the layout below; Lorenzo tiles have their own test
     return ctx.compress(p, v.data());
 }
 

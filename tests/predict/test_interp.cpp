@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -802,7 +803,7 @@ TEST(InterpCpu, RoundTripAllRanksAndThreads) {
 // Every tile Lorenzo-coded (format version 10): all ranks, partial tiles,
 // NaN, Inf and outliers among the Lorenzo points, every residual an outlier.
 TEST(InterpCpu, RoundTripLorenzoTiles) {
-    for (uint8_t tiles : {uint8_t{kTilesLorenzo}, uint8_t{kTilesAuto}, uint8_t{kTilesSpline}}) {
+    for (uint8_t tiles : {uint8_t{kTilesLorenzo}, uint8_t{kTilesEach}, uint8_t{kTilesAuto}, uint8_t{kTilesSpline}}) {
         encode_decode<float>({5000}, 0.01, 512, 0, tiles);
         encode_decode<float>({5000}, 0.01, 512, 4, tiles);
         encode_decode<float>({130, 33}, 0.01, 512, 0, tiles);
@@ -880,7 +881,7 @@ TEST(InterpLorenzoTiles, AutoChoosesPerTile) {
                                        : static_cast<float>(w);
         }
     InterpOverrides ov;
-    ov.tiles = kTilesAuto;
+    ov.tiles = kTilesEach;
     const auto cfg = interp_configure(L, gather_samples(L, data), 0.01, 200.0, ov);
     const Encoded<float> e = encode_with(data, L, cfg, 0.01, 32768, kAnchorsCoded, 2);
     ASSERT_EQ(e.enc.lorenzo_tiles.size(), L.num_tiles);
@@ -892,6 +893,63 @@ TEST(InterpLorenzoTiles, AutoChoosesPerTile) {
     }
     const auto out = decode_with(e, e.enc.codes, e.anchors.listed, e.anchors.listed_residual, L, 32768, 2);
     for (size_t i = 0; i < data.size(); ++i) ASSERT_LE(std::fabs(double(out[i]) - double(data[i])), 0.01);
+}
+
+// kTilesAuto's gate: its sample tiles (the midpoints of equal shares of the
+// raster, each once), and its decision: the choice where the sample's
+// Lorenzo tiles save at least 1/40 of its spline cost, else every tile
+// spline-coded.
+TEST(InterpLorenzoTiles, GateSample) {
+    for (uint64_t n : {uint64_t{1}, uint64_t{5}, uint64_t{256}, uint64_t{257}, uint64_t{48735}}) {
+        const uint64_t k = interp_gate_count(n);
+        EXPECT_EQ(k, std::min<uint64_t>(n, kInterpGateTiles));
+        for (uint64_t i = 0; i < k; ++i) {
+            EXPECT_LT(interp_gate_tile(n, i), n);
+            if (i > 0) {
+                EXPECT_GT(interp_gate_tile(n, i), interp_gate_tile(n, i - 1));
+            }
+        }
+    }
+    EXPECT_EQ(interp_gate_tile(48735, 0), 95u);   // 48735 / 512
+    EXPECT_FALSE(interp_lorenzo_tiles_pay({0, 0}));
+    EXPECT_FALSE(interp_lorenzo_tiles_pay({4000, 99}));
+    EXPECT_TRUE(interp_lorenzo_tiles_pay({4000, 100}));
+}
+
+TEST(InterpLorenzoTiles, GateDecides) {
+    const auto chosen = [](const auto& data, const std::vector<uint64_t>& dims, double eb, uint8_t tiles,
+                           double range) {
+        using T = typename std::decay_t<decltype(data)>::value_type;
+        const InterpLayout L = interp_layout(static_cast<uint32_t>(dims.size()), dims.data());
+        InterpOverrides ov;
+        ov.tiles = tiles;
+        const auto cfg = interp_configure(L, gather_samples(L, data), eb, range, ov);
+        const Encoded<T> e = encode_with(data, L, cfg, eb, 32768, kAnchorsCoded, 2);
+        const auto out = decode_with(e, e.enc.codes, e.anchors.listed, e.anchors.listed_residual, L, 32768, 2);
+        for (size_t i = 0; i < data.size(); ++i) EXPECT_LE(std::fabs(double(out[i]) - double(data[i])), eb);
+        return std::count(e.enc.lorenzo_tiles.begin(), e.enc.lorenzo_tiles.end(), 1);
+    };
+    // wmag at rel 1e-3: 56 of 432 tiles would choose Lorenzo, saving ~1% of the sample's cost: spline.
+    std::vector<float> wmag(91 * 91 * 91);
+    FILE* f = std::fopen(GSZ_SOURCE_DIR "/data/sperr_wmag_91x91x91.f32", "rb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fread(wmag.data(), sizeof(float), wmag.size(), f), wmag.size());
+    std::fclose(f);
+    EXPECT_GT(chosen(wmag, {91, 91, 91}, 0.265, kTilesEach, 265.3), 0);
+    EXPECT_EQ(chosen(wmag, {91, 91, 91}, 0.265, kTilesAuto, 265.3), 0);
+    // A smooth half and a random walk: the walk's tiles save far more than 1/40; the choice as kTilesEach's.
+    std::vector<float> mixed(256 * 128);
+    std::mt19937 rng(7);
+    std::normal_distribution<double> step(0.0, 1.0);
+    double w = 0;
+    for (size_t i = 0; i < mixed.size(); ++i) {
+        w += step(rng);
+        const double x = static_cast<double>(i % 256), y = static_cast<double>(i / 256);
+        mixed[i] = y < 64 ? static_cast<float>(100.0 * std::sin(x / 20.0) * std::cos(y / 15.0)) : static_cast<float>(w);
+    }
+    const auto each = chosen(mixed, {256, 128}, 0.01, kTilesEach, 200.0);
+    EXPECT_GT(each, 0);
+    EXPECT_EQ(chosen(mixed, {256, 128}, 0.01, kTilesAuto, 200.0), each);
 }
 
 TEST(InterpCpu, RoundTripOneDimStrides) {
@@ -1121,3 +1179,4 @@ TEST(InterpCpu, DecodeRejectsStreamsThatDoNotMatchTheLayout) {
 }
 
 }  // namespace
+

@@ -76,10 +76,12 @@ void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& bo
 // The encoder's choice for one tile whose spline codes (tile_codes) and
 // reconstructions (ws) are done: Lorenzo codes replace the spline codes of the
 // tile's Lorenzo points where they cost less (or where `mode` forces them).
-// q: workspace-sized scratch.  Returns whether the tile is Lorenzo-coded.
+// q: workspace-sized scratch.  Returns whether the tile is Lorenzo-coded; adds
+// the tile's costs to *sums where given (kTilesAuto's gate).
 template <class T>
 bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayout::TileBox& box, const T* ws,
-                         uint16_t* tile_codes, int64_t* q, const QuantParams& qp, double eb, uint8_t mode) {
+                         uint16_t* tile_codes, int64_t* q, const QuantParams& qp, double eb, uint8_t mode,
+                         InterpGateSums* sums = nullptr) {
     for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
         q[w] = interp_lattice(interp_lorenzo_point(L, box, c) ? data[g] : ws[w], qp.r);
     });
@@ -89,7 +91,7 @@ bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayou
         const bool ok = quantize(data[g], qp, own);
         return ok ? lorenzo_code(own - interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), qp.radius) : uint16_t{0};
     };
-    if (mode == kTilesAuto) {
+    if (interp_tiles_choose(mode)) {
         const double inv_eb = 1.0 / eb;
         uint64_t spline_cost = 0, lorenzo_cost = 0, spline_error = 0, lorenzo_error = 0, n = 0;
         for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
@@ -101,7 +103,12 @@ bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayou
             spline_error += interp_error_units(data[g], ws[w], tile_codes[w], inv_eb);
             lorenzo_error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), code, inv_eb);
         });
-        if (!interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error, lorenzo_error, n)) return false;
+        const bool lorenzo = interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error, lorenzo_error, n);
+        if (sums) {
+            sums->spline_cost += spline_cost;
+            if (lorenzo) sums->saving += spline_cost - lorenzo_cost;
+        }
+        if (!lorenzo) return false;
     }
     for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
         if (interp_lorenzo_point(L, box, c)) tile_codes[w] = lorenzo_code_at(w, g, c);
@@ -551,39 +558,58 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
 
     const bool coded = anchors.mode == kAnchorsCoded;
     const QuantParams qp = QuantParams::from_bound(cfg.lorenzo_eb, radius);
-    std::vector<uint8_t> lorenzo_tiles(cfg.tiles == kTilesSpline ? 0 : L.num_tiles);
+    // Codes tile t into out.codes (tiles in `mode`): its stages, then the Lorenzo phase.
+    const auto code_tile = [&](uint64_t t, T* ws, uint16_t* tile_codes, int64_t* q, uint8_t mode,
+                               InterpGateSums* sums, bool& jump_taken) {
+        const auto box = L.tile_box(t);
+        StageSpan span;
+        for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = data[g]; });
+        for_each_ws_anchor(L, box, [&](uint32_t w, uint64_t a) {
+            ws[w] = anchors.start[a];
+            span.add(ws[w]);
+            tile_codes[w] = coded ? anchors.codes[a] : static_cast<uint16_t>(radius);
+        });
+        for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
+            const uint32_t spline = cfg.spline[s.dim];
+            const double jump = span.jump_for_stage(cfg.jump);
+            for (uint32_t i = 0; i < s.total; ++i) {
+                uint32_t w, along;
+                s.locate(i, w, along);
+                tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, jump, lq[l], eb, R, &jump_taken);
+                span.add(ws[w]);   // its reconstruction
+            }
+        });
+        bool lorenzo = false;
+        if (mode != kTilesSpline)
+            lorenzo = lorenzo_tile_encode(data, L, box, ws, tile_codes, q, qp, cfg.level_eb[0], mode, sums);
+        for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
+        return lorenzo;
+    };
+    // kTilesAuto: the gate's sample first (its codes are written again below).
+    uint8_t mode = cfg.tiles;
+    if (mode == kTilesAuto) {
+        InterpGateSums sums;
+        std::vector<T> ws(L.ws_size());
+        std::vector<uint16_t> tile_codes(L.ws_size());
+        std::vector<int64_t> q(L.ws_size());
+        bool taken = false;
+        for (uint64_t k = 0; k < interp_gate_count(L.num_tiles); ++k)
+            code_tile(interp_gate_tile(L.num_tiles, k), ws.data(), tile_codes.data(), q.data(), kTilesEach, &sums,
+                      taken);
+        mode = interp_lorenzo_tiles_pay(sums) ? kTilesEach : kTilesSpline;
+    }
+    std::vector<uint8_t> lorenzo_tiles(mode == kTilesSpline ? 0 : L.num_tiles);
     ParallelErrors errors;
     bool jump_taken = false;
 #pragma omp parallel num_threads(resolve_threads(num_threads)) reduction(|| : jump_taken)
     {
         std::vector<T> ws(L.ws_size());
         std::vector<uint16_t> tile_codes(L.ws_size());
-        std::vector<int64_t> q(cfg.tiles == kTilesSpline ? 0 : L.ws_size());
+        std::vector<int64_t> q(mode == kTilesSpline ? 0 : L.ws_size());
 #pragma omp for schedule(dynamic, 16)
         for (uint64_t t = 0; t < L.num_tiles; ++t) errors.capture([&] {
-            const auto box = L.tile_box(t);
-            StageSpan span;
-            for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = data[g]; });
-            for_each_ws_anchor(L, box, [&](uint32_t w, uint64_t a) {
-                ws[w] = anchors.start[a];
-                span.add(ws[w]);
-                tile_codes[w] = coded ? anchors.codes[a] : static_cast<uint16_t>(radius);
-            });
-            for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
-                const uint32_t spline = cfg.spline[s.dim];
-                const double jump = span.jump_for_stage(cfg.jump);
-                for (uint32_t i = 0; i < s.total; ++i) {
-                    uint32_t w, along;
-                    s.locate(i, w, along);
-                    tile_codes[w] =
-                        interp_encode_point(ws.data(), s, w, along, u, spline, jump, lq[l], eb, R, &jump_taken);
-                    span.add(ws[w]);   // its reconstruction
-                }
-            });
-            if (cfg.tiles != kTilesSpline)
-                lorenzo_tiles[t] = lorenzo_tile_encode(data, L, box, ws.data(), tile_codes.data(), q.data(), qp,
-                                                       cfg.level_eb[0], cfg.tiles);
-            for_each_ws_point(L, box, true, [&](uint32_t w, uint64_t g) { out.codes[g] = tile_codes[w]; });
+            const bool lorenzo = code_tile(t, ws.data(), tile_codes.data(), q.data(), mode, nullptr, jump_taken);
+            if (mode != kTilesSpline) lorenzo_tiles[t] = lorenzo;
         });
     }
     errors.rethrow();

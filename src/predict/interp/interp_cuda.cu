@@ -41,6 +41,9 @@ struct KernelConfig {
     double inv_eb0;
     QuantParams lorenzo;
     uint8_t* lorenzo_tiles;
+    // kTilesAuto's gate (lorenzo_tiles_gate): where set, the generic phase
+    // adds each tile's InterpGateSums (spline cost, saving) here.
+    unsigned long long* gate;
 };
 
 KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
@@ -56,6 +59,7 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
     k.inv_eb0 = 1.0 / cfg.level_eb[0];
     k.lorenzo = QuantParams::from_bound(cfg.lorenzo_eb > 0 ? cfg.lorenzo_eb : cfg.level_eb[0], 0);
     k.lorenzo_tiles = nullptr;
+    k.gate = nullptr;
     return k;
 }
 
@@ -150,7 +154,7 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
     __shared__ unsigned long long scratch[32];
     const QuantParams& qp = cfg.lorenzo;
     if (L.tile_points() > 16 * blockDim.x) __trap();   // q_own's size (the launches give at most 16 points a thread)
-    const bool autos = cfg.tiles == kTilesAuto;
+    const bool autos = interp_tiles_choose(cfg.tiles);
     // Sums two to a word: a tile's costs stay below 2^28 (2048 codes of at most
     // 96·256), its error units below 2^35, its points below 2^12.
     constexpr int kHigh = 28;
@@ -167,7 +171,7 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         cost_and_n = block_sum(cost_and_n, scratch);
         spline_cost = cost_and_n & kLow;
         n = cost_and_n >> kHigh;
-        // Lorenzo costs at least 64 (a zero residual) a point and its error term is >= 0.
+        if (cfg.gate && threadIdx.x == 0) atomicAdd(cfg.gate, spline_cost);
         if (!interp_lorenzo_may_win(spline_cost, n)) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
@@ -222,6 +226,7 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         }
         cost_and_error = block_sum(cost_and_error, scratch);
         lorenzo = interp_prefer_lorenzo(spline_cost, cost_and_error & kLow, spline_error, cost_and_error >> kHigh, n);
+        if (cfg.gate && lorenzo && threadIdx.x == 0) atomicAdd(cfg.gate + 1, spline_cost - (cost_and_error & kLow));
     }
     if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = lorenzo;
     if (!lorenzo) return;
@@ -271,7 +276,7 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
     constexpr uint32_t S1 = Sh::ws_stride(1), S2 = Sh::ws_stride(2);
     __shared__ unsigned long long scratch[64];
     const QuantParams& qp = cfg.lorenzo;
-    const bool autos = cfg.tiles == kTilesAuto;
+    const bool autos = interp_tiles_choose(cfg.tiles);
     constexpr int kHigh = 28;   // two sums to a word, as lorenzo_tile_encode
     constexpr unsigned long long kLow = (1ull << kHigh) - 1;
     const bool low0 = box.origin[0] > 0, low1 = box.origin[1] > 0, low2 = box.origin[2] > 0;
@@ -1089,6 +1094,33 @@ void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& L, const In
     interp_anchors_finish_cuda(d_data, L, requested, out, stream);
 }
 
+// kTilesAuto's gate (interp_lorenzo_tiles.hpp): the generic kernel's guarded
+// path, which codes any tile (quiet or loud) as the main launches do, codes
+// the sample tiles with the per-tile choice and sums their costs; its codes
+// and tile choices are written again by the main launches.  One round trip.
+template <class T>
+bool lorenzo_tiles_gate(const T* d_data, InterpDeviceEncoded<T>& out, const uint16_t* anchor_codes,
+                        const InterpLayout& L, KernelConfig cfg, double eb, uint32_t radius, cudaStream_t stream) {
+    const uint64_t count = interp_gate_count(L.num_tiles);
+    std::vector<uint32_t> ids(count);
+    for (uint64_t k = 0; k < count; ++k) ids[k] = static_cast<uint32_t>(interp_gate_tile(L.num_tiles, k));
+    cuda::DeviceBuffer<uint32_t> d_ids(count, stream);
+    GSZ_CUDA(cudaMemcpyAsync(d_ids.data(), ids.data(), count * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
+    // The kernel's counters (as out.zero_codes: [3] the number of tiles listed), then the two sums.
+    const unsigned long long init[6] = {0, 0, 0, count, 0, 0};
+    cuda::DeviceBuffer<unsigned long long> counters(6, stream);
+    GSZ_CUDA(cudaMemcpyAsync(counters.data(), init, sizeof init, cudaMemcpyHostToDevice, stream));
+    cfg.tiles = kTilesEach;
+    cfg.gate = counters.data() + 4;
+    interp_encode_kernel<T, true><<<static_cast<unsigned>(count), threads_for(L, false), smem_bytes<T>(L), stream>>>(
+        d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters.data(), false,
+        d_ids.data());
+    GSZ_CUDA_LAUNCHED("interp_encode_kernel (the Lorenzo tiles' gate)");
+    std::vector<unsigned long long> sums;
+    cuda::copy_to_host(sums, counters.data() + 4, 2, stream);
+    return interp_lorenzo_tiles_pay(InterpGateSums{sums[0], sums[1]});
+}
+
 template <class T>
 void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
                               uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
@@ -1103,6 +1135,15 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
     }
     out.codes.allocate(n, stream);
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
+    if (config.tiles == kTilesAuto) {
+        if (lorenzo_tiles_gate(d_data, out, anchor_codes, L, cfg, eb, radius, stream)) {
+            cfg.tiles = kTilesEach;
+        } else {   // every tile spline-coded: no choice recorded (the caller finds none)
+            cfg.tiles = kTilesSpline;
+            cfg.lorenzo_tiles = nullptr;
+            out.lorenzo_tiles.zero(stream);
+        }
+    }
     // The zero codes, whether the jump guard was taken, the loud full and generic tiles.
     out.zero_codes.allocate(4, stream);
     out.zero_codes.zero(stream);

@@ -30,9 +30,43 @@ namespace gsz::predict {
 // The caller's request (InterpOverrides::tiles).
 enum InterpTileMode : uint8_t {
     kTilesSpline = 0,    // every tile spline-coded (archives as before version 10)
-    kTilesAuto = 1,      // per tile, the coding of lower interp_code_cost
+    kTilesAuto = 1,      // kTilesEach where a sample of tiles says it pays (interp_lorenzo_tiles_pay), else spline
     kTilesLorenzo = 2,   // every tile Lorenzo-coded (tests, studies)
+    kTilesEach = 3,      // per tile, the coding of lower interp_code_cost (tests, studies)
 };
+
+// Whether a mode makes the per-tile choice (the encoders' phase).
+GSZ_HD bool interp_tiles_choose(uint8_t mode) { return mode == kTilesAuto || mode == kTilesEach; }
+
+// kTilesAuto's gate.  The per-tile choice costs GPU time on every tile it
+// tries (bench/RESULTS.md: 20-35% of compression at rel 1e-3 / 1e-4) and buys
+// little on smooth fields (wmag: +0.3% at rel 1e-3), much on rough, masked or
+// quantized ones (mpl_membrane rel 1e-4 +38%, sz_testfloat +127%).  So the
+// encoder first codes a sample of tiles (up to kInterpGateTiles, spread over
+// the tile raster) with the choice and sums, over them, the spline's code cost
+// of the Lorenzo points and what the tiles that chose Lorenzo save; the whole
+// array takes the choice only where that saving is at least 1/40 of the cost.
+// Integer sums of the same tiles: the same decision on every backend.  Measured
+// on the shared fields (bench/RESULTS.md): every ratio gain above 2.5% kept,
+// the losses of coads and sz_testdouble (-4.4%, -4.9%) avoided.
+inline constexpr uint64_t kInterpGateTiles = 256;
+
+struct InterpGateSums {
+    uint64_t spline_cost = 0;   // interp_code_cost of the spline codes of the tiles' Lorenzo points
+    uint64_t saving = 0;        // spline_cost - Lorenzo's cost, over the tiles that chose Lorenzo
+};
+
+// The number of sample tiles, and sample tile k (raster id): the midpoints of
+// equal shares of the raster.
+GSZ_HD uint64_t interp_gate_count(uint64_t num_tiles) {
+    return num_tiles < kInterpGateTiles ? num_tiles : kInterpGateTiles;
+}
+GSZ_HD uint64_t interp_gate_tile(uint64_t num_tiles, uint64_t k) {
+    return (2 * k + 1) * num_tiles / (2 * interp_gate_count(num_tiles));
+}
+GSZ_HD bool interp_lorenzo_tiles_pay(const InterpGateSums& s) {
+    return s.spline_cost > 0 && s.saving * 40 >= s.spline_cost;
+}
 
 // Whether local point c of a tile is one of its Lorenzo points.
 GSZ_HD bool interp_lorenzo_point(const InterpLayout& L, const InterpLayout::TileBox& box, const uint32_t* c) {
