@@ -27,6 +27,7 @@ int main(void) {
     gsz_params p;
     gsz_params_init(&p);
     EXPECT(p.radius == 0 && p.pipeline == GSZ_PIPELINE_LORENZO && p.error_mode == GSZ_ERROR_REL);
+    EXPECT(p.interp_tiles == GSZ_INTERP_TILES_AUTO);
     p.dtype = GSZ_DTYPE_F32;
     p.rank = 3;
     p.dims[0] = NX; p.dims[1] = NY; p.dims[2] = NZ;
@@ -100,6 +101,20 @@ int main(void) {
     EXPECT(strcmp(gsz_status_string(GSZ_STATUS_CORRUPT), "corrupt archive") == 0);
     p.rank = 0;
     EXPECT(gsz_compress(ctx, &p, data, arc, cap, &size) == GSZ_STATUS_INVALID_ARGUMENT);
+    /* interp tiles: each of the four modes compresses; a fifth value is refused */
+    p.rank = 3;
+    p.pipeline = GSZ_PIPELINE_INTERP;
+    {
+        const gsz_interp_tiles modes[4] = {GSZ_INTERP_TILES_SPLINE, GSZ_INTERP_TILES_AUTO, GSZ_INTERP_TILES_LORENZO,
+                                           GSZ_INTERP_TILES_EACH};
+        for (int m = 0; m < 4; ++m) {
+            p.interp_tiles = modes[m];
+            EXPECT(gsz_compress(ctx, &p, data, arc, cap, &size) == GSZ_STATUS_OK);
+            EXPECT(gsz_decompress(ctx, arc, size, back, N * sizeof(float), GSZ_DEVICE_CPU, 0) == GSZ_STATUS_OK);
+        }
+        p.interp_tiles = (gsz_interp_tiles)4;
+        EXPECT(gsz_compress(ctx, &p, data, arc, cap, &size) == GSZ_STATUS_INVALID_ARGUMENT);
+    }
 
     gsz_ctx_free(ctx);
     gsz_ctx_free(NULL);
