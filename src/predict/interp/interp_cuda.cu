@@ -143,8 +143,9 @@ __device__ void block_sum2(unsigned long long& a, unsigned long long& b, unsigne
 // computes the tile's Lorenzo codes, compares the two codings as the CPU does
 // (integer sums, so the same choice), records it and, for a Lorenzo tile,
 // replaces the Lorenzo points' codes.  A tile whose spline codes average
-// below 2 bits a point (interp_lorenzo_may_win) is left at once.  The lattice values overwrite ws in place (int32 for float, whose
-// lattice stays below 2^23; int64 for double).
+// below 2 bits a point (interp_lorenzo_may_win) is left at once.  The
+// lattice values overwrite ws in place (int32 for float, whose lattice stays
+// below 2^23; int64 for double).
 template <class T>
 __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayout& L,
                                     const InterpLayout::TileBox& box, T* ws, uint16_t* tile_codes,
