@@ -587,16 +587,27 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
     };
     // kTilesAuto: the gate's sample first (its codes are written again below).
     uint8_t mode = cfg.tiles;
-    if (mode == kTilesAuto) {
-        InterpGateSums sums;
-        std::vector<T> ws(L.ws_size());
-        std::vector<uint16_t> tile_codes(L.ws_size());
-        std::vector<int64_t> q(L.ws_size());
-        bool taken = false;
-        for (uint64_t k = 0; k < interp_gate_count(L.num_tiles); ++k)
-            code_tile(interp_gate_tile(L.num_tiles, k), ws.data(), tile_codes.data(), q.data(), kTilesEach, &sums,
-                      taken);
-        mode = interp_lorenzo_tiles_pay(sums) ? kTilesEach : kTilesSpline;
+    if (mode == kTilesAuto) {   // integer sums: the same in any order
+        uint64_t spline_cost = 0, saving = 0;
+        ParallelErrors gate_errors;
+        const auto count = static_cast<int64_t>(interp_gate_count(L.num_tiles));
+#pragma omp parallel num_threads(resolve_threads(num_threads)) reduction(+ : spline_cost, saving)
+        {
+            std::vector<T> ws(L.ws_size());
+            std::vector<uint16_t> tile_codes(L.ws_size());
+            std::vector<int64_t> q(L.ws_size());
+            bool taken = false;
+#pragma omp for schedule(dynamic, 4)
+            for (int64_t k = 0; k < count; ++k) gate_errors.capture([&] {
+                InterpGateSums sums;
+                code_tile(interp_gate_tile(L.num_tiles, static_cast<uint64_t>(k)), ws.data(), tile_codes.data(),
+                          q.data(), kTilesEach, &sums, taken);
+                spline_cost += sums.spline_cost;
+                saving += sums.saving;
+            });
+        }
+        gate_errors.rethrow();
+        mode = interp_lorenzo_tiles_pay(InterpGateSums{spline_cost, saving}) ? kTilesEach : kTilesSpline;
     }
     std::vector<uint8_t> lorenzo_tiles(mode == kTilesSpline ? 0 : L.num_tiles);
     ParallelErrors errors;
