@@ -66,6 +66,25 @@ struct StageSpan {
     double jump_for_stage(double jump) const { return hi - lo <= jump ? kInterpNoJump : jump; }
 };
 
+// Every stage point of a tile, coarsest level first: f(stage, w, along, u,
+// spline, jump, level) sets ws[w], its reconstruction, which the span then
+// takes in (the jump guard's threshold of the stages after it).  The encoder
+// and the decoder walk the tile alike.
+template <class T, class F>
+void for_each_stage_point(const InterpLayout& L, const InterpConfig& cfg, const uint32_t* last, const T* ws,
+                          StageSpan& span, F&& f) {
+    for_each_stage(L, cfg, last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
+        const uint32_t spline = cfg.spline[s.dim];
+        const double jump = span.jump_for_stage(cfg.jump);
+        for (uint32_t i = 0; i < s.total; ++i) {
+            uint32_t w, along;
+            s.locate(i, w, along);
+            f(s, w, along, u, spline, jump, l);
+            span.add(ws[w]);
+        }
+    });
+}
+
 // Lorenzo tiles (interp_lorenzo_tiles.hpp).  The owned points of a tile in
 // raster order: f(workspace offset, global index, local coordinates).
 template <class F>
@@ -569,16 +588,12 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
             span.add(ws[w]);
             tile_codes[w] = coded ? anchors.codes[a] : static_cast<uint16_t>(radius);
         });
-        for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
-            const uint32_t spline = cfg.spline[s.dim];
-            const double jump = span.jump_for_stage(cfg.jump);
-            for (uint32_t i = 0; i < s.total; ++i) {
-                uint32_t w, along;
-                s.locate(i, w, along);
-                tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, jump, lq[l], eb, R, &jump_taken);
-                span.add(ws[w]);   // its reconstruction
-            }
-        });
+        for_each_stage_point(L, cfg, box.last, ws, span,
+                             [&](const InterpStage& s, uint32_t w, uint32_t along, uint32_t u, uint32_t spline,
+                                 double jump, uint32_t l) {
+                                 tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, jump, lq[l], eb, R,
+                                                                     &jump_taken);
+                             });
         bool lorenzo = false;
         if (mode != kTilesSpline)
             lorenzo = lorenzo_tile_encode(data, L, box, ws, tile_codes, q, qp, cfg.level_eb[0], mode, sums);
@@ -690,26 +705,23 @@ void interp_decode_cpu(std::span<const uint16_t> codes, std::span<const T> ancho
                 ws[w] = anchors[a];
                 span.add(ws[w]);
             });
-            for_each_stage(L, cfg, box.last, [&](const InterpStage& s, uint32_t u, uint32_t l) {
-                const uint32_t spline = cfg.spline[s.dim];
-                const double jump = span.jump_for_stage(cfg.jump);
-                for (uint32_t i = 0; i < s.total; ++i) {
-                    uint32_t w, along;
-                    s.locate(i, w, along);
-                    const uint16_t code = tile_codes[w];
-                    if (code != 0) {
-                        const double pred = interp_point_prediction(ws.data(), s, w, along, u, spline, jump);
-                        ws[w] = interp_reconstruct<T>(code, pred, lq[l], R);
-                    } else {
-                        const auto it = std::lower_bound(outlier_index.begin(), outlier_index.end(), tile_index[w]);
-                        GSZ_CHECK(it != outlier_index.end() && *it == tile_index[w], GSZ_STATUS_CORRUPT,
-                                  "interp: element %llu has code 0 but no outlier value",
-                                  static_cast<unsigned long long>(tile_index[w]));
-                        ws[w] = outlier_value[static_cast<size_t>(it - outlier_index.begin())];
-                    }
-                    span.add(ws[w]);
-                }
-            });
+            for_each_stage_point(L, cfg, box.last, ws.data(), span,
+                                 [&](const InterpStage& s, uint32_t w, uint32_t along, uint32_t u, uint32_t spline,
+                                     double jump, uint32_t l) {
+                                     const uint16_t code = tile_codes[w];
+                                     if (code != 0) {
+                                         const double pred =
+                                             interp_point_prediction(ws.data(), s, w, along, u, spline, jump);
+                                         ws[w] = interp_reconstruct<T>(code, pred, lq[l], R);
+                                         return;
+                                     }
+                                     const auto it = std::lower_bound(outlier_index.begin(), outlier_index.end(),
+                                                                      tile_index[w]);
+                                     GSZ_CHECK(it != outlier_index.end() && *it == tile_index[w], GSZ_STATUS_CORRUPT,
+                                               "interp: element %llu has code 0 but no outlier value",
+                                               static_cast<unsigned long long>(tile_index[w]));
+                                     ws[w] = outlier_value[static_cast<size_t>(it - outlier_index.begin())];
+                                 });
             // A Lorenzo tile's stages decoded its Lorenzo points' codes as
             // spline residuals; those values are replaced here (no other
             // point read them: interp_lorenzo_tiles.hpp).
