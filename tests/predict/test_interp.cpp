@@ -577,6 +577,31 @@ TEST(InterpConfigure, SampleIndicesFollowThePointOrder) {
     }
 }
 
+// The GPU pipeline tunes before it knows the bound and the range, then
+// configures: the same configuration as tuning and configuring at once, at
+// any bound, range and override (the choice reads neither the bound nor the range).
+TEST(InterpConfigure, TuneThenConfigureIsConfigure) {
+    const std::vector<uint64_t> dims = {64, 48, 40};
+    const auto L = layout_of(dims);
+    const auto s = gather_samples(L, anisotropic_field(dims[0], dims[1], dims[2]));
+    std::vector<float> sf(s.begin(), s.end());
+    InterpOverrides spline_set, order_set, alpha_set;
+    spline_set.spline = kSplineNatural;
+    order_set.order[0] = 1, order_set.order[1] = 0, order_set.order[2] = 2;
+    alpha_set.alpha = 1.25;
+    for (const InterpOverrides& ov : {InterpOverrides{}, spline_set, order_set, alpha_set})
+        for (const double eb : {1e-1, 1e-3, 1e-6}) {
+            const InterpTuneChoice choice = interp_tune(L, std::span<const double>(s), ov);
+            expect_same_config(interp_configure(L, choice, eb, 12.0, ov), interp_configure(L, s, eb, 12.0, ov));
+            const InterpTuneChoice from_float = interp_tune(L, std::span<const float>(sf), ov);
+            expect_same_config(interp_configure(L, from_float, eb, 3.0, ov),
+                               interp_configure(L, std::span<const float>(sf), eb, 3.0, ov));
+        }
+    const InterpTuneChoice choice = interp_tune(L, std::span<const double>(s), {});
+    EXPECT_EQ(choice.order[0], 2);   // as OrderLeastToMostSmoothDeterministic
+    EXPECT_EQ(choice.order[2], 0);
+}
+
 TEST(InterpConfigure, OrderLeastToMostSmoothDeterministic) {
     const std::vector<uint64_t> dims = {64, 48, 40};
     const auto v = anisotropic_field(dims[0], dims[1], dims[2]);

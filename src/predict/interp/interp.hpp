@@ -114,11 +114,24 @@ double interp_alpha_for(double relative_bound);
 // indices and hands them to interp_configure, which runs on the host for both.
 std::vector<uint64_t> interp_tune_indices(const InterpLayout& layout);
 
-// Tunes (per-dim cubic spline, dimension order from least to most smooth,
-// alpha) from the gathered samples, applies the overrides and derives the
-// level bounds e_l = eb / min(alpha^l, beta), and the jump guard's threshold.  Deterministic: sums in double
-// in a fixed order.  Float samples are widened exactly: the same choice as
-// from their double copies.
+// The tuner's choice from the gathered samples: per-dim cubic spline and the
+// dimension order from least to most smooth, overrides applied.  It needs
+// neither the bound nor the value range, so the GPU pipeline tunes while its
+// range pass runs.  Deterministic: sums in double in a fixed order; float
+// samples are widened exactly (the same choice as from their double copies).
+struct InterpTuneChoice {
+    uint8_t spline[3] = {kSplineNotAKnot, kSplineNotAKnot, kSplineNotAKnot};
+    uint8_t order[3] = {0, 1, 2};
+};
+InterpTuneChoice interp_tune(const InterpLayout& layout, std::span<const double> samples,
+                             const InterpOverrides& overrides);
+InterpTuneChoice interp_tune(const InterpLayout& layout, std::span<const float> samples,
+                             const InterpOverrides& overrides);
+// The configuration: the tuner's choice, alpha (cuSZ-i's Eq. 1 unless
+// overridden), the level bounds e_l = eb / min(alpha^l, beta) and the jump
+// guard's threshold.  The sample overloads tune first.
+InterpConfig interp_configure(const InterpLayout& layout, const InterpTuneChoice& choice, double eb_abs,
+                              double value_range, const InterpOverrides& overrides);
 InterpConfig interp_configure(const InterpLayout& layout, std::span<const double> samples, double eb_abs,
                               double value_range, const InterpOverrides& overrides);
 InterpConfig interp_configure(const InterpLayout& layout, std::span<const float> samples, double eb_abs,

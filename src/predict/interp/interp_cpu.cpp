@@ -234,9 +234,8 @@ std::vector<uint64_t> interp_tune_indices(const InterpLayout& L) {
 namespace {
 
 template <class S>
-InterpConfig configure(const InterpLayout& L, std::span<const S> samples, double eb_abs, double value_range,
-                       const InterpOverrides& ov) {
-    InterpConfig cfg = interp_level_bounds(L, eb_abs, value_range, ov);
+InterpTuneChoice tune(const InterpLayout& L, std::span<const S> samples, const InterpOverrides& ov) {
+    InterpTuneChoice cfg;
     // Per dim and spline, the summed |prediction - value| at unit stride,
     // over the sample points with room on both sides and finite neighbours.
     double err[3][2] = {};
@@ -446,14 +445,30 @@ uint32_t interp_choose_stride_1d(std::span<const double> sample, uint64_t segmen
     return choose_stride_1d(sample, segment, eb_abs, value_range, overrides);
 }
 
+InterpTuneChoice interp_tune(const InterpLayout& L, std::span<const double> samples, const InterpOverrides& ov) {
+    return tune(L, samples, ov);
+}
+
+InterpTuneChoice interp_tune(const InterpLayout& L, std::span<const float> samples, const InterpOverrides& ov) {
+    return tune(L, samples, ov);
+}
+
+InterpConfig interp_configure(const InterpLayout& L, const InterpTuneChoice& choice, double eb_abs,
+                              double value_range, const InterpOverrides& ov) {
+    InterpConfig cfg = interp_level_bounds(L, eb_abs, value_range, ov);
+    std::copy_n(choice.spline, 3, cfg.spline);
+    std::copy_n(choice.order, 3, cfg.order);
+    return cfg;
+}
+
 InterpConfig interp_configure(const InterpLayout& L, std::span<const double> samples, double eb_abs,
                               double value_range, const InterpOverrides& ov) {
-    return configure(L, samples, eb_abs, value_range, ov);
+    return interp_configure(L, tune(L, samples, ov), eb_abs, value_range, ov);
 }
 
 InterpConfig interp_configure(const InterpLayout& L, std::span<const float> samples, double eb_abs,
                               double value_range, const InterpOverrides& ov) {
-    return configure(L, samples, eb_abs, value_range, ov);
+    return interp_configure(L, tune(L, samples, ov), eb_abs, value_range, ov);
 }
 
 namespace {

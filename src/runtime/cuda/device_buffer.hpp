@@ -90,6 +90,26 @@ private:
     size_t size_ = 0, capacity_ = 0;
 };
 
+// A CUDA event without timing, created on first use (so that a struct holding
+// one can be made before the device is), destroyed with its owner: for the
+// host to wait on one step of a stream while later steps run.
+class Event {
+public:
+    Event() = default;
+    ~Event() {
+        if (event_) cudaEventDestroy(event_);
+    }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    operator cudaEvent_t() {
+        if (!event_) GSZ_CUDA(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+        return event_;
+    }
+
+private:
+    cudaEvent_t event_ = nullptr;
+};
+
 // Copies a device array to a std::vector-like host container (synchronous on stream).
 template <class T, class Vec>
 void copy_to_host(Vec& out, const T* d_src, size_t count, cudaStream_t stream) {
