@@ -7,6 +7,7 @@
 // so in a left-aligned 24-bit window the codes of length l occupy
 // [limit(l-1), limit(l)), which is what the decoder compares against.
 #include "encode/huffman.hpp"
+#include "encode/huffman_limit.hpp"
 #include "encode/huffman_table.hpp"
 
 #include <omp.h>
@@ -152,39 +153,15 @@ uint32_t huffman_depths(std::span<const Leaf> sorted, std::vector<uint32_t>& dep
     return *std::max_element(depth.begin(), depth.end());
 }
 
-// Cuts a too deep tree's lengths to kMaxLen (DEFLATE encoders' rule, as in
-// miniz): every code longer than kMaxLen becomes kMaxLen, then while the
-// lengths overfill Kraft's sum (measured in units of 2^-kMaxLen) one code of
-// length kMaxLen is taken away and the longest shorter code split into two
-// one bit longer, each step lowering the sum by one unit.  The lengths, so
-// many of each, go back to the leaves in weight order, shortest to heaviest.
-// One tree and O(n + excess * kMaxLen) steps: rebuilding the tree with
-// halved weights took three or four trees of 10^4 leaves on interp's tight
-// bounds (a millisecond on the GPU pipeline's path, bench/NOTES.md).
+// Cuts a too deep tree's lengths to kMaxLen (huffman_limit_counts), then the
+// lengths, so many of each, go back to the leaves in weight order, shortest
+// to heaviest.  One tree: rebuilding it with halved weights took three or
+// four trees of 10^4 leaves on interp's tight bounds (a millisecond on the GPU
+// pipeline's path, bench/NOTES.md).
 void limit_lengths(std::vector<uint32_t>& depth) {
     std::array<uint64_t, kMaxLen + 1> count{};
     for (const uint32_t d : depth) ++count[std::min<uint32_t>(d, kMaxLen)];
-    uint64_t kraft = 0;  // <= 65,536 * 2^24
-    for (int len = 1; len <= kMaxLen; ++len) kraft += count[len] << (kMaxLen - len);
-    while (kraft > (uint64_t{1} << kMaxLen)) {
-        // While codes one bit shorter than the limit remain, each step turns
-        // one of them into a code of the limit's length (net): take them in
-        // one go (thousands of steps on interp's tight-bound books).
-        if (const uint64_t steps = std::min(count[kMaxLen - 1], kraft - (uint64_t{1} << kMaxLen)); steps != 0) {
-            count[kMaxLen - 1] -= steps;
-            count[kMaxLen] += steps;
-            kraft -= steps;
-            continue;
-        }
-        --count[kMaxLen];
-        for (int len = kMaxLen - 2; len >= 1; --len)
-            if (count[len] != 0) {
-                --count[len];
-                count[len + 1] += 2;
-                break;
-            }
-        --kraft;
-    }
+    huffman_limit_counts(count.data());
     // depth[i] belongs to sorted leaf i (lightest first): the longest lengths go first.
     size_t i = 0;
     for (int len = kMaxLen; len >= 1; --len)
@@ -344,6 +321,26 @@ void huffman_build(std::span<const uint64_t> histogram, HuffmanCodebook& book) {
             book.lengths[leaves.sorted[i].symbol] = static_cast<uint8_t>(depth[i]);
     }
     assign_canonical(book, leaves.used);
+}
+
+HuffmanCodebook huffman_book_from_lengths(std::span<const uint8_t> lengths) {
+    GSZ_CHECK(!lengths.empty() && lengths.size() <= kHuffmanMaxAlphabet, GSZ_STATUS_INTERNAL,
+              "huffman: alphabet size %zu out of [1, %u]", lengths.size(), kHuffmanMaxAlphabet);
+    HuffmanCodebook book;
+    book.alphabet_size = static_cast<uint32_t>(lengths.size());
+    book.lengths.assign(lengths.begin(), lengths.end());
+    std::vector<uint16_t> used;
+    uint64_t kraft = 0;
+    for (size_t s = 0; s < lengths.size(); ++s) {
+        if (lengths[s] == 0) continue;
+        GSZ_CHECK(lengths[s] <= kMaxLen, GSZ_STATUS_INTERNAL, "huffman: symbol %zu has length %u", s, lengths[s]);
+        used.push_back(static_cast<uint16_t>(s));
+        kraft += uint64_t{1} << (kMaxLen - lengths[s]);
+    }
+    GSZ_CHECK(!used.empty() && kraft <= (uint64_t{1} << kMaxLen) && (used.size() > 1 || lengths[used[0]] == 1),
+              GSZ_STATUS_INTERNAL, "huffman: the code lengths are not a prefix code");
+    assign_canonical(book, used);
+    return book;
 }
 
 HuffmanCodebook huffman_build(std::span<const uint64_t> histogram) {

@@ -42,6 +42,10 @@ HuffmanCodebook huffman_build(std::span<const uint64_t> histogram);
 // hosts, on the GPU pipeline's path.
 void huffman_build(std::span<const uint64_t> histogram, HuffmanCodebook& book);
 
+// The canonical codebook of given lengths (per symbol, 0 = unused), which
+// must satisfy Kraft's inequality (checked: GSZ_STATUS_INTERNAL otherwise).
+HuffmanCodebook huffman_book_from_lengths(std::span<const uint8_t> lengths);
+
 // Codebook serialization (the huffman_codebook section).
 void huffman_codebook_write(const HuffmanCodebook& book, ByteWriter& out);
 // Validates alphabet size (<= max_alphabet), lengths (<= max code length) and

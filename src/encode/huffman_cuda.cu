@@ -1280,6 +1280,12 @@ HuffmanDeviceBook huffman_upload_encoder(const HuffmanCodebook& book, cudaStream
     return d;
 }
 
+uint32_t huffman_encoder_window(uint32_t shortest_symbol, uint32_t codes_base, uint32_t codes_count) {
+    if (codes_count <= kTileMaxAlphabet) return codes_base;
+    const uint32_t centred = shortest_symbol - std::min<uint32_t>(shortest_symbol, kTileMaxAlphabet / 2);
+    return std::clamp(centred, codes_base, codes_base + codes_count - kTileMaxAlphabet);
+}
+
 void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, cudaStream_t stream) {
     check_host_book(book);
     d.lut = d.first_code = d.first_index = d.count = nullptr;
@@ -1298,11 +1304,7 @@ void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, c
     d.codes_count = uint32_t{*hi} - *lo + 1;
     // The one-pass encoder's shared-memory window: centred on the shortest
     // code's symbol (sorted_symbols is in (length, symbol) order).
-    d.window_base = d.codes_base;
-    if (d.codes_count > kTileMaxAlphabet) {
-        const uint32_t centred = book.sorted_symbols[0] - std::min<uint32_t>(book.sorted_symbols[0], kTileMaxAlphabet / 2);
-        d.window_base = std::clamp(centred, d.codes_base, d.codes_base + d.codes_count - kTileMaxAlphabet);
-    }
+    d.window_base = huffman_encoder_window(book.sorted_symbols[0], d.codes_base, d.codes_count);
     upload_tables(d, d.codes_count, stream,
                   [&](uint32_t* h) { encoder_entries(book, std::span<uint32_t>(h, d.codes_count), d.codes_base); });
     d.codes = d.tables.data();

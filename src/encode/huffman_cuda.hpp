@@ -1,7 +1,9 @@
 // GPU side of the Huffman stage: histogram, codebook upload, chunked encode
 // and decode, producing and reading exactly the CPU layout of huffman.hpp
-// (same chunk_bits, same words, bit for bit).  The codebook itself is built
-// on the host (huffman_build) from the histogram the GPU counted.
+// (same chunk_bits, same words, bit for bit).  The codebook is built on the
+// host (huffman_build) from the histogram the GPU counted, or, for wide
+// alphabets without a lossless stage after Huffman, on the device with the
+// same lengths (huffman_build_cuda).
 #pragma once
 
 #include "encode/huffman.hpp"
@@ -62,6 +64,48 @@ void huffman_build_decode_tables(const HuffmanCodebook& book, HuffmanDeviceBook&
 HuffmanDeviceBook huffman_upload_encoder(const HuffmanCodebook& book, cudaStream_t stream);
 // The same into `d`, reusing its device buffer (no allocation once it is large enough).
 void huffman_upload_encoder(const HuffmanCodebook& book, HuffmanDeviceBook& d, cudaStream_t stream);
+
+// The one-pass encoder's shared-memory window of a book wider than it: the
+// first of its entries, centred on the shortest code's symbol (the first in
+// (length, symbol) order) within the coded symbols codes_base.. .
+uint32_t huffman_encoder_window(uint32_t shortest_symbol, uint32_t codes_base, uint32_t codes_count);
+
+// The codebook built on the device from the device's histogram, so that
+// compression's path has no host step between the histogram and the encoder
+// (the host's build took 0.2-0.6 ms there on interp's wide books): the same
+// lengths as huffman_build's, bit for bit (the same two-queue merges, done a
+// phase at a time: every node lighter than the sum of the two lightest is
+// merged in one parallel step, and that sum at least doubles from phase to
+// phase), then the canonical codes as the encoder's entries.
+inline constexpr uint32_t kHuffmanDeviceMaxUsed = 16384;   // more used symbols: built on the host
+struct HuffmanBuildResult {
+    uint32_t status = 0;           // 0 built; 1 left to the host (too many used symbols); 2 empty histogram
+    uint32_t num_used = 0;
+    uint32_t max_length = 0;
+    uint32_t codes_base = 0;       // smallest used symbol
+    uint32_t codes_count = 0;      // largest used symbol - codes_base + 1
+    uint32_t shortest_symbol = 0;  // first in (length, symbol) order
+    uint64_t total_bits = 0;       // sum over the symbols of count * length
+    uint64_t first_count = 0;      // histogram[0] (interp's and lorenzo's outliers)
+};
+struct HuffmanDeviceBuilder {     // buffers kept across calls
+    cuda::DeviceBuffer<uint64_t> keys, sorted;
+    cuda::DeviceBuffer<uint8_t> sort_temp;
+    cuda::DeviceBuffer<uint32_t> parent;
+    cuda::DeviceBuffer<uint8_t> lengths;
+    cuda::DeviceBuffer<HuffmanBuildResult> result;
+    cuda::PinnedBuffer<HuffmanBuildResult> result_host;
+};
+// Launches the build over d_hist[0..alphabet) (whose counts sum to `total`,
+// below 2^32) without waiting: the entries into book.tables, the lengths into
+// b.lengths, the result into b.result_host once the stream gets there.
+void huffman_build_cuda(const uint64_t* d_hist, uint32_t alphabet, uint64_t total, HuffmanDeviceBuilder& b,
+                        HuffmanDeviceBook& book, cudaStream_t stream);
+// After the stream has synchronized: b.result_host's status 0 sets the
+// book's host-side fields (the encoder's window among them) and returns true.
+bool huffman_build_cuda_finish(const HuffmanDeviceBuilder& b, uint32_t alphabet, HuffmanDeviceBook& book);
+// The host's codebook of a finished device build (copies the lengths back; synchronizes).
+HuffmanCodebook huffman_build_cuda_fetch(const HuffmanDeviceBuilder& b, uint32_t alphabet, cudaStream_t stream);
 
 struct HuffmanDeviceStream {
     uint64_t num_symbols = 0;

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -208,6 +209,9 @@ struct DeviceCodeStage {
     cuda::DeviceBuffer<uint64_t> ans_hist;       // "ans": (context, symbol) counts, kept across calls
     cuda::PinnedBuffer<uint64_t> ans_hist_host;
     encode::HuffmanDeviceBook device_book;       // the encoder's table, its buffer kept across calls
+    encode::HuffmanDeviceBuilder builder;        // the codebook built on the device (Huffman only)
+    bool book_on_device = false;                 // `book` is still on the device (fetch_codes reads it)
+    uint32_t alphabet = 0;
 };
 
 // The histogram of d_symbols, read back through page-locked memory (one
@@ -269,17 +273,64 @@ std::pair<std::span<const uint64_t>, std::span<const uint64_t>> ans_histogram_re
     return {{h, bins}, both_lags ? std::span<const uint64_t>(h + bins, bins) : std::span<const uint64_t>()};
 }
 
+// GSZ_HOST_CODEBOOK=1 in the environment: Huffman-only codebooks built on the
+// host from the histogram read back, as before the device build (for A/B runs).
+constexpr uint32_t kDeviceCodebookMinAlphabet = 4096;
+
+bool host_codebook_forced() {
+    static const bool forced = [] {
+        const char* v = std::getenv("GSZ_HOST_CODEBOOK");
+        return v != nullptr && std::strcmp(v, "1") == 0;
+    }();
+    return forced;
+}
+
 void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius,
                             const encode::AnsContextShape& shape, gsz_lossless mode, DeviceCodeStage& out,
                             cudaStream_t stream,
-                            const std::function<void(std::span<const uint64_t>)>& after_histogram = {}) {
+                            const std::function<void(uint64_t zero_codes)>& after_histogram = {}) {
     const uint32_t alphabet = 2 * radius;
     out.ans.reset();  // `out` may hold an earlier call's choice
     out.runs.reset();
+    out.book_on_device = false;
+    out.alphabet = alphabet;
     cuda::StageTrace trace(stream, "code stage");
     // Huffman's look-back states, initialized before the histogram's synchronization.
     if (mode == GSZ_LOSSLESS_NONE)
         encode::huffman_encode_prepare(n, kHuffmanChunkSymbols, out.stream, stream);
+    // Huffman only, wide alphabets (interp's): the histogram, the codebook and
+    // the encoder run on the device one after the other, the host waiting
+    // once, for the book's sizes (its build took 0.2-0.6 ms of host time there
+    // on interp's books).  Lorenzo's 1,024 symbols build faster on the host
+    // than the device's sort and one-block build run (H200: 413 against 443
+    // GB/s at etopoT rel 1e-4, bench/RESULTS.md).
+    if (mode == GSZ_LOSSLESS_NONE && alphabet > kDeviceCodebookMinAlphabet && n < (uint64_t{1} << 32) &&
+        !host_codebook_forced()) {
+        out.hist.allocate(size_t{alphabet} + 1, stream);
+        uint64_t* d_bad = out.hist.data() + alphabet;
+        GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
+        encode::histogram_cuda(d_codes, n, alphabet, out.hist.data(), reinterpret_cast<uint32_t*>(d_bad), stream);
+        encode::huffman_build_cuda(out.hist.data(), alphabet, n, out.builder, out.device_book, stream);
+        out.hist_host.allocate(size_t{alphabet} + 1);
+        GSZ_CUDA(cudaMemcpyAsync(out.hist_host.data() + alphabet, d_bad, sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                                 stream));
+        GSZ_CUDA(cudaStreamSynchronize(stream));
+        GSZ_CHECK(out.hist_host.data()[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
+        trace.mark("histogram, codebook");
+        if (encode::huffman_build_cuda_finish(out.builder, alphabet, out.device_book)) {
+            const encode::HuffmanBuildResult& built = *out.builder.result_host.data();
+            out.book_on_device = true;
+            out.num_symbols = n;
+            const uint64_t max_words = built.total_bits / 32 + (n + kHuffmanChunkSymbols - 1) / kHuffmanChunkSymbols + 1;
+            encode::huffman_encode_cuda(out.device_book, d_codes, n, kHuffmanChunkSymbols, out.stream, stream,
+                                        max_words);
+            out.words_pending = true;
+            if (after_histogram) after_histogram(built.first_count);
+            trace.mark("huffman encode");
+            return;
+        }
+        // More used symbols than the device build takes: the host builds the book below.
+    }
     // Both histograms before one synchronization (the codes' is needed first).
     const bool try_ans = code_stage_try_ans(mode);
     const bool try_lag2 = try_ans && code_stage_try_class_lag2(shape);
@@ -300,7 +351,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     trace.mark(try_ans ? "histograms" : "histogram");
     // GPU work that overlaps the host's codebook build and the class lag's
     // choice (it may use the histogram).
-    if (after_histogram) after_histogram(code_hist);
+    if (after_histogram) after_histogram(code_hist[0]);
     // The class lag, as code_stage_encode_cpu: from both lags' histograms;
     // on a sample, the chosen lag's full histogram is queued next (read
     // after the next synchronization).
@@ -370,6 +421,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     // The word count's bound from the histogram: the encoder need not wait for the exact count.
     const uint64_t max_words = encode::huffman_max_words(out.runs ? std::span<const uint64_t>(token_hist) : code_hist, out.book,
                                                          out.num_symbols, kHuffmanChunkSymbols);
+    trace.mark("encoder table");
     encode::huffman_encode_cuda(d_book, out.runs ? d_tokens.data() : d_codes, out.num_symbols, kHuffmanChunkSymbols,
                                 out.stream, stream, max_words);
     out.words_pending = true;
@@ -395,6 +447,10 @@ EncodedCodes fetch_codes(DeviceCodeStage& cs, cudaStream_t stream) {
         return h;
     }
     h.runs = cs.runs;
+    if (cs.book_on_device) {
+        cs.book = encode::huffman_build_cuda_fetch(cs.builder, cs.alphabet, stream);
+        cs.book_on_device = false;
+    }
     h.book = cs.book;
     h.stream.num_symbols = cs.num_symbols;
     h.stream.chunk_symbols = kHuffmanChunkSymbols;
@@ -516,7 +572,7 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     // The code stage synchronizes after its histogram (*rb is filled then);
     // the outliers are gathered while the host builds the codebook.
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
-                           stream, [&](std::span<const uint64_t>) {
+                           stream, [&](uint64_t) {
                                predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, stream);
                            });
     dc.header = plan_header(params, finite_range_of(rb->range));
@@ -652,6 +708,7 @@ struct InterpDeviceCompressed {
     cuda::DeviceBuffer<T> tune_values;
     cuda::PinnedBuffer<T> tune_host;
     cuda::PinnedBuffer<T> stride_host;   // 1-D: the anchor stride's sample (predict::interp_stride_segments)
+    cuda::Event sample_ready;            // the tuner's sample is in tune_host
     std::vector<uint8_t> lorenzo_tiles;
 };
 
@@ -666,6 +723,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     p.layout = predict::interp_layout(params.rank, params.dims);
     const uint64_t num_samples =
         predict::interp_tune_sample_launch(d_data, p.layout, dc.tune_values, dc.tune_host, stream);
+    GSZ_CUDA(cudaEventRecord(dc.sample_ready, stream));
     // 1-D: the anchor stride's sample comes back with the range (the tuner's
     // sample does not depend on the stride).
     std::vector<uint64_t> stride_starts;
@@ -680,13 +738,19 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream);
     dc.range_host.allocate(1);
     GSZ_CUDA(cudaMemcpyAsync(dc.range_host.data(), d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
+    // The tuner's choice needs neither the bound nor the range: made while the
+    // range pass reads the data (the GPU idled 0.1-0.18 ms while the host tuned).
+    // Read where they lie: a host copy (0.4 MB as double) cost ~0.2 ms on the lent hosts.
+    GSZ_CUDA(cudaEventSynchronize(dc.sample_ready));
+    const predict::InterpOverrides overrides = interp_overrides(params, p.layout.rank);
+    const predict::InterpTuneChoice choice =
+        predict::interp_tune(p.layout, std::span<const T>(dc.tune_host.data(), num_samples), overrides);
     GSZ_CUDA(cudaStreamSynchronize(stream));
     dc.header = plan_header(params, finite_range_of(*dc.range_host.data()));
-    trace.mark("finite range, tuning sample");
+    trace.mark("finite range, tuning");
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
     p.radius = quant_radius(params);
     const double eb = dc.header.error_bound_abs, range = dc.header.value_max - dc.header.value_min;
-    const predict::InterpOverrides overrides = interp_overrides(params, p.layout.rank);
     if (p.layout.rank == 1) {
         const uint32_t stride = predict::interp_choose_stride_1d(
             std::span<const T>(dc.stride_host.data(), stride_starts.size() * stride_len), stride_len, eb, range,
@@ -697,12 +761,10 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     // kernels run while the host tunes (the GPU idled 0.05-0.11 ms here).
     const predict::InterpConfig bounds = predict::interp_level_bounds(p.layout, eb, range, overrides);
     predict::interp_anchors_launch_cuda(d_data, p.layout, bounds, eb, p.radius, overrides.anchors, dc.enc, stream);
-    // Read where they lie: a host copy (0.4 MB as double) cost ~0.2 ms on the lent hosts.
-    const std::span<const T> samples(dc.tune_host.data(), num_samples);
-    p.config = predict::interp_configure(p.layout, samples, eb, range, overrides);
+    p.config = predict::interp_configure(p.layout, choice, eb, range, overrides);
     GSZ_CHECK(p.config.level_eb[p.layout.num_levels - 1] == bounds.level_eb[p.layout.num_levels - 1],
               GSZ_STATUS_INTERNAL, "interp: the anchors' level bound differs from the tuned one");
-    trace.mark("tuning choice");
+    trace.mark("configuration");
     predict::interp_anchors_finish_cuda(d_data, p.layout, overrides.anchors, dc.enc, stream);
     p.config.anchors = dc.enc.anchor_mode;
     trace.mark("anchors");
@@ -712,8 +774,8 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     // The outliers are the zero codes, whose number the codes' histogram gives
     // (no waiting for it): selected while the host builds the codebook.
     code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p.layout), params.lossless, dc.codes,
-                           stream, [&](std::span<const uint64_t> hist) {
-                               predict::interp_outliers_cuda(d_data, hist[0], dc.enc, stream);
+                           stream, [&](uint64_t zero_codes) {
+                               predict::interp_outliers_cuda(d_data, zero_codes, dc.enc, stream);
                            });
 }
 

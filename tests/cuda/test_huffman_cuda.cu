@@ -619,3 +619,113 @@ TEST_F(HuffmanCuda, EncodeReusesStreamBuffers) {
 
 }  // namespace
 }  // namespace gsz::encode
+
+namespace gsz::encode {
+namespace {
+
+// The device-built codebook against huffman_build on the same histogram:
+// lengths, the encoder's entries (canonical codes), and the sizes the host
+// reads back.  Returns false where the device left the book to the host.
+bool expect_device_build_matches_host(const std::vector<uint64_t>& hist, cudaStream_t stream) {
+    const auto alphabet = static_cast<uint32_t>(hist.size());
+    uint64_t total = 0;
+    for (const uint64_t c : hist) total += c;
+    cuda::DeviceBuffer<uint64_t> d_hist(alphabet, stream);
+    EXPECT_EQ(cudaMemcpyAsync(d_hist.data(), hist.data(), alphabet * sizeof(uint64_t), cudaMemcpyHostToDevice, stream),
+              cudaSuccess);
+    HuffmanDeviceBuilder builder;
+    HuffmanDeviceBook d_book;
+    huffman_build_cuda(d_hist.data(), alphabet, total, builder, d_book, stream);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const HuffmanBuildResult r = *builder.result_host.data();
+    uint32_t used = 0;
+    for (const uint64_t c : hist) used += c != 0;
+    EXPECT_EQ(r.num_used, used);
+    EXPECT_EQ(r.first_count, hist[0]);
+    if (!huffman_build_cuda_finish(builder, alphabet, d_book)) {
+        EXPECT_EQ(r.status, 1u);
+        EXPECT_GT(used, kHuffmanDeviceMaxUsed);
+        return false;
+    }
+    const HuffmanCodebook host = huffman_build(hist);
+    const HuffmanCodebook fetched = huffman_build_cuda_fetch(builder, alphabet, stream);
+    EXPECT_EQ(fetched.lengths, host.lengths);
+    EXPECT_EQ(fetched.codes, host.codes);
+    std::vector<uint32_t> entries;
+    cuda::copy_to_host(entries, d_book.tables.data(), alphabet, stream);
+    uint64_t bits = 0;
+    size_t wrong = 0;
+    for (uint32_t s = 0; s < alphabet; ++s) {
+        const uint32_t expect = host.lengths[s] ? host.codes[s] | uint32_t{host.lengths[s]} << 24 : 0u;
+        wrong += entries[s] != expect;
+        bits += hist[s] * host.lengths[s];
+    }
+    EXPECT_EQ(wrong, 0u) << "entries differing from the host's codes";
+    EXPECT_EQ(r.total_bits, bits);
+    EXPECT_EQ(d_book.max_length, host.max_length);
+    EXPECT_EQ(d_book.codes_base, *std::min_element(host.sorted_symbols.begin(), host.sorted_symbols.end()));
+    EXPECT_EQ(d_book.codes_base + d_book.codes_count - 1,
+              *std::max_element(host.sorted_symbols.begin(), host.sorted_symbols.end()));
+    EXPECT_EQ(r.shortest_symbol, host.sorted_symbols[0]);
+    EXPECT_EQ(d_book.codes, d_book.tables.data() + d_book.codes_base);
+    return true;
+}
+
+TEST_F(HuffmanCuda, DeviceBuildMatchesHost) {
+    std::vector<uint64_t> h(16, 0);
+    h[5] = 100001;   // one symbol: a 1-bit code
+    EXPECT_TRUE(expect_device_build_matches_host(h, stream_));
+    h.assign(1, 7);
+    EXPECT_TRUE(expect_device_build_matches_host(h, stream_));
+    h.assign(65536, 0);
+    h[0] = 3, h[65535] = 1;   // two symbols at the alphabet's ends
+    EXPECT_TRUE(expect_device_build_matches_host(h, stream_));
+    h.assign(1024, 1000);   // equal weights everywhere: ties decide every merge
+    EXPECT_TRUE(expect_device_build_matches_host(h, stream_));
+    h.assign(1024, 0);
+    for (uint32_t s = 0; s < 600; ++s) h[s] = 1 + s % 3;   // runs of tied small weights
+    EXPECT_TRUE(expect_device_build_matches_host(h, stream_));
+    // Fibonacci weights: a tree 40+ deep, cut to 24 bits by the length limit.
+    h.assign(1024, 0);
+    uint64_t a = 1, b = 1;
+    for (uint32_t s = 100; s < 144; ++s) {
+        h[s] = a;
+        b = a + b, a = b - a;
+    }
+    for (uint32_t s = 144; s < 400; ++s) h[s] = 1;
+    EXPECT_TRUE(expect_device_build_matches_host(h, stream_));
+}
+
+TEST_F(HuffmanCuda, DeviceBuildOfQuantCodeHistograms) {
+    // Interp's codes at loose to tight bounds (two-sided geometric around the
+    // middle with a tail of rare codes far out, up to 16K used symbols) and
+    // uniform random ones; a total near 2^32.
+    XorShift rng{77};
+    for (const double scale : {0.5, 3.0, 40.0, 300.0, 1500.0}) {
+        for (const uint64_t total : {uint64_t{1000}, uint64_t{1} << 20, uint64_t{94} << 20}) {
+            std::vector<uint64_t> h(65536, 0);
+            const uint32_t mid = 32768;
+            const uint64_t draws = std::min<uint64_t>(total, 1u << 20);
+            for (uint64_t i = 0; i < draws; ++i) {
+                const uint64_t r = rng();
+                const double u = static_cast<double>((r >> 11) & 0xFFFFF) / 0x100000 + 0x1p-21;
+                const auto m = static_cast<uint32_t>(-scale * std::log(u));
+                const uint32_t s = (r & 1023) == 0 ? static_cast<uint32_t>((r >> 32) % 65536)
+                                   : (r & 1024)    ? mid + std::min(m, mid - 1)
+                                                   : mid - std::min(m, mid);
+                h[s] += total / draws;
+            }
+            SCOPED_TRACE("scale " + std::to_string(scale) + " total " + std::to_string(total));
+            expect_device_build_matches_host(h, stream_);
+        }
+    }
+    std::vector<uint64_t> h(65536, 0);
+    for (uint32_t s = 0; s < 65536; ++s) h[s] = (rng() % 3 == 0) ? 1 + rng() % 65000 : 0;   // ~21,800 used
+    EXPECT_FALSE(expect_device_build_matches_host(h, stream_));   // left to the host
+    h.assign(65536, 0);
+    for (uint32_t s = 0; s < kHuffmanDeviceMaxUsed; ++s) h[s * 4 + 1] = 1 + rng() % 200000;   // the most it builds (total < 2^32)
+    EXPECT_TRUE(expect_device_build_matches_host(h, stream_));
+}
+
+}  // namespace
+}  // namespace gsz::encode

@@ -1,4 +1,5 @@
 #include "encode/huffman.hpp"
+#include "encode/huffman_limit.hpp"
 #include "encode/huffman_table.hpp"
 #include "encode/huffman_test_books.hpp"
 
@@ -862,6 +863,87 @@ TEST(HuffmanHostile, InvalidArguments) {
     auto broken = view;
     broken.chunk_word_offset[1] = 5;  // a hand-made view that points past the words
     EXPECT_EQ(status_of([&] { huffman_decode_cpu(book, broken, right, 1); }), GSZ_STATUS_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace gsz::encode
+
+namespace gsz::encode {
+namespace {
+
+// The book the GPU pipeline rebuilds from device-built lengths is the host's
+// own book; lengths that are not a prefix code are refused.
+TEST(Huffman, BookFromLengthsIsTheBuiltBook) {
+    std::mt19937_64 rng(5);
+    for (const uint32_t alphabet : {1u, 2u, 1024u, 65536u}) {
+        std::vector<uint64_t> hist(alphabet, 0);
+        for (uint32_t s = 0; s < alphabet; ++s) hist[s] = rng() % 4 == 0 ? rng() % 5000 : 0;
+        hist[alphabet / 2] += 1;
+        const HuffmanCodebook built = huffman_build(hist);
+        const HuffmanCodebook rebuilt = huffman_book_from_lengths(built.lengths);
+        EXPECT_EQ(rebuilt.lengths, built.lengths);
+        EXPECT_EQ(rebuilt.codes, built.codes);
+        EXPECT_EQ(rebuilt.sorted_symbols, built.sorted_symbols);
+        EXPECT_EQ(rebuilt.first_code, built.first_code);
+        EXPECT_EQ(rebuilt.max_length, built.max_length);
+    }
+    EXPECT_THROW(huffman_book_from_lengths(std::vector<uint8_t>{1, 1, 1}), Error);   // Kraft's sum over 1
+    EXPECT_THROW(huffman_book_from_lengths(std::vector<uint8_t>{0, 2}), Error);      // one symbol, not 1 bit
+    EXPECT_THROW(huffman_book_from_lengths(std::vector<uint8_t>{0, 0}), Error);      // none used
+    EXPECT_THROW(huffman_book_from_lengths(std::vector<uint8_t>{25, 1}), Error);     // past the limit
+}
+
+}  // namespace
+}  // namespace gsz::encode
+
+namespace gsz::encode {
+namespace {
+
+// The limit's runs against its rule taken one unit at a time (as it was
+// written before), on over-full counts of clamped random deep trees.
+void limit_one_unit_at_a_time(std::array<uint64_t, kHuffmanMaxCodeLength + 1>& count) {
+    constexpr int L = kHuffmanMaxCodeLength;
+    uint64_t kraft = 0;
+    for (int len = 1; len <= L; ++len) kraft += count[len] << (L - len);
+    while (kraft > (uint64_t{1} << L)) {
+        if (const uint64_t steps = std::min(count[L - 1], kraft - (uint64_t{1} << L)); steps != 0) {
+            count[L - 1] -= steps;
+            count[L] += steps;
+            kraft -= steps;
+            continue;
+        }
+        --count[L];
+        for (int len = L - 2; len >= 1; --len)
+            if (count[len] != 0) {
+                --count[len];
+                count[len + 1] += 2;
+                break;
+            }
+        --kraft;
+    }
+}
+
+TEST(Huffman, LengthLimitRunsEqualUnitSteps) {
+    std::mt19937_64 rng(11);
+    int over_full = 0;
+    for (int t = 0; t < 20000; ++t) {
+        // A random full binary tree grown mostly at its deepest leaves.
+        std::vector<int> lens = {1, 1};
+        const size_t leaves = 2 + rng() % (t % 2 ? 200 : 3000);
+        while (lens.size() < leaves) {
+            const size_t i = rng() % 10 < 6 ? lens.size() - 1 - rng() % std::min<size_t>(lens.size(), 3)
+                                            : rng() % lens.size();
+            lens.push_back(++lens[i]);
+        }
+        std::array<uint64_t, kHuffmanMaxCodeLength + 1> count{};
+        for (const int l : lens) ++count[std::min(l, kHuffmanMaxCodeLength)];
+        auto expect = count;
+        limit_one_unit_at_a_time(expect);
+        huffman_limit_counts(count.data());
+        ASSERT_EQ(count, expect) << "tree " << t;
+        over_full += expect != count || std::max_element(lens.begin(), lens.end())[0] > kHuffmanMaxCodeLength;
+    }
+    EXPECT_GT(over_full, 1000);   // the limit was exercised
 }
 
 }  // namespace
