@@ -44,7 +44,17 @@ struct KernelConfig {
     // kTilesAuto's gate (lorenzo_tiles_gate): where set, the generic phase
     // adds each tile's InterpGateSums (spline cost, saving) here.
     unsigned long long* gate;
+    // The gate's sums, read by the main launches: where set, a tile takes the
+    // Lorenzo phase only if they say it pays (lorenzo_phase), so the decision
+    // stays on the device.
+    const unsigned long long* gate_sums;
 };
+
+// Whether the encoder's tiles take the Lorenzo phase (lorenzo_tile_encode).
+__device__ __forceinline__ bool lorenzo_phase(const KernelConfig& cfg) {
+    return cfg.lorenzo_tiles && (!cfg.gate_sums || interp_lorenzo_tiles_pay(InterpGateSums{cfg.gate_sums[0],
+                                                                                           cfg.gate_sums[1]}));
+}
 
 KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
     KernelConfig k{};
@@ -60,6 +70,7 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
     k.lorenzo = QuantParams::from_bound(cfg.lorenzo_eb > 0 ? cfg.lorenzo_eb : cfg.level_eb[0], 0);
     k.lorenzo_tiles = nullptr;
     k.gate = nullptr;
+    k.gate_sums = nullptr;
     return k;
 }
 
@@ -555,7 +566,7 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
                                                                      Guard ? cfg.jump : kInterpNoJump, cfg.level[l],
                                                                      eb, radius, Guard ? &taken : nullptr);
                              });
-        if (cfg.lorenzo_tiles) lorenzo_tile_encode(data, L, box, ws, tile_codes, cfg, k, radius);
+        if (lorenzo_phase(cfg)) lorenzo_tile_encode(data, L, box, ws, tile_codes, cfg, k, radius);
         // Written codes, counting the zeros (a warp adds its count once): with
         // none, the caller skips the outlier selection.
         for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
@@ -641,7 +652,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
             tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon);
             ws[w] = recon;
         });
-        if (cfg.lorenzo_tiles)   // after the last stage's barrier
+        if (lorenzo_phase(cfg))   // after the last stage's barrier
             full_tile_lorenzo_encode<G>(data, L, box, ws, tile_codes, cfg, raster_tile_id(L, box), radius);
         uint32_t zeros = 0;
         full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) {
@@ -1095,31 +1106,35 @@ void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& L, const In
     interp_anchors_finish_cuda(d_data, L, requested, out, stream);
 }
 
+// The gate's sample (interp_gate_tile) and its counters: as zero_codes, [3]
+// the number of tiles listed, then the two sums (InterpGateSums).
+constexpr uint32_t kGateCounters = 6;
+__global__ void gate_setup_kernel(uint64_t num_tiles, uint32_t count, uint32_t* __restrict__ ids,
+                                  unsigned long long* __restrict__ counters) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < count) ids[k] = static_cast<uint32_t>(interp_gate_tile(num_tiles, k));
+    if (k < kGateCounters) counters[k] = k == 3 ? count : 0;
+}
+
 // kTilesAuto's gate (interp_lorenzo_tiles.hpp): the generic kernel's guarded
 // path, which codes any tile (quiet or loud) as the main launches do, codes
-// the sample tiles with the per-tile choice and sums their costs; its codes
-// and tile choices are written again by the main launches.  One round trip.
+// the sample tiles with the per-tile choice and sums their costs into
+// out.gate; its codes and tile choices are written again by the main
+// launches, which read the sums (KernelConfig::gate_sums).  No round trip.
 template <class T>
-bool lorenzo_tiles_gate(const T* d_data, InterpDeviceEncoded<T>& out, const uint16_t* anchor_codes,
+void lorenzo_tiles_gate(const T* d_data, InterpDeviceEncoded<T>& out, const uint16_t* anchor_codes,
                         const InterpLayout& L, KernelConfig cfg, double eb, uint32_t radius, cudaStream_t stream) {
-    const uint64_t count = interp_gate_count(L.num_tiles);
-    std::vector<uint32_t> ids(count);
-    for (uint64_t k = 0; k < count; ++k) ids[k] = static_cast<uint32_t>(interp_gate_tile(L.num_tiles, k));
-    cuda::DeviceBuffer<uint32_t> d_ids(count, stream);
-    GSZ_CUDA(cudaMemcpyAsync(d_ids.data(), ids.data(), count * sizeof(uint32_t), cudaMemcpyHostToDevice, stream));
-    // The kernel's counters (as out.zero_codes: [3] the number of tiles listed), then the two sums.
-    const unsigned long long init[6] = {0, 0, 0, count, 0, 0};
-    cuda::DeviceBuffer<unsigned long long> counters(6, stream);
-    GSZ_CUDA(cudaMemcpyAsync(counters.data(), init, sizeof init, cudaMemcpyHostToDevice, stream));
+    const auto count = static_cast<uint32_t>(interp_gate_count(L.num_tiles));
+    out.gate.allocate(kGateCounters + count, stream);
+    unsigned long long* counters = out.gate.data();
+    auto* ids = reinterpret_cast<uint32_t*>(counters + kGateCounters);
+    gate_setup_kernel<<<(count + 255) / 256, 256, 0, stream>>>(L.num_tiles, count, ids, counters);
+    GSZ_CUDA_LAUNCHED("gate_setup_kernel");
     cfg.tiles = kTilesEach;
-    cfg.gate = counters.data() + 4;
-    interp_encode_kernel<T, true><<<static_cast<unsigned>(count), threads_for(L, false), smem_bytes<T>(L), stream>>>(
-        d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters.data(), false,
-        d_ids.data());
+    cfg.gate = counters + 4;
+    interp_encode_kernel<T, true><<<count, threads_for(L, false), smem_bytes<T>(L), stream>>>(
+        d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters, false, ids);
     GSZ_CUDA_LAUNCHED("interp_encode_kernel (the Lorenzo tiles' gate)");
-    std::vector<unsigned long long> sums;
-    cuda::copy_to_host(sums, counters.data() + 4, 2, stream);
-    return interp_lorenzo_tiles_pay(InterpGateSums{sums[0], sums[1]});
 }
 
 template <class T>
@@ -1137,19 +1152,22 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
     out.codes.allocate(n, stream);
     const uint16_t* anchor_codes = out.anchor_mode == kAnchorsCoded ? out.anchor_codes.data() : nullptr;
     if (config.tiles == kTilesAuto) {
-        if (lorenzo_tiles_gate(d_data, out, anchor_codes, L, cfg, eb, radius, stream)) {
-            cfg.tiles = kTilesEach;
-        } else {   // every tile spline-coded: no choice recorded (the caller finds none)
-            cfg.tiles = kTilesSpline;
-            cfg.lorenzo_tiles = nullptr;
-            out.lorenzo_tiles.zero(stream);
-        }
+        // Where the gate says spline no tile takes the phase, so none is
+        // recorded Lorenzo (the caller then finds none, as the CPU's archive).
+        lorenzo_tiles_gate(d_data, out, anchor_codes, L, cfg, eb, radius, stream);
+        out.lorenzo_tiles.zero(stream);
+        cfg.gate_sums = out.gate.data() + 4;
     }
     // The zero codes, whether the jump guard was taken, the loud full and generic tiles.
     out.zero_codes.allocate(4, stream);
     out.zero_codes.zero(stream);
     unsigned long long* zeros = out.zero_codes.data();
     const uint64_t full = interp_full_tile_count(L);
+    const auto launch_generic = [&](auto kernel, uint64_t blocks, bool split) {
+        kernel<<<static_cast<unsigned>(blocks), threads_for(L, split), smem_bytes<T>(L), stream>>>(
+            d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros, split,
+            out.loud_generic_tiles.data());
+    };
     const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
         constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
         if (full == 0) return;
@@ -1167,18 +1185,15 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
                                                                 out.loud_tiles.data());
         GSZ_CUDA_LAUNCHED("interp_encode_full_kernel (loud tiles)");
     });
+    // (A side stream for the generic tiles beside the full tiles' kernel
+    // gained nothing here: both are instruction-bound; bench/NOTES.md.)
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
     if (generic) {
         out.loud_generic_tiles.allocate(generic, stream);
-        const auto launch = [&](auto kernel, uint64_t blocks) {
-            kernel<<<static_cast<unsigned>(blocks), threads_for(L, split), smem_bytes<T>(L), stream>>>(
-                d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros, split,
-                out.loud_generic_tiles.data());
-        };
-        launch(interp_encode_kernel<T, false>, generic);
+        launch_generic(interp_encode_kernel<T, false>, generic, split);
         GSZ_CUDA_LAUNCHED("interp_encode_kernel");
         if (cfg.jump != kInterpNoJump) {   // the loud tiles, as the full tiles'
-            launch(interp_encode_kernel<T, true>, std::min<uint64_t>(generic, 2048));
+            launch_generic(interp_encode_kernel<T, true>, std::min<uint64_t>(generic, 2048), split);
             GSZ_CUDA_LAUNCHED("interp_encode_kernel (loud tiles)");
         }
     }
@@ -1294,20 +1309,39 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
                         uint32_t* d_corrupt, cudaStream_t stream) {
     check_grid(L);
     const KernelConfig cfg = kernel_config(L, config);
+    // The outlier count's check (a memory-bound pass over the codes) and the
+    // generic (edge) tiles run on a side stream beside the full tiles'
+    // instruction-bound kernel: tiles write disjoint values, the check only
+    // flags (run 53: decompression +1-3%).
+    thread_local cuda::StreamFork fork;
+    const uint64_t full = interp_full_tile_count(L);
+    const bool split = dispatch_full_tiles(L, cfg, [](auto, auto) {});   // full tiles apart
+    const bool beside = split && full != 0;
+    const cudaStream_t side = beside ? fork.fork(stream) : stream;
     {
-        cuda::DeviceBuffer<uint64_t> zeros(1, stream);
+        cuda::DeviceBuffer<uint64_t> zeros(1, side);   // freed on the side stream, after its reduction
         const auto is_zero = thrust::make_transform_iterator(d_codes, IsZeroCode{});
         size_t temp_bytes = 0;
         GSZ_CUDA(cub::DeviceReduce::Sum(nullptr, temp_bytes, is_zero, zeros.data(),
-                                        static_cast<int64_t>(L.num_elements), stream));
-        cuda::DeviceBuffer<uint8_t> temp(temp_bytes, stream);
+                                        static_cast<int64_t>(L.num_elements), side));
+        cuda::DeviceBuffer<uint8_t> temp(temp_bytes, side);
         GSZ_CUDA(cub::DeviceReduce::Sum(temp.data(), temp_bytes, is_zero, zeros.data(),
-                                        static_cast<int64_t>(L.num_elements), stream));
-        check_outlier_count_kernel<<<1, 1, 0, stream>>>(zeros.data(), num_outliers, d_corrupt);
+                                        static_cast<int64_t>(L.num_elements), side));
+        check_outlier_count_kernel<<<1, 1, 0, side>>>(zeros.data(), num_outliers, d_corrupt);
         GSZ_CUDA_LAUNCHED("check_outlier_count_kernel");
     }
-    const uint64_t full = interp_full_tile_count(L);
-    const bool split = dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
+    const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
+    if (generic) {
+        const auto launch = [&](auto kernel) {
+            kernel<<<static_cast<unsigned>(generic), threads_for(L, split), smem_bytes<T>(L), side>>>(
+                d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out,
+                d_corrupt, split);
+        };
+        if (cfg.jump != kInterpNoJump) launch(interp_decode_kernel<T, true>);
+        else launch(interp_decode_kernel<T, false>);
+        GSZ_CUDA_LAUNCHED("interp_decode_kernel");
+    }
+    dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
         constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
         if (full == 0) return;
         const auto launch = [&](auto kernel) {
@@ -1318,17 +1352,7 @@ void interp_decode_cuda(const uint16_t* d_codes, const T* d_anchors, const uint6
         else launch(interp_decode_full_kernel<T, R, C, false>);
         GSZ_CUDA_LAUNCHED("interp_decode_full_kernel");
     });
-    const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
-    if (generic) {
-        const auto launch = [&](auto kernel) {
-            kernel<<<static_cast<unsigned>(generic), threads_for(L, split), smem_bytes<T>(L), stream>>>(
-                d_codes, d_anchors, d_outlier_index, d_outlier_value, num_outliers, L, cfg, radius, d_out,
-                d_corrupt, split);
-        };
-        if (cfg.jump != kInterpNoJump) launch(interp_decode_kernel<T, true>);
-        else launch(interp_decode_kernel<T, false>);
-        GSZ_CUDA_LAUNCHED("interp_decode_kernel");
-    }
+    if (beside) fork.join(stream);
     if (d_lorenzo_tiles) {   // after every tile's stages: the Lorenzo points read values other launches wrote
         KernelConfig lt = cfg;
         lt.lorenzo_tiles = const_cast<uint8_t*>(d_lorenzo_tiles);

@@ -46,6 +46,7 @@ struct InterpDeviceEncoded {
     cuda::DeviceBuffer<unsigned long long> zero_codes;
     cuda::DeviceBuffer<uint32_t> loud_tiles, loud_generic_tiles;
     cuda::DeviceBuffer<uint8_t> lorenzo_tiles;     // per tile 1 where Lorenzo-coded (config.tiles != kTilesSpline)
+    cuda::DeviceBuffer<unsigned long long> gate;   // kTilesAuto: the gate's counters and sums, then its tile ids
 };
 
 // The anchor stage, as interp_anchors_encode_cpu (same codes, same choice of

@@ -110,6 +110,50 @@ private:
     cudaEvent_t event_ = nullptr;
 };
 
+// A second stream for work that need not wait for what the main stream
+// runs between a fork and a join: a memory-bound pass beside an
+// instruction-bound kernel costs little of either's time.  The side stream
+// has the higher priority, so its blocks are placed first.  Buffers
+// the side work uses must be allocated before the fork (or on the side
+// stream) and freed after the join.
+class StreamFork {
+public:
+    StreamFork() = default;
+    ~StreamFork() {
+        if (side_) cudaStreamDestroy(side_);
+    }
+    StreamFork(const StreamFork&) = delete;
+    StreamFork& operator=(const StreamFork&) = delete;
+    // The side stream, after everything enqueued on `main` so far.
+    cudaStream_t fork(cudaStream_t main) {
+        int device = 0;
+        GSZ_CUDA(cudaGetDevice(&device));
+        if (side_ && device != device_) {
+            cudaStreamDestroy(side_);
+            side_ = nullptr;
+        }
+        if (!side_) {
+            int least = 0, greatest = 0;
+            GSZ_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+            GSZ_CUDA(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, greatest));
+            device_ = device;
+        }
+        GSZ_CUDA(cudaEventRecord(forked_, main));
+        GSZ_CUDA(cudaStreamWaitEvent(side_, forked_, 0));
+        return side_;
+    }
+    // `main` waits for what the side stream was given since the fork.
+    void join(cudaStream_t main) {
+        GSZ_CUDA(cudaEventRecord(joined_, side_));
+        GSZ_CUDA(cudaStreamWaitEvent(main, joined_, 0));
+    }
+
+private:
+    cudaStream_t side_ = nullptr;
+    int device_ = -1;
+    Event forked_, joined_;
+};
+
 // Copies a device array to a std::vector-like host container (synchronous on stream).
 template <class T, class Vec>
 void copy_to_host(Vec& out, const T* d_src, size_t count, cudaStream_t stream) {
