@@ -64,29 +64,6 @@ GSZ_HD uint64_t interp_gate_count(uint64_t num_tiles) {
 GSZ_HD uint64_t interp_gate_tile(uint64_t num_tiles, uint64_t k) {
     return (2 * k + 1) * num_tiles / (2 * interp_gate_count(num_tiles));
 }
-
-// The sample a layout's gate codes: of its full tiles (not last along any
-// dim; interp_full_tile_count), where a 2-D or 3-D layout has at least
-// kInterpGateTiles of them, so that the GPU codes the sample with its
-// full-tile kernels (a sample tile on the generic path took as long as the
-// whole sample there); else of every tile.  Sample k is full tile
-// interp_gate_full_tile(L, k) (the full kernels' numbering: dim 0 fastest),
-// at raster id interp_gate_tile(L, k).
-GSZ_HD bool interp_gate_of_full_tiles(const InterpLayout& L) {
-    return L.rank >= 2 && interp_full_tile_count(L) >= kInterpGateTiles;
-}
-GSZ_HD uint64_t interp_gate_count(const InterpLayout& L) { return interp_gate_count(L.num_tiles); }
-GSZ_HD uint64_t interp_gate_full_tile(const InterpLayout& L, uint64_t k) {
-    return interp_gate_tile(interp_full_tile_count(L), k);
-}
-GSZ_HD uint64_t interp_gate_tile(const InterpLayout& L, uint64_t k) {
-    if (!interp_gate_of_full_tiles(L)) return interp_gate_tile(L.num_tiles, k);
-    uint64_t f = interp_gate_full_tile(L, k);
-    const uint64_t t0 = f % (L.grid[0] - 1);
-    f /= L.grid[0] - 1;
-    const uint64_t t1 = L.rank == 3 ? f % (L.grid[1] - 1) : f, t2 = L.rank == 3 ? f / (L.grid[1] - 1) : 0;
-    return (t2 * L.grid[1] + t1) * L.grid[0] + t0;
-}
 GSZ_HD bool interp_lorenzo_tiles_pay(const InterpGateSums& s) {
     return s.spline_cost > 0 && s.saving * 40 >= s.spline_cost;
 }
