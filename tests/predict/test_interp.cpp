@@ -936,36 +936,6 @@ TEST(InterpLorenzoTiles, GateSample) {
         }
     }
     EXPECT_EQ(interp_gate_tile(48735, 0), 95u);   // 48735 / 512
-    // A layout's sample: of its full tiles (not last along any dim) where it
-    // has kInterpGateTiles of them, in raster order, else of every tile.
-    for (const std::vector<uint64_t>& dims : {std::vector<uint64_t>{455, 455, 455}, std::vector<uint64_t>{4320, 2161},
-                                              std::vector<uint64_t>{91, 91, 91}, std::vector<uint64_t>{60, 50, 40},
-                                              std::vector<uint64_t>{100, 100}, std::vector<uint64_t>{100000}}) {
-        const InterpLayout L = interp_layout(static_cast<uint32_t>(dims.size()), dims.data());
-        const bool full = interp_gate_of_full_tiles(L);
-        EXPECT_EQ(full, L.rank >= 2 && interp_full_tile_count(L) >= kInterpGateFullTiles);
-        ASSERT_EQ(interp_gate_count(L), full ? kInterpGateFullTiles : std::min<uint64_t>(L.num_tiles, kInterpGateTiles));
-        for (uint64_t i = 0; i < interp_gate_count(L); ++i) {
-            const uint64_t t = interp_gate_tile(L, i);
-            ASSERT_LT(t, L.num_tiles);
-            if (i > 0) {
-                EXPECT_GT(t, interp_gate_tile(L, i - 1));
-            }
-            if (!full) {
-                EXPECT_EQ(t, interp_gate_tile(L.num_tiles, i));
-                continue;
-            }
-            const uint64_t c[3] = {t % L.grid[0], t / L.grid[0] % L.grid[1], t / (L.grid[0] * L.grid[1])};
-            for (uint32_t d = 0; d < L.rank; ++d) {
-                EXPECT_LT(c[d] + 1, L.grid[d]) << "sample " << i << " is last along " << d;
-            }
-            // The full kernels' numbering (dim 0 fastest) of the same tile, in share i of the full tiles.
-            const uint64_t f = interp_gate_full_tile(L, i), share = interp_full_tile_count(L);
-            EXPECT_GE(f, i * share / kInterpGateFullTiles);
-            EXPECT_LT(f, (i + 1) * share / kInterpGateFullTiles);
-            EXPECT_EQ(f, (c[2] * (L.grid[1] - 1) + c[1]) * (L.grid[0] - 1) + c[0]);
-        }
-    }
     EXPECT_FALSE(interp_lorenzo_tiles_pay({0, 0}));
     EXPECT_FALSE(interp_lorenzo_tiles_pay({4000, 99}));
     EXPECT_TRUE(interp_lorenzo_tiles_pay({4000, 100}));
@@ -1005,27 +975,6 @@ TEST(InterpLorenzoTiles, GateDecides) {
     const auto each = chosen(mixed, {256, 128}, 0.01, kTilesEach, 200.0);
     EXPECT_GT(each, 0);
     EXPECT_EQ(chosen(mixed, {256, 128}, 0.01, kTilesAuto, 200.0), each);
-    // The same at 2200 x 560, with a square of fill values: 1,156 full tiles, so
-    // the gate's sample is of full tiles (interp_gate_of_full_tiles).  The
-    // CUDA test InterpLorenzoTilesMatchCpu codes the same field.
-    std::vector<float> big(2200 * 560);
-    {
-        std::mt19937 big_rng(11);
-        std::normal_distribution<double> big_step(0.0, 1.0);
-        double v = 0;
-        for (size_t i = 0; i < big.size(); ++i) {
-            v += big_step(big_rng);
-            const double x = static_cast<double>(i % 2200), y = static_cast<double>(i / 2200);
-            big[i] = y < 280 ? static_cast<float>(100.0 * std::sin(x / 20.0) * std::cos(y / 15.0)) : static_cast<float>(v);
-        }
-        for (size_t y = 100; y < 140; ++y)
-            for (size_t x = 500; x < 560; ++x) big[y * 2200 + x] = 1e30f;
-    }
-    const std::vector<uint64_t> big_dims = {2200, 560};
-    ASSERT_TRUE(interp_gate_of_full_tiles(interp_layout(2, big_dims.data())));
-    const auto big_each = chosen(big, big_dims, 0.01, kTilesEach, 200.0);
-    EXPECT_GT(big_each, 0);
-    EXPECT_EQ(chosen(big, big_dims, 0.01, kTilesAuto, 200.0), big_each);
 }
 
 TEST(InterpCpu, RoundTripOneDimStrides) {

@@ -620,7 +620,7 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
     if (mode == kTilesAuto) {   // integer sums: the same in any order
         uint64_t spline_cost = 0, saving = 0;
         ParallelErrors gate_errors;
-        const auto count = static_cast<int64_t>(interp_gate_count(L));
+        const auto count = static_cast<int64_t>(interp_gate_count(L.num_tiles));
 #pragma omp parallel num_threads(resolve_threads(num_threads)) reduction(+ : spline_cost, saving)
         {
             std::vector<T> ws(L.ws_size());
@@ -630,7 +630,7 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
 #pragma omp for schedule(dynamic, 4)
             for (int64_t k = 0; k < count; ++k) gate_errors.capture([&] {
                 InterpGateSums sums;
-                code_tile(interp_gate_tile(L, static_cast<uint64_t>(k)), ws.data(), tile_codes.data(),
+                code_tile(interp_gate_tile(L.num_tiles, static_cast<uint64_t>(k)), ws.data(), tile_codes.data(),
                           q.data(), kTilesEach, &sums, taken);
                 spline_cost += sums.spline_cost;
                 saving += sums.saving;

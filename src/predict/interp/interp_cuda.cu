@@ -306,7 +306,6 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
         cost_and_n = block_sum(cost_and_n, scratch);
         spline_cost = cost_and_n & kLow;
         n = cost_and_n >> kHigh;
-        if (cfg.gate && threadIdx.x == 0) atomicAdd(cfg.gate, spline_cost);
         if (!interp_lorenzo_may_win(spline_cost, n)) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
@@ -369,7 +368,6 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
         cost_and_taken = block_sum(cost_and_taken, scratch);
         lorenzo = interp_prefer_lorenzo(spline_cost, cost_and_taken & kLow, spline_error,
                                         lorenzo_error - (cost_and_taken >> kHigh), n);
-        if (cfg.gate && lorenzo && threadIdx.x == 0) atomicAdd(cfg.gate + 1, spline_cost - (cost_and_taken & kLow));
     }
     if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = lorenzo;
     if (!lorenzo) return;
@@ -611,7 +609,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
     interp_encode_full_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                               const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg, double eb,
                               int64_t radius, uint16_t* __restrict__ codes, unsigned long long* __restrict__ zero_codes,
-                              uint32_t* __restrict__ loud, const uint32_t* __restrict__ listed = nullptr) {
+                              uint32_t* __restrict__ loud) {
     using G = full_tile::Geometry<Rank>;
     using Sh = full_tile::Shape<G>;
     __shared__ T ws[Sh::ws_size];
@@ -665,7 +663,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         if (zeros && threadIdx.x % 32 == 0) atomicAdd(zero_codes, static_cast<unsigned long long>(zeros));
     };
     if constexpr (!Guard) {
-        code_tile(listed ? listed[blockIdx.x] : blockIdx.x);   // listed: the gate's sample
+        code_tile(blockIdx.x);
     } else {
         for (uint64_t j = blockIdx.x; j < zero_codes[2]; j += gridDim.x) {
             code_tile(loud[j]);
@@ -1109,52 +1107,31 @@ void interp_anchors_encode_cuda(const T* d_data, const InterpLayout& L, const In
 }
 
 // The gate's sample (interp_gate_tile) and its counters: as zero_codes, [3]
-// the number of tiles listed for the generic kernel, then the two sums
-// (InterpGateSums).  full: the sample as full-tile numbers.
+// the number of tiles listed, then the two sums (InterpGateSums).
 constexpr uint32_t kGateCounters = 6;
-__global__ void gate_setup_kernel(InterpLayout L, uint32_t count, bool full, uint32_t* __restrict__ ids,
+__global__ void gate_setup_kernel(uint64_t num_tiles, uint32_t count, uint32_t* __restrict__ ids,
                                   unsigned long long* __restrict__ counters) {
     const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < count) ids[k] = static_cast<uint32_t>(full ? interp_gate_full_tile(L, k) : interp_gate_tile(L, k));
-    if (k < kGateCounters) counters[k] = k == 3 && !full ? count : 0;
+    if (k < count) ids[k] = static_cast<uint32_t>(interp_gate_tile(num_tiles, k));
+    if (k < kGateCounters) counters[k] = k == 3 ? count : 0;
 }
 
-// kTilesAuto's gate (interp_lorenzo_tiles.hpp): codes the sample tiles with
-// the per-tile choice, as the main launches would, and sums their costs into
-// out.gate; their codes and tile choices are written again by the main
-// launches, which read the sums (KernelConfig::gate_sums): no round trip.  A
-// sample of full tiles goes through the full-tile kernels (quiet tiles, then
-// the loud ones with the guard), any other through the generic kernel's
-// guarded path, which codes any tile as the main launches do (0.12 ms of ncu
-// time for 256 tiles on wmagT: one partial wave of slow blocks).
+// kTilesAuto's gate (interp_lorenzo_tiles.hpp): the generic kernel's guarded
+// path, which codes any tile (quiet or loud) as the main launches do, codes
+// the sample tiles with the per-tile choice and sums their costs into
+// out.gate; its codes and tile choices are written again by the main
+// launches, which read the sums (KernelConfig::gate_sums).  No round trip.
 template <class T>
 void lorenzo_tiles_gate(const T* d_data, InterpDeviceEncoded<T>& out, const uint16_t* anchor_codes,
                         const InterpLayout& L, KernelConfig cfg, double eb, uint32_t radius, cudaStream_t stream) {
-    const auto count = static_cast<uint32_t>(interp_gate_count(L));
-    const bool full = interp_gate_of_full_tiles(L) && dispatch_full_tiles(L, cfg, [](auto, auto) {});
-    out.gate.allocate(kGateCounters + count, stream);   // the counters, then the ids and a loud list (32 bits)
+    const auto count = static_cast<uint32_t>(interp_gate_count(L.num_tiles));
+    out.gate.allocate(kGateCounters + count, stream);
     unsigned long long* counters = out.gate.data();
     auto* ids = reinterpret_cast<uint32_t*>(counters + kGateCounters);
-    uint32_t* loud = ids + count;
-    gate_setup_kernel<<<(count + 255) / 256, 256, 0, stream>>>(L, count, full, ids, counters);
+    gate_setup_kernel<<<(count + 255) / 256, 256, 0, stream>>>(L.num_tiles, count, ids, counters);
     GSZ_CUDA_LAUNCHED("gate_setup_kernel");
     cfg.tiles = kTilesEach;
     cfg.gate = counters + 4;
-    if (full) {
-        dispatch_full_tiles(L, cfg, [&](auto rank, auto code) {
-            constexpr uint32_t R = decltype(rank)::value, C = decltype(code)::value;
-            constexpr unsigned threads = full_tile::Geometry<R>::threads;
-            interp_encode_full_kernel<T, R, C, false><<<count, threads, 0, stream>>>(
-                d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters, loud,
-                ids);
-            GSZ_CUDA_LAUNCHED("interp_encode_full_kernel (the Lorenzo tiles' gate)");
-            if (cfg.jump == kInterpNoJump) return;
-            interp_encode_full_kernel<T, R, C, true><<<count, threads, 0, stream>>>(
-                d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters, loud);
-            GSZ_CUDA_LAUNCHED("interp_encode_full_kernel (the Lorenzo tiles' gate, loud tiles)");
-        });
-        return;
-    }
     interp_encode_kernel<T, true><<<count, threads_for(L, false), smem_bytes<T>(L), stream>>>(
         d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters, false, ids);
     GSZ_CUDA_LAUNCHED("interp_encode_kernel (the Lorenzo tiles' gate)");

@@ -64,41 +64,6 @@ GSZ_HD uint64_t interp_gate_count(uint64_t num_tiles) {
 GSZ_HD uint64_t interp_gate_tile(uint64_t num_tiles, uint64_t k) {
     return (2 * k + 1) * num_tiles / (2 * interp_gate_count(num_tiles));
 }
-
-// The sample a layout's gate codes: kInterpGateFullTiles of its full tiles
-// (not last along any dim; interp_full_tile_count) where a 2-D or 3-D layout
-// has that many, so that the GPU codes the sample with its full-tile kernels
-// in one wave (256 tiles on the generic path took longer); else the raster
-// sample above.  Sample k is full tile interp_gate_full_tile(L, k) (the full
-// kernels' numbering: dim 0 fastest), at raster id interp_gate_tile(L, k):
-// one tile of each of 1,024 equal shares of the full tiles, at an offset in
-// its share hashed from k.  Not 256 tiles, nor each share's midpoint: on the
-// mirror-tiled wmagT, whose every-tile saving (2.3%) lies just under the
-// rule's 2.5%, such samples read 2.8-2.9% (bench/NOTES.md); 1,024 read 2.4%.
-inline constexpr uint64_t kInterpGateFullTiles = 1024;
-GSZ_HD bool interp_gate_of_full_tiles(const InterpLayout& L) {
-    return L.rank >= 2 && interp_full_tile_count(L) >= kInterpGateFullTiles;
-}
-GSZ_HD uint64_t interp_gate_count(const InterpLayout& L) {
-    return interp_gate_of_full_tiles(L) ? kInterpGateFullTiles : interp_gate_count(L.num_tiles);
-}
-GSZ_HD uint64_t interp_gate_full_tile(const InterpLayout& L, uint64_t k) {
-    const uint64_t full = interp_full_tile_count(L);
-    const uint64_t lo = k * full / kInterpGateFullTiles, hi = (k + 1) * full / kInterpGateFullTiles;
-    uint64_t h = (k + 1) * 0x9E3779B97F4A7C15ull;   // splitmix64's finalizer
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    h ^= h >> 31;
-    return lo + h % (hi - lo);
-}
-GSZ_HD uint64_t interp_gate_tile(const InterpLayout& L, uint64_t k) {
-    if (!interp_gate_of_full_tiles(L)) return interp_gate_tile(L.num_tiles, k);
-    uint64_t f = interp_gate_full_tile(L, k);
-    const uint64_t t0 = f % (L.grid[0] - 1);
-    f /= L.grid[0] - 1;
-    const uint64_t t1 = L.rank == 3 ? f % (L.grid[1] - 1) : f, t2 = L.rank == 3 ? f / (L.grid[1] - 1) : 0;
-    return (t2 * L.grid[1] + t1) * L.grid[0] + t0;
-}
 GSZ_HD bool interp_lorenzo_tiles_pay(const InterpGateSums& s) {
     return s.spline_cost > 0 && s.saving * 40 >= s.spline_cost;
 }
