@@ -136,19 +136,6 @@ __device__ unsigned long long block_sum(unsigned long long v, unsigned long long
     return s;
 }
 
-// block_sum of two values at once (scratch: 64 entries).
-__device__ void block_sum2(unsigned long long& a, unsigned long long& b, unsigned long long* scratch) {
-    for (int o = 16; o > 0; o >>= 1) {
-        a += __shfl_down_sync(0xffffffffu, a, o);
-        b += __shfl_down_sync(0xffffffffu, b, o);
-    }
-    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = a, scratch[32 + threadIdx.x / 32] = b;
-    __syncthreads();
-    a = b = 0;
-    for (uint32_t k = 0; k < blockDim.x / 32; ++k) a += scratch[k], b += scratch[32 + k];
-    __syncthreads();   // scratch may be reused at once
-}
-
 // Lorenzo tiles (interp_lorenzo_tiles.hpp), the encoder's side: after a
 // tile's stages (ws: reconstructions, tile_codes: spline codes), the block
 // computes the tile's Lorenzo codes, compares the two codings as the CPU does
@@ -266,16 +253,40 @@ __device__ __forceinline__ Q lorenzo_prediction_q(const Q* q, uint32_t w, bool x
                               at(y && z, S1 + S2) + at(x && y && z, 1 + S1 + S2));
 }
 
+// Sums of a full tile's block: two per-thread values below 2^28 each (a
+// thread holds at most 16 points of at most 2^24 error units or 2^14 cost
+// units), every lane's by the warp's integer reductions in 16-bit halves
+// (exact), then the warps' from shared memory.  Each call its own slots of
+// scratch, so one barrier suffices.
+template <uint32_t Warps>
+__device__ __forceinline__ void full_tile_sum2(uint32_t& a, uint32_t& b, unsigned long long* slots,
+                                               unsigned long long& sum_a, unsigned long long& sum_b) {
+    const uint32_t a_lo = __reduce_add_sync(~0u, a & 0xffffu), a_hi = __reduce_add_sync(~0u, a >> 16);
+    const uint32_t b_lo = __reduce_add_sync(~0u, b & 0xffffu), b_hi = __reduce_add_sync(~0u, b >> 16);
+    if (threadIdx.x % 32 == 0) {
+        slots[threadIdx.x / 32] = (static_cast<unsigned long long>(a_hi) << 16) + a_lo;
+        slots[Warps + threadIdx.x / 32] = (static_cast<unsigned long long>(b_hi) << 16) + b_lo;
+    }
+    __syncthreads();
+    sum_a = sum_b = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < Warps; ++k) sum_a += slots[k], sum_b += slots[Warps + k];
+}
+
 // lorenzo_tile_encode inside the full-tile kernels (after their last stage's
 // barrier), with the geometry's extents as constants: the same sums and so the
-// same choices, in three passes over a thread's own points
+// same choices, in passes over a thread's own points
 // (full_tile::for_each_owned_point_at's, the order the caller writes codes in):
-// (1) the spline's cost, leaving where Lorenzo is not tried; (2) each point's lattice
-// value, written over its own reconstruction (no other thread reads it), the
-// spline's error and Lorenzo's as if no point fell out of the radius;
-// (3) after a barrier, the Lorenzo codes' cost, less the error of the points
-// out of the radius.  A Lorenzo tile's codes are formed again in a fourth
-// pass.  Float lattices by the float shortcut and in int32.
+// (1) the spline's cost, leaving where Lorenzo is not tried; (2) each point's
+// lattice value, written over its own reconstruction (no other thread reads
+// it), and the spline's error; (3) after a barrier, the Lorenzo codes' cost.
+// Lorenzo's error only adds to its side of interp_prefer_lorenzo, so where
+// the costs alone say spline (most tiles that lose) nothing more is computed;
+// else (4) Lorenzo's error over its points on the lattice with a code (the
+// bit of a point out of the radius, an exact outlier, was cleared in (3)).
+// A Lorenzo tile's codes are formed again in a last pass.  Float lattices by
+// the float shortcut and in int32.  Sums by full_tile_sum2: ~190 -> ~110
+// instructions a point (ncu, etopoT rel 1e-4) against 64-bit shuffles.
 template <class G, class T>
 __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ data, const InterpLayout& L,
                                                          const InterpLayout::TileBox& box, T* ws,
@@ -284,13 +295,11 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
     using Sh = full_tile::Shape<G>;
     using Q = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
     static_assert(sizeof(Q) == sizeof(T), "lattice values overwrite the workspace");
-    static_assert(full_tile::kOwnedPerThread<G> <= 32, "a bit per point");
-    constexpr uint32_t S1 = Sh::ws_stride(1), S2 = Sh::ws_stride(2);
-    __shared__ unsigned long long scratch[64];
+    static_assert(full_tile::kOwnedPerThread<G> <= 16, "a bit per point; per-thread sums below 2^28");
+    constexpr uint32_t S1 = Sh::ws_stride(1), S2 = Sh::ws_stride(2), kWarps = G::threads / 32;
+    __shared__ unsigned long long scratch[3][2 * kWarps];   // a row per sum: one barrier each
     const QuantParams& qp = cfg.lorenzo;
     const bool autos = interp_tiles_choose(cfg.tiles);
-    constexpr int kHigh = 28;   // two sums to a word, as lorenzo_tile_encode
-    constexpr unsigned long long kLow = (1ull << kHigh) - 1;
     const bool low0 = box.origin[0] > 0, low1 = box.origin[1] > 0, low2 = box.origin[2] > 0;
     const auto lorenzo_point = [&](uint32_t x, uint32_t y, uint32_t z) {
         const bool anchor = (x | y | z) % Sh::S == 0;
@@ -298,28 +307,26 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
     };
     unsigned long long spline_cost = 0, n = 0;
     if (autos) {
-        unsigned long long cost_and_n = 0;
+        uint32_t cost = 0, count = 0;
         full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t, uint32_t w, uint64_t, uint32_t x, uint32_t y,
                                                           uint32_t z) {
-            if (lorenzo_point(x, y, z)) cost_and_n += interp_code_cost(tile_codes[w], radius) + (1ull << kHigh);
+            if (lorenzo_point(x, y, z)) cost += interp_code_cost(tile_codes[w], radius), ++count;
         });
-        cost_and_n = block_sum(cost_and_n, scratch);
-        spline_cost = cost_and_n & kLow;
-        n = cost_and_n >> kHigh;
+        full_tile_sum2<kWarps>(cost, count, scratch[0], spline_cost, n);
         if (!interp_lorenzo_may_win(spline_cost, n)) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
         }
     }
     // (2) Lattice values; which Lorenzo points the bound lets on the lattice (bit k).
-    uint32_t on_lattice = 0;
-    unsigned long long spline_error = 0, lorenzo_error = 0;
+    uint32_t on_lattice = 0, spline_error = 0;
     Q* q = reinterpret_cast<Q*>(ws);
     full_tile::for_each_owned_point_at<G, 4>(L, box, [&](uint32_t k, uint32_t w, uint64_t g, uint32_t x, uint32_t y,
                                                       uint32_t z) {
         const bool mine = lorenzo_point(x, y, z);
         const T recon = ws[w];
-        const T v = mine ? data[g] : recon;
+        const T own = data[g];   // every owned point is in the array: no branch around the load
+        const T v = mine ? own : recon;
         int64_t qv;
         bool ok;
         if constexpr (sizeof(T) == 4) {
@@ -333,18 +340,11 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
         } else {
             ok = quantize_double(v, qp, qv);
         }
-        if (mine && autos) {
-            spline_error += interp_error_units(v, recon, tile_codes[w], cfg.inv_eb0);
-            if (ok) lorenzo_error += interp_error_units(v, lattice_value<T>(qv, qp.ebx2), 1, cfg.inv_eb0);
-        }
+        if (mine && autos) spline_error += interp_error_units(v, recon, tile_codes[w], cfg.inv_eb0);
         on_lattice |= (mine && ok ? 1u : 0u) << k;
         q[w] = static_cast<Q>(qv);
     });
-    if (autos) {
-        block_sum2(spline_error, lorenzo_error, scratch);   // its barrier: every lattice value written
-    } else {
-        __syncthreads();
-    }
+    __syncthreads();   // every lattice value written
     const auto code_of = [&](uint32_t k, uint32_t w, uint32_t x, uint32_t y, uint32_t z) -> uint16_t {
         if (!(on_lattice >> k & 1)) return 0;
         const Q delta = q[w] - lorenzo_prediction_q<G::rank, S1, S2>(q, w, x > 0, y > 0, z > 0);
@@ -353,25 +353,34 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
     };
     bool lorenzo = cfg.tiles == kTilesLorenzo;
     if (autos) {
-        // (3) The codes' cost; the error of a point out of the radius (an outlier, exact) taken back.
-        unsigned long long cost_and_taken = 0;
-        full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t k, uint32_t w, uint64_t g, uint32_t x, uint32_t y,
+        // (3) The codes' cost; a point out of the radius (an outlier, exact) leaves the error's set.
+        uint32_t cost = 0;
+        full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t k, uint32_t w, uint64_t, uint32_t x, uint32_t y,
                                                           uint32_t z) {
             if (!lorenzo_point(x, y, z)) return;
             const uint16_t code = code_of(k, w, x, y, z);
-            cost_and_taken += interp_code_cost(code, radius);
-            if (code == 0 && (on_lattice >> k & 1))
-                cost_and_taken += static_cast<unsigned long long>(interp_error_units(
-                                      data[g], lattice_value<T>(q[w], qp.ebx2), 1, cfg.inv_eb0))
-                                  << kHigh;
+            cost += interp_code_cost(code, radius);
+            if (code == 0) on_lattice &= ~(1u << k);
         });
-        cost_and_taken = block_sum(cost_and_taken, scratch);
-        lorenzo = interp_prefer_lorenzo(spline_cost, cost_and_taken & kLow, spline_error,
-                                        lorenzo_error - (cost_and_taken >> kHigh), n);
+        unsigned long long lorenzo_cost, spline_error_sum;
+        full_tile_sum2<kWarps>(cost, spline_error, scratch[1], lorenzo_cost, spline_error_sum);
+        // interp_prefer_lorenzo adds Lorenzo's distortion (>= 0) to its cost: this test alone says no.
+        if (lorenzo_cost * 64 < spline_cost * 61) {
+            // (4) Lorenzo's error (the CPU's sum: its points on the lattice with a code).
+            uint32_t error = 0, unused = 0;
+            full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t k, uint32_t w, uint64_t g, uint32_t,
+                                                              uint32_t, uint32_t) {
+                if (on_lattice >> k & 1)
+                    error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), 1, cfg.inv_eb0);
+            });
+            unsigned long long lorenzo_error, none;
+            full_tile_sum2<kWarps>(error, unused, scratch[2], lorenzo_error, none);
+            lorenzo = interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error_sum, lorenzo_error, n);
+        }
     }
     if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = lorenzo;
     if (!lorenzo) return;
-    // (4) The caller writes the codes of the points each thread takes here: no barrier.
+    // (5) The caller writes the codes of the points each thread takes here: no barrier.
     full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t k, uint32_t w, uint64_t, uint32_t x, uint32_t y,
                                                       uint32_t z) {
         if (lorenzo_point(x, y, z)) tile_codes[w] = code_of(k, w, x, y, z);
