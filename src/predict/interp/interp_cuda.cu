@@ -285,8 +285,9 @@ __device__ __forceinline__ void full_tile_sum2(uint32_t& a, uint32_t& b, unsigne
 // else (4) Lorenzo's error over its points on the lattice with a code (the
 // bit of a point out of the radius, an exact outlier, was cleared in (3)).
 // A Lorenzo tile's codes are formed again in a last pass.  Float lattices by
-// the float shortcut and in int32.  Sums by full_tile_sum2: ~190 -> ~110
-// instructions a point (ncu, etopoT rel 1e-4) against 64-bit shuffles.
+// the float shortcut and in int32.  The phase is issue-bound (the kernel's
+// issue slots 78-85% busy): with these sums and the error only where it can
+// matter, ~190 -> ~146 instructions a point (ncu, etopoT rel 1e-4, run 63).
 template <class G, class T>
 __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ data, const InterpLayout& L,
                                                          const InterpLayout::TileBox& box, T* ws,
