@@ -1126,6 +1126,13 @@ __global__ void gate_setup_kernel(uint64_t num_tiles, uint32_t count, uint32_t* 
     if (k < kGateCounters) counters[k] = k == 3 ? count : 0;
 }
 
+// The gate's block size.  Its 256 tiles are one short wave, so its time is a
+// block's latency: more threads a tile shorten it until the registers (~80 a
+// thread) leave fewer than two blocks a multiprocessor.  ncu, H200, the gate's
+// kernel at rel 1e-3 (run 64): wmagT 77.6 / 56.5 / 50.2 / 70.9 us and etopoT
+// 43.1 / 33.7 / 31.0 / 51.2 us at 128 / 256 / 384 / 512 threads.
+constexpr unsigned kGateThreads = 384;
+
 // kTilesAuto's gate (interp_lorenzo_tiles.hpp): the generic kernel's guarded
 // path, which codes any tile (quiet or loud) as the main launches do, codes
 // the sample tiles with the per-tile choice and sums their costs into
@@ -1142,7 +1149,7 @@ void lorenzo_tiles_gate(const T* d_data, InterpDeviceEncoded<T>& out, const uint
     GSZ_CUDA_LAUNCHED("gate_setup_kernel");
     cfg.tiles = kTilesEach;
     cfg.gate = counters + 4;
-    interp_encode_kernel<T, true><<<count, threads_for(L, false), smem_bytes<T>(L), stream>>>(
+    interp_encode_kernel<T, true><<<count, kGateThreads, smem_bytes<T>(L), stream>>>(
         d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters, false, ids);
     GSZ_CUDA_LAUNCHED("interp_encode_kernel (the Lorenzo tiles' gate)");
 }
