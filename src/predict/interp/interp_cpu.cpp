@@ -95,12 +95,27 @@ void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& bo
 // The encoder's choice for one tile whose spline codes (tile_codes) and
 // reconstructions (ws) are done: Lorenzo codes replace the spline codes of the
 // tile's Lorenzo points where they cost less (or where `mode` forces them).
-// q: workspace-sized scratch.  Returns whether the tile is Lorenzo-coded; adds
-// the tile's costs to *sums where given (kTilesAuto's gate).
+// The spline's cost comes first: a tile below the 2-bit floor builds no
+// lattice; then Lorenzo's cost, and the two errors only where the costs leave
+// the choice open (interp_prefer_lorenzo adds a non-negative distortion to
+// Lorenzo's side), as the CUDA phase does.  q: workspace-sized scratch.
+// Returns whether the tile is Lorenzo-coded; adds the tile's costs to *sums
+// where given (kTilesAuto's gate).
 template <class T>
 bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayout::TileBox& box, const T* ws,
                          uint16_t* tile_codes, int64_t* q, const QuantParams& qp, double eb, uint8_t mode,
                          InterpGateSums* sums = nullptr) {
+    const bool choose = interp_tiles_choose(mode);
+    uint64_t spline_cost = 0, n = 0;
+    if (choose) {
+        for_each_owned_point(L, box, [&](uint32_t w, uint64_t, const uint32_t* c) {
+            if (!interp_lorenzo_point(L, box, c)) return;
+            ++n;
+            spline_cost += interp_code_cost(tile_codes[w], qp.radius);
+        });
+        if (sums) sums->spline_cost += spline_cost;
+        if (!interp_lorenzo_may_win(spline_cost, n)) return false;
+    }
     for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
         q[w] = interp_lattice(interp_lorenzo_point(L, box, c) ? data[g] : ws[w], qp.r);
     });
@@ -110,23 +125,24 @@ bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayou
         const bool ok = quantize(data[g], qp, own);
         return ok ? lorenzo_code(own - interp_lorenzo_prediction(L.rank, c, w, s1, s2, q), qp.radius) : uint16_t{0};
     };
-    if (interp_tiles_choose(mode)) {
-        const double inv_eb = 1.0 / eb;
-        uint64_t spline_cost = 0, lorenzo_cost = 0, spline_error = 0, lorenzo_error = 0, n = 0;
+    if (choose) {
+        uint64_t lorenzo_cost = 0;
         for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
-            if (!interp_lorenzo_point(L, box, c)) return;
-            const uint16_t code = lorenzo_code_at(w, g, c);
-            ++n;
-            spline_cost += interp_code_cost(tile_codes[w], qp.radius);
-            lorenzo_cost += interp_code_cost(code, qp.radius);
-            spline_error += interp_error_units(data[g], ws[w], tile_codes[w], inv_eb);
-            lorenzo_error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), code, inv_eb);
+            if (interp_lorenzo_point(L, box, c)) lorenzo_cost += interp_code_cost(lorenzo_code_at(w, g, c), qp.radius);
         });
-        const bool lorenzo = interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error, lorenzo_error, n);
-        if (sums) {
-            sums->spline_cost += spline_cost;
-            if (lorenzo) sums->saving += spline_cost - lorenzo_cost;
+        bool lorenzo = false;
+        if (lorenzo_cost * 64 < spline_cost * 61) {
+            const double inv_eb = 1.0 / eb;
+            uint64_t spline_error = 0, lorenzo_error = 0;
+            for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
+                if (!interp_lorenzo_point(L, box, c)) return;
+                spline_error += interp_error_units(data[g], ws[w], tile_codes[w], inv_eb);
+                lorenzo_error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), lorenzo_code_at(w, g, c),
+                                                    inv_eb);
+            });
+            lorenzo = interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error, lorenzo_error, n);
         }
+        if (sums && lorenzo) sums->saving += spline_cost - lorenzo_cost;
         if (!lorenzo) return false;
     }
     for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
