@@ -96,9 +96,11 @@ void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& bo
 // reconstructions (ws) are done: Lorenzo codes replace the spline codes of the
 // tile's Lorenzo points where they cost less (or where `mode` forces them).
 // The spline's cost comes first: a tile below the 2-bit floor builds no
-// lattice; then Lorenzo's cost, and the two errors only where the costs leave
-// the choice open (interp_prefer_lorenzo adds a non-negative distortion to
-// Lorenzo's side), as the CUDA phase does.  q: workspace-sized scratch.
+// lattice, nor one whose estimate from the original values says spline
+// (interp_lorenzo_skip); then Lorenzo's cost, and the two errors only where
+// the costs leave the choice open (interp_prefer_lorenzo adds a non-negative
+// distortion to Lorenzo's side), as the CUDA phase does.  q: workspace-sized
+// scratch.
 // Returns whether the tile is Lorenzo-coded; adds the tile's costs to *sums
 // where given (kTilesAuto's gate).
 template <class T>
@@ -115,6 +117,12 @@ bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayou
         });
         if (sums) sums->spline_cost += spline_cost;
         if (!interp_lorenzo_may_win(spline_cost, n)) return false;
+        const uint64_t sy = L.dims[0], sz = L.dims[0] * L.dims[1];
+        uint64_t estimate = 0;
+        for_each_owned_point(L, box, [&](uint32_t, uint64_t g, const uint32_t* c) {
+            if (interp_lorenzo_point(L, box, c)) estimate += interp_lorenzo_estimate(data, g, c, L.rank, sy, sz, qp.r);
+        });
+        if (interp_lorenzo_skip(spline_cost, estimate)) return false;
     }
     for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
         q[w] = interp_lattice(interp_lorenzo_point(L, box, c) ? data[g] : ws[w], qp.r);

@@ -141,7 +141,8 @@ __device__ unsigned long long block_sum(unsigned long long v, unsigned long long
 // computes the tile's Lorenzo codes, compares the two codings as the CPU does
 // (integer sums, so the same choice), records it and, for a Lorenzo tile,
 // replaces the Lorenzo points' codes.  A tile whose spline codes average
-// below 2 bits a point (interp_lorenzo_may_win) is left at once.  The
+// below 2 bits a point (interp_lorenzo_may_win) is left at once, one whose
+// estimate from the original values says spline (interp_lorenzo_skip) next.  The
 // lattice values overwrite ws in place (int32 for float, whose lattice stays
 // below 2^23; int64 for double).
 template <class T>
@@ -172,6 +173,19 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         n = cost_and_n >> kHigh;
         if (cfg.gate && threadIdx.x == 0) atomicAdd(cfg.gate, spline_cost);
         if (!interp_lorenzo_may_win(spline_cost, n)) {
+            if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
+            return;
+        }
+        // The estimate from the original values (interp_lorenzo_skip): most tiles past the floor end here.
+        const uint64_t sy = L.dims[0], sz = L.dims[0] * L.dims[1];
+        unsigned long long estimate = 0;
+        for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
+            uint32_t c[3];
+            tile_coords(L, i, c);
+            if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
+            estimate += interp_lorenzo_estimate(data, L.global_index(box.origin, c), c, L.rank, sy, sz, qp.r);
+        }
+        if (interp_lorenzo_skip(spline_cost, block_sum(estimate, scratch))) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
         }
@@ -277,7 +291,8 @@ __device__ __forceinline__ void full_tile_sum2(uint32_t& a, uint32_t& b, unsigne
 // barrier), with the geometry's extents as constants: the same sums and so the
 // same choices, in passes over a thread's own points
 // (full_tile::for_each_owned_point_at's, the order the caller writes codes in):
-// (1) the spline's cost, leaving where Lorenzo is not tried; (2) each point's
+// (1) the spline's cost and then the estimate from the original values
+// (interp_lorenzo_skip), leaving where Lorenzo is not tried; (2) each point's
 // lattice value, written over its own reconstruction (no other thread reads
 // it), and the spline's error; (3) after a barrier, the Lorenzo codes' cost.
 // Lorenzo's error only adds to its side of interp_prefer_lorenzo, so where
@@ -298,7 +313,7 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
     static_assert(sizeof(Q) == sizeof(T), "lattice values overwrite the workspace");
     static_assert(full_tile::kOwnedPerThread<G> <= 16, "a bit per point; per-thread sums below 2^28");
     constexpr uint32_t S1 = Sh::ws_stride(1), S2 = Sh::ws_stride(2), kWarps = G::threads / 32;
-    __shared__ unsigned long long scratch[3][2 * kWarps];   // a row per sum: one barrier each
+    __shared__ unsigned long long scratch[4][2 * kWarps];   // a row per sum: one barrier each
     const QuantParams& qp = cfg.lorenzo;
     const bool autos = interp_tiles_choose(cfg.tiles);
     const bool low0 = box.origin[0] > 0, low1 = box.origin[1] > 0, low2 = box.origin[2] > 0;
@@ -315,6 +330,20 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
         });
         full_tile_sum2<kWarps>(cost, count, scratch[0], spline_cost, n);
         if (!interp_lorenzo_may_win(spline_cost, n)) {
+            if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
+            return;
+        }
+        // The estimate from the original values (interp_lorenzo_skip).
+        const uint64_t sy = L.dims[0], sz = L.dims[0] * L.dims[1];
+        uint32_t estimate = 0, unused = 0;
+        full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t, uint32_t, uint64_t g, uint32_t x, uint32_t y,
+                                                          uint32_t z) {
+            const uint32_t c[3] = {x, y, z};
+            if (lorenzo_point(x, y, z)) estimate += interp_lorenzo_estimate(data, g, c, G::rank, sy, sz, qp.r);
+        });
+        unsigned long long estimate_sum, none;
+        full_tile_sum2<kWarps>(estimate, unused, scratch[1], estimate_sum, none);
+        if (interp_lorenzo_skip(spline_cost, estimate_sum)) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
         }
@@ -364,7 +393,7 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
             if (code == 0) on_lattice &= ~(1u << k);
         });
         unsigned long long lorenzo_cost, spline_error_sum;
-        full_tile_sum2<kWarps>(cost, spline_error, scratch[1], lorenzo_cost, spline_error_sum);
+        full_tile_sum2<kWarps>(cost, spline_error, scratch[2], lorenzo_cost, spline_error_sum);
         // interp_prefer_lorenzo adds Lorenzo's distortion (>= 0) to its cost: this test alone says no.
         if (lorenzo_cost * 64 < spline_cost * 61) {
             // (4) Lorenzo's error (the CPU's sum: its points on the lattice with a code).
@@ -375,7 +404,7 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
                     error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), 1, cfg.inv_eb0);
             });
             unsigned long long lorenzo_error, none;
-            full_tile_sum2<kWarps>(error, unused, scratch[2], lorenzo_error, none);
+            full_tile_sum2<kWarps>(error, unused, scratch[3], lorenzo_error, none);
             lorenzo = interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error_sum, lorenzo_error, n);
         }
     }

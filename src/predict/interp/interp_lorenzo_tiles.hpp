@@ -189,4 +189,42 @@ GSZ_HD bool interp_prefer_lorenzo(uint64_t spline_cost, uint64_t lorenzo_cost, u
     return (static_cast<int64_t>(lorenzo_cost) + distortion) * 64 < static_cast<int64_t>(spline_cost) * 61;
 }
 
+// A pre-test of a tile's Lorenzo cost from its original values alone, where
+// the 2-bit floor leaves the choice open: no lattices, no codes.  Point g
+// (local coordinates c) is predicted by Lorenzo from its original backward
+// neighbours (none before local coordinate 0, as interp_lorenzo_prediction),
+// in T, neighbours added in one fixed order so that every backend rounds
+// alike; its residual |x - p| in lattice steps (r = 1 / 2e), rounded half up,
+// is priced as interp_code_cost prices a code (2^14 steps or more, NaN and Inf
+// as an outlier).  Dual quantization's code is this residual give or take
+// the rounding of the neighbours' lattice values, so over a tile the sum is
+// close to Lorenzo's cost.  sy, sz: the array's strides.
+template <class T>
+GSZ_HD uint32_t interp_lorenzo_estimate(const T* data, uint64_t g, const uint32_t* c, uint32_t rank, uint64_t sy,
+                                        uint64_t sz, double r) {
+    const bool x = c[0] > 0, y = c[1] > 0, z = c[2] > 0;
+    const auto at = [&](bool has, uint64_t back) -> T { return has ? data[g - back] : T(0); };
+    T p = at(x, 1);
+    if (rank >= 2) p = p + at(y, sy) - at(x && y, 1 + sy);
+    if (rank >= 3) p = p + at(z, sz) - at(x && z, 1 + sz) - at(y && z, sy + sz) + at(x && y && z, 1 + sy + sz);
+    const double steps = ::fabs(static_cast<double>(data[g] - p)) * r + 0.5;
+    if (!(steps < 16384.0)) return 96u * 256u;   // NaN too
+    const uint32_t a = static_cast<uint32_t>(steps);
+#if defined(__CUDA_ARCH__)
+    const uint32_t bits = static_cast<uint32_t>(32 - __clz(static_cast<int>(a)));
+#else
+    const uint32_t bits = a == 0 ? 0u : static_cast<uint32_t>(32 - __builtin_clz(a));
+#endif
+    return a == 0 ? 64u : (2u * bits + 1u) * 256u;
+}
+
+// Whether a tile keeps the spline without Lorenzo's codes: where the
+// estimate's sum over its Lorenzo points misses interp_prefer_lorenzo's
+// margin.  It skips 73-76% of etopo5's tiles past the floor at rel 1e-3 and
+// 1e-4, 80-99% of wmag's (bench/NOTES.md, session 43); every `auto` archive
+// of the shared fields is unchanged, three `each` archives grow by 52-156 bytes.
+GSZ_HD bool interp_lorenzo_skip(uint64_t spline_cost, uint64_t estimate) {
+    return estimate * 64 >= spline_cost * 61;
+}
+
 }  // namespace gsz::predict
