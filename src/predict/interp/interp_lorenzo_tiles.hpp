@@ -221,8 +221,11 @@ GSZ_HD uint32_t interp_lorenzo_estimate(const T* data, uint64_t g, const uint32_
 // Whether a tile keeps the spline without Lorenzo's codes: where the
 // estimate's sum over its Lorenzo points misses interp_prefer_lorenzo's
 // margin.  It skips 73-76% of etopo5's tiles past the floor at rel 1e-3 and
-// 1e-4, 80-99% of wmag's (bench/NOTES.md, session 43); every `auto` archive
-// of the shared fields is unchanged, three `each` archives grow by 52-156 bytes.
+// 1e-4, 80-99% of wmag's and wmag2d's (bench/NOTES.md, session 43); every
+// `auto` archive of the shared fields is unchanged, one `each` archive grows
+// (wmag at rel 1e-4, by 52 bytes of 0.75 MB).  Estimating from every other
+// row instead (half the work) cost etopo5 0.6% of its ratio at rel 1e-4; in
+// float arithmetic for float data it chose the same and ran no faster.
 GSZ_HD bool interp_lorenzo_skip(uint64_t spline_cost, uint64_t estimate) {
     return estimate * 64 >= spline_cost * 61;
 }
