@@ -890,35 +890,57 @@ TEST(InterpLorenzoTiles, ChoiceArithmetic) {
     EXPECT_FALSE(interp_prefer_lorenzo(500000, 64000, 1000, 1000, 1000));
 }
 
-// The pre-test from the original values: Lorenzo over the original
-// neighbours (none before local coordinate 0), the residual in lattice steps
-// rounded half up, priced as a code; and the skip at the choice's margin.
+// The pre-test's arithmetic: Lorenzo over the neighbours (none before local
+// coordinate 0), the residual in lattice steps rounded half up, priced as a
+// code; in a tile, the neighbours' original values but an anchor's start
+// value; and the skip at the choice's margin.
+template <class T>
+uint32_t estimate_in_array(const T* a, uint64_t g, const uint32_t* c, uint32_t rank, uint64_t sy, uint64_t sz,
+                           double r) {
+    const auto at = [&](bool has, uint32_t dx, uint32_t dy, uint32_t dz) -> T {
+        return has ? a[g - dx - dy * sy - dz * sz] : T(0);
+    };
+    return interp_lorenzo_estimate_of(a[g], c, rank, at, r);
+}
+
 TEST(InterpLorenzoTiles, EstimateFromOriginalValues) {
     const double r = 1.0;   // bound 0.5: a lattice step of 1
     const float row[4] = {0.0f, 3.0f, 3.5f, 1.0f};
     const uint32_t c1[3] = {1, 0, 0}, c2[3] = {2, 0, 0}, c3[3] = {3, 0, 0}, c0[3] = {0, 0, 0};
-    EXPECT_EQ(interp_lorenzo_estimate(row, 1, c1, 1, 4, 16, r), 5u * 256);   // |3 - 0| = 3: 2 * 2 + 1 bits
-    EXPECT_EQ(interp_lorenzo_estimate(row, 2, c2, 1, 4, 16, r), 3u * 256);   // 0.5 rounds up to 1
-    EXPECT_EQ(interp_lorenzo_estimate(row, 3, c3, 1, 4, 16, r), 5u * 256);   // |1 - 3.5| = 2.5 -> 3
-    EXPECT_EQ(interp_lorenzo_estimate(row, 0, c0, 1, 4, 16, r), 64u);        // no neighbour: |0 - 0|, a quarter bit
+    EXPECT_EQ(estimate_in_array(row, 1, c1, 1, 4, 16, r), 5u * 256);   // |3 - 0| = 3: 2 * 2 + 1 bits
+    EXPECT_EQ(estimate_in_array(row, 2, c2, 1, 4, 16, r), 3u * 256);   // 0.5 rounds up to 1
+    EXPECT_EQ(estimate_in_array(row, 3, c3, 1, 4, 16, r), 5u * 256);   // |1 - 3.5| = 2.5 -> 3
+    EXPECT_EQ(estimate_in_array(row, 0, c0, 1, 4, 16, r), 64u);        // no neighbour: |0 - 0|, a quarter bit
     // A plane is predicted exactly inside (a quarter bit), not on its first row.
     std::vector<float> plane(8 * 4);
     for (uint32_t y = 0; y < 4; ++y)
         for (uint32_t x = 0; x < 8; ++x) plane[y * 8 + x] = static_cast<float>(3 * x + 5 * y);
     const uint32_t inside[3] = {2, 3, 0}, first_row[3] = {2, 0, 0}, first_col[3] = {0, 2, 0};
-    EXPECT_EQ(interp_lorenzo_estimate(plane.data(), 3 * 8 + 2, inside, 2, 8, 32, r), 64u);
-    EXPECT_EQ(interp_lorenzo_estimate(plane.data(), 2, first_row, 2, 8, 32, r), 5u * 256);      // 6 - 3 = 3
-    EXPECT_EQ(interp_lorenzo_estimate(plane.data(), 2 * 8, first_col, 2, 8, 32, r), 7u * 256);  // 10 - 5 = 5
+    EXPECT_EQ(estimate_in_array(plane.data(), 3 * 8 + 2, inside, 2, 8, 32, r), 64u);
+    EXPECT_EQ(estimate_in_array(plane.data(), 2, first_row, 2, 8, 32, r), 5u * 256);      // 6 - 3 = 3
+    EXPECT_EQ(estimate_in_array(plane.data(), 2 * 8, first_col, 2, 8, 32, r), 7u * 256);  // 10 - 5 = 5
     // A linear field in 3-D, a non-finite neighbour and a far residual (outliers' price).
     std::vector<double> cube(4 * 4 * 4);
     for (uint32_t i = 0; i < cube.size(); ++i) cube[i] = 0.25 * (i % 4) - 0.5 * (i / 4 % 4) + 2.0 * (i / 16);
     const uint32_t c111[3] = {1, 1, 1};
-    EXPECT_EQ(interp_lorenzo_estimate(cube.data(), 21, c111, 3, 4, 16, 8.0), 64u);
+    EXPECT_EQ(estimate_in_array(cube.data(), 21, c111, 3, 4, 16, 8.0), 64u);
     cube[0] = std::numeric_limits<double>::quiet_NaN();
-    EXPECT_EQ(interp_lorenzo_estimate(cube.data(), 21, c111, 3, 4, 16, 8.0), 96u * 256);
+    EXPECT_EQ(estimate_in_array(cube.data(), 21, c111, 3, 4, 16, 8.0), 96u * 256);
     cube[0] = 0.0;
     cube[21] += 16384.0 / 8.0;
-    EXPECT_EQ(interp_lorenzo_estimate(cube.data(), 21, c111, 3, 4, 16, 8.0), 96u * 256);
+    EXPECT_EQ(estimate_in_array(cube.data(), 21, c111, 3, 4, 16, 8.0), 96u * 256);
+    // In a tile: point (1, 1) of a 2-D field of zeros whose anchor (0, 0) starts at 5 in the
+    // workspace (a coded anchor's reconstruction): p = 0 + 0 - 5, five steps (7 bits); the
+    // stages' reconstructions elsewhere in the workspace are not read.
+    const uint64_t dims[2] = {64, 16};
+    const InterpLayout L = interp_layout(2, dims);
+    const std::vector<float> zeros(64 * 16, 0.0f);
+    std::vector<float> ws(L.ws_size(), 100.0f);
+    ws[0] = 5.0f;
+    const uint32_t c11[3] = {1, 1, 0};
+    EXPECT_EQ(interp_lorenzo_estimate(zeros.data(), 64 + 1, ws.data(), 1 + L.ws_stride(1), c11, L, r), 7u * 256);
+    ws[0] = 0.0f;
+    EXPECT_EQ(interp_lorenzo_estimate(zeros.data(), 64 + 1, ws.data(), 1 + L.ws_stride(1), c11, L, r), 64u);
     // Skipped where the estimate is not 3/64 below the spline's cost.
     EXPECT_FALSE(interp_lorenzo_skip(1000, 953));
     EXPECT_TRUE(interp_lorenzo_skip(1000, 954));

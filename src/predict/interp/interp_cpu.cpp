@@ -117,10 +117,9 @@ bool lorenzo_tile_encode(const T* data, const InterpLayout& L, const InterpLayou
         });
         if (sums) sums->spline_cost += spline_cost;
         if (!interp_lorenzo_may_win(spline_cost, n)) return false;
-        const uint64_t sy = L.dims[0], sz = L.dims[0] * L.dims[1];
         uint64_t estimate = 0;
-        for_each_owned_point(L, box, [&](uint32_t, uint64_t g, const uint32_t* c) {
-            if (interp_lorenzo_point(L, box, c)) estimate += interp_lorenzo_estimate(data, g, c, L.rank, sy, sz, qp.r);
+        for_each_owned_point(L, box, [&](uint32_t w, uint64_t g, const uint32_t* c) {
+            if (interp_lorenzo_point(L, box, c)) estimate += interp_lorenzo_estimate(data, g, ws, w, c, L, qp.r);
         });
         if (interp_lorenzo_skip(spline_cost, estimate)) return false;
     }

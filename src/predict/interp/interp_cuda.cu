@@ -177,13 +177,13 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
             return;
         }
         // The estimate from the original values (interp_lorenzo_skip): most tiles past the floor end here.
-        const uint64_t sy = L.dims[0], sz = L.dims[0] * L.dims[1];
         unsigned long long estimate = 0;
         for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
             uint32_t c[3];
             tile_coords(L, i, c);
             if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
-            estimate += interp_lorenzo_estimate(data, L.global_index(box.origin, c), c, L.rank, sy, sz, qp.r);
+            estimate += interp_lorenzo_estimate(data, L.global_index(box.origin, c), ws, interp_ws_offset(L, c), c, L,
+                                                qp.r);
         }
         if (interp_lorenzo_skip(spline_cost, block_sum(estimate, scratch))) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
@@ -291,8 +291,8 @@ __device__ __forceinline__ void full_tile_sum2(uint32_t& a, uint32_t& b, unsigne
 // barrier), with the geometry's extents as constants: the same sums and so the
 // same choices, in passes over a thread's own points
 // (full_tile::for_each_owned_point_at's, the order the caller writes codes in):
-// (1) the spline's cost and then the estimate from the original values
-// (interp_lorenzo_skip), leaving where Lorenzo is not tried; (2) each point's
+// (1) the spline's cost, then the estimate made at load (interp_lorenzo_skip),
+// leaving where Lorenzo is not tried; (2) each point's
 // lattice value, written over its own reconstruction (no other thread reads
 // it), and the spline's error; (3) after a barrier, the Lorenzo codes' cost.
 // Lorenzo's error only adds to its side of interp_prefer_lorenzo, so where
@@ -303,23 +303,59 @@ __device__ __forceinline__ void full_tile_sum2(uint32_t& a, uint32_t& b, unsigne
 // the float shortcut and in int32.  The phase is issue-bound (the kernel's
 // issue slots 78-85% busy): with these sums and the error only where it can
 // matter, ~190 -> ~146 instructions a point (ncu, etopoT rel 1e-4, run 63).
+// Whether local point (x, y, z) of a full tile is one of its Lorenzo points
+// (interp_lorenzo_point with the geometry's constants).
+template <class G>
+__device__ __forceinline__ bool full_tile_lorenzo_point(const InterpLayout::TileBox& box, uint32_t x, uint32_t y,
+                                                        uint32_t z) {
+    const bool anchor = (x | y | z) % full_tile::Shape<G>::S == 0;
+    return !anchor && !(x == 0 && box.origin[0] > 0) && !(y == 0 && box.origin[1] > 0) &&
+           !(z == 0 && box.origin[2] > 0);
+}
+
+// The pre-test's estimate (interp_lorenzo_estimate_of) of a full tile, read
+// from its workspace between the load and the first stage, where it holds
+// what the estimate is defined on (original values, anchors at their start
+// values): shared loads at constant strides instead of the array's.  A warp's
+// sum goes to slots[warp] (below 2^32: 32 threads of at most 16 points of at
+// most 96·256), which the phase reads after the stages' barriers; the block
+// waits for every warp before the first stage overwrites the workspace.
+template <class G, class T>
+__device__ __forceinline__ void full_tile_lorenzo_estimate(const InterpLayout& L, const InterpLayout::TileBox& box,
+                                                           const T* ws, double r, uint32_t* slots) {
+    using Sh = full_tile::Shape<G>;
+    constexpr uint32_t S1 = Sh::ws_stride(1), S2 = Sh::ws_stride(2);
+    uint32_t estimate = 0;
+    full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t, uint32_t w, uint64_t, uint32_t x, uint32_t y,
+                                                      uint32_t z) {
+        if (!full_tile_lorenzo_point<G>(box, x, y, z)) return;
+        const uint32_t c[3] = {x, y, z};
+        const auto at = [&](bool has, uint32_t dx, uint32_t dy, uint32_t dz) -> T {
+            return has ? ws[w - dx - dy * S1 - dz * S2] : T(0);
+        };
+        estimate += interp_lorenzo_estimate_of(ws[w], c, G::rank, at, r);
+    });
+    estimate = __reduce_add_sync(~0u, estimate);
+    if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = estimate;
+    __syncthreads();   // the first stage writes over what other warps read here
+}
+
 template <class G, class T>
 __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ data, const InterpLayout& L,
                                                          const InterpLayout::TileBox& box, T* ws,
                                                          uint16_t* tile_codes, const KernelConfig& cfg,
-                                                         uint64_t tile_id, int64_t radius) {
+                                                         uint64_t tile_id, int64_t radius,
+                                                         const uint32_t* estimate_slots) {
     using Sh = full_tile::Shape<G>;
     using Q = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
     static_assert(sizeof(Q) == sizeof(T), "lattice values overwrite the workspace");
     static_assert(full_tile::kOwnedPerThread<G> <= 16, "a bit per point; per-thread sums below 2^28");
     constexpr uint32_t S1 = Sh::ws_stride(1), S2 = Sh::ws_stride(2), kWarps = G::threads / 32;
-    __shared__ unsigned long long scratch[4][2 * kWarps];   // a row per sum: one barrier each
+    __shared__ unsigned long long scratch[3][2 * kWarps];   // a row per sum: one barrier each
     const QuantParams& qp = cfg.lorenzo;
     const bool autos = interp_tiles_choose(cfg.tiles);
-    const bool low0 = box.origin[0] > 0, low1 = box.origin[1] > 0, low2 = box.origin[2] > 0;
     const auto lorenzo_point = [&](uint32_t x, uint32_t y, uint32_t z) {
-        const bool anchor = (x | y | z) % Sh::S == 0;
-        return !anchor && !(x == 0 && low0) && !(y == 0 && low1) && !(z == 0 && low2);
+        return full_tile_lorenzo_point<G>(box, x, y, z);
     };
     unsigned long long spline_cost = 0, n = 0;
     if (autos) {
@@ -333,17 +369,11 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
         }
-        // The estimate from the original values (interp_lorenzo_skip).
-        const uint64_t sy = L.dims[0], sz = L.dims[0] * L.dims[1];
-        uint32_t estimate = 0, unused = 0;
-        full_tile::for_each_owned_point_at<G, 1>(L, box, [&](uint32_t, uint32_t, uint64_t g, uint32_t x, uint32_t y,
-                                                          uint32_t z) {
-            const uint32_t c[3] = {x, y, z};
-            if (lorenzo_point(x, y, z)) estimate += interp_lorenzo_estimate(data, g, c, G::rank, sy, sz, qp.r);
-        });
-        unsigned long long estimate_sum, none;
-        full_tile_sum2<kWarps>(estimate, unused, scratch[1], estimate_sum, none);
-        if (interp_lorenzo_skip(spline_cost, estimate_sum)) {
+        // The estimate made at load (full_tile_lorenzo_estimate; interp_lorenzo_skip).
+        unsigned long long estimate = 0;
+#pragma unroll
+        for (uint32_t k = 0; k < kWarps; ++k) estimate += estimate_slots[k];
+        if (interp_lorenzo_skip(spline_cost, estimate)) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
         }
@@ -393,7 +423,7 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
             if (code == 0) on_lattice &= ~(1u << k);
         });
         unsigned long long lorenzo_cost, spline_error_sum;
-        full_tile_sum2<kWarps>(cost, spline_error, scratch[2], lorenzo_cost, spline_error_sum);
+        full_tile_sum2<kWarps>(cost, spline_error, scratch[1], lorenzo_cost, spline_error_sum);
         // interp_prefer_lorenzo adds Lorenzo's distortion (>= 0) to its cost: this test alone says no.
         if (lorenzo_cost * 64 < spline_cost * 61) {
             // (4) Lorenzo's error (the CPU's sum: its points on the lattice with a code).
@@ -404,7 +434,7 @@ __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ d
                     error += interp_error_units(data[g], lattice_value<T>(q[w], qp.ebx2), 1, cfg.inv_eb0);
             });
             unsigned long long lorenzo_error, none;
-            full_tile_sum2<kWarps>(error, unused, scratch[3], lorenzo_error, none);
+            full_tile_sum2<kWarps>(error, unused, scratch[2], lorenzo_error, none);
             lorenzo = interp_prefer_lorenzo(spline_cost, lorenzo_cost, spline_error_sum, lorenzo_error, n);
         }
     }
@@ -655,6 +685,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
     __shared__ uint16_t tile_codes[Sh::ws_size];
     using Span = full_tile::LoadSpan<T>;
     __shared__ typename Span::Slot extremes[2 * G::threads / 32];   // the warps' (Span::publish)
+    __shared__ uint32_t estimate_slots[G::threads / 32];              // full_tile_lorenzo_estimate's
     bool taken = false;
     const auto code_tile = [&](uint32_t k) {
         const auto box = full_tile::full_tile_box<G>(L, k);
@@ -686,13 +717,17 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         } else {
             __syncthreads();
         }
+        // The phase's pre-test reads the workspace as loaded; the stages' barriers publish its sums.
+        if (lorenzo_phase(cfg) && interp_tiles_choose(cfg.tiles))
+            full_tile_lorenzo_estimate<G>(L, box, ws, cfg.lorenzo.r, estimate_slots);
         full_tile::predict_stages<G, Code, Guard>(ws, cfg, taken, [&](uint32_t w, double pred, InterpLevelQuant lq) {
             T recon;
             tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon);
             ws[w] = recon;
         });
         if (lorenzo_phase(cfg))   // after the last stage's barrier
-            full_tile_lorenzo_encode<G>(data, L, box, ws, tile_codes, cfg, raster_tile_id(L, box), radius);
+            full_tile_lorenzo_encode<G>(data, L, box, ws, tile_codes, cfg, raster_tile_id(L, box), radius,
+                                        estimate_slots);
         uint32_t zeros = 0;
         full_tile::for_each_owned_point<G>(L, box, [&](uint32_t w, uint64_t g) {
             const uint16_t code = tile_codes[w];

@@ -189,25 +189,30 @@ GSZ_HD bool interp_prefer_lorenzo(uint64_t spline_cost, uint64_t lorenzo_cost, u
     return (static_cast<int64_t>(lorenzo_cost) + distortion) * 64 < static_cast<int64_t>(spline_cost) * 61;
 }
 
-// A pre-test of a tile's Lorenzo cost from its original values alone, where
-// the 2-bit floor leaves the choice open: no lattices, no codes.  Point g
-// (local coordinates c) is predicted by Lorenzo from its original backward
-// neighbours (none before local coordinate 0, as interp_lorenzo_prediction),
-// in T, neighbours added in one fixed order so that every backend rounds
-// alike; its residual |x - p| in lattice steps (r = 1 / 2e), rounded half up,
-// is priced as interp_code_cost prices a code (2^14 steps or more, NaN and Inf
-// as an outlier).  Dual quantization's code is this residual give or take
-// the rounding of the neighbours' lattice values, so over a tile the sum is
-// close to Lorenzo's cost.  sy, sz: the array's strides.
-template <class T>
-GSZ_HD uint32_t interp_lorenzo_estimate(const T* data, uint64_t g, const uint32_t* c, uint32_t rank, uint64_t sy,
-                                        uint64_t sz, double r) {
+// A pre-test of a tile's Lorenzo cost from the values the tile loaded, where
+// the 2-bit floor leaves the choice open: no lattices, no codes.  A Lorenzo
+// point is predicted by Lorenzo from its backward neighbours as the tile's
+// workspace holds them before its first stage (their original values; an
+// anchor's, its start value: the anchor stage's reconstruction), none before
+// local coordinate 0 (as interp_lorenzo_prediction), in T, neighbours added in
+// one fixed order so that every backend rounds alike; its residual |x - p| in
+// lattice steps (r = 1 / 2e), rounded half up, is priced as interp_code_cost
+// prices a code (2^14 steps or more, NaN and Inf as an outlier).  Dual
+// quantization's code is this residual give or take the rounding of the
+// neighbours' lattice values, so over a tile the sum is close to Lorenzo's
+// cost.
+//
+// interp_lorenzo_estimate_of is the arithmetic, for the point's value `own`
+// and its neighbour (dx, dy, dz) back at(has, dx, dy, dz), T(0) where `has`
+// is false.
+template <class T, class At>
+GSZ_HD uint32_t interp_lorenzo_estimate_of(T own, const uint32_t* c, uint32_t rank, At&& at, double r) {
     const bool x = c[0] > 0, y = c[1] > 0, z = c[2] > 0;
-    const auto at = [&](bool has, uint64_t back) -> T { return has ? data[g - back] : T(0); };
-    T p = at(x, 1);
-    if (rank >= 2) p = p + at(y, sy) - at(x && y, 1 + sy);
-    if (rank >= 3) p = p + at(z, sz) - at(x && z, 1 + sz) - at(y && z, sy + sz) + at(x && y && z, 1 + sy + sz);
-    const double steps = ::fabs(static_cast<double>(data[g] - p)) * r + 0.5;
+    T p = at(x, 1, 0, 0);
+    if (rank >= 2) p = p + at(y, 0, 1, 0) - at(x && y, 1, 1, 0);
+    if (rank >= 3)
+        p = p + at(z, 0, 0, 1) - at(x && z, 1, 0, 1) - at(y && z, 0, 1, 1) + at(x && y && z, 1, 1, 1);
+    const double steps = ::fabs(static_cast<double>(own - p)) * r + 0.5;
     if (!(steps < 16384.0)) return 96u * 256u;   // NaN too
     const uint32_t a = static_cast<uint32_t>(steps);
 #if defined(__CUDA_ARCH__)
@@ -216,6 +221,21 @@ GSZ_HD uint32_t interp_lorenzo_estimate(const T* data, uint64_t g, const uint32_
     const uint32_t bits = a == 0 ? 0u : static_cast<uint32_t>(32 - __builtin_clz(a));
 #endif
     return a == 0 ? 64u : (2u * bits + 1u) * 256u;
+}
+
+// The estimate of Lorenzo point c (workspace offset w, array index g) after
+// the tile's stages: its neighbours' original values from the array, an
+// anchor's start value from the workspace, which the stages leave alone.
+template <class T>
+GSZ_HD uint32_t interp_lorenzo_estimate(const T* data, uint64_t g, const T* ws, uint32_t w, const uint32_t* c,
+                                        const InterpLayout& L, double r) {
+    const auto at = [&](bool has, uint32_t dx, uint32_t dy, uint32_t dz) -> T {
+        if (!has) return T(0);
+        const uint32_t n[3] = {c[0] - dx, c[1] - dy, c[2] - dz};
+        if (L.is_anchor(n)) return ws[w - dx - dy * L.ws_stride(1) - dz * L.ws_stride(2)];
+        return data[g - dx - dy * L.dims[0] - dz * L.dims[0] * L.dims[1]];
+    };
+    return interp_lorenzo_estimate_of(data[g], c, L.rank, at, r);
 }
 
 // Whether a tile keeps the spline without Lorenzo's codes: where the
