@@ -142,9 +142,9 @@ __device__ unsigned long long block_sum(unsigned long long v, unsigned long long
 // (integer sums, so the same choice), records it and, for a Lorenzo tile,
 // replaces the Lorenzo points' codes.  A tile whose spline codes average
 // below 2 bits a point (interp_lorenzo_may_win) is left at once, one whose
-// estimate from the original values says spline (interp_lorenzo_skip) next.  The
-// lattice values overwrite ws in place (int32 for float, whose lattice stays
-// below 2^23; int64 for double).
+// estimate (from the tile as loaded) says spline (interp_lorenzo_skip) next.
+// The lattice values overwrite ws in place (int32 for float, whose lattice
+// stays below 2^23; int64 for double).
 template <class T>
 __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayout& L,
                                     const InterpLayout::TileBox& box, T* ws, uint16_t* tile_codes,
@@ -176,7 +176,7 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
         }
-        // The estimate from the original values (interp_lorenzo_skip): most tiles past the floor end here.
+        // The estimate (interp_lorenzo_skip): most tiles past the floor end here.
         unsigned long long estimate = 0;
         for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
             uint32_t c[3];
