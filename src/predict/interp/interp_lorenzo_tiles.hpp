@@ -39,7 +39,7 @@ enum InterpTileMode : uint8_t {
 GSZ_HD bool interp_tiles_choose(uint8_t mode) { return mode == kTilesAuto || mode == kTilesEach; }
 
 // kTilesAuto's gate.  The per-tile choice costs GPU time on every tile it
-// tries (bench/RESULTS.md: 20-35% of compression at rel 1e-3 / 1e-4) and buys
+// tries (bench/RESULTS.md: 15-35% of compression at rel 1e-3 / 1e-4) and buys
 // little on smooth fields (wmag: +0.3% at rel 1e-3), much on rough, masked or
 // quantized ones (mpl_membrane rel 1e-4 +38%, sz_testfloat +127%).  So the
 // encoder first codes a sample of tiles (up to kInterpGateTiles, spread over
