@@ -109,17 +109,20 @@ GSZ_HD int64_t interp_lorenzo_prediction(uint32_t rank, const uint32_t* c, uint3
 // an outlier its index and value.  (A tile's order-0 entropy of the codes'
 // size classes was tried instead: it chose worse on wmag2d and ncl_atm at rel
 // 1e-3, bench/RESULTS.md.)
-GSZ_HD uint32_t interp_code_cost(uint16_t code, int64_t radius) {
-    if (code == 0) return 96u * 256u;
-    // Radii are below 2^15 (quant-codes are 16 bits): 32-bit arithmetic suffices.
-    const int32_t r = static_cast<int32_t>(code) - static_cast<int32_t>(radius);
-    const uint32_t a = static_cast<uint32_t>(r < 0 ? -r : r);
+GSZ_HD uint32_t interp_residual_cost(uint32_t a) {   // |r| = a, below 2^31
 #if defined(__CUDA_ARCH__)
     const uint32_t bits = static_cast<uint32_t>(32 - __clz(static_cast<int>(a)));
 #else
     const uint32_t bits = a == 0 ? 0u : static_cast<uint32_t>(32 - __builtin_clz(a));
 #endif
     return a == 0 ? 64u : (2u * bits + 1u) * 256u;
+}
+
+GSZ_HD uint32_t interp_code_cost(uint16_t code, int64_t radius) {
+    if (code == 0) return 96u * 256u;
+    // Radii are below 2^15 (quant-codes are 16 bits): 32-bit arithmetic suffices.
+    const int32_t r = static_cast<int32_t>(code) - static_cast<int32_t>(radius);
+    return interp_residual_cost(static_cast<uint32_t>(r < 0 ? -r : r));
 }
 
 // A point's squared error in units of 2^-24 of the squared bound (the error
@@ -214,13 +217,7 @@ GSZ_HD uint32_t interp_lorenzo_estimate_of(T own, const uint32_t* c, uint32_t ra
         p = p + at(z, 0, 0, 1) - at(x && z, 1, 0, 1) - at(y && z, 0, 1, 1) + at(x && y && z, 1, 1, 1);
     const double steps = ::fabs(static_cast<double>(own - p)) * r + 0.5;
     if (!(steps < 16384.0)) return 96u * 256u;   // NaN too
-    const uint32_t a = static_cast<uint32_t>(steps);
-#if defined(__CUDA_ARCH__)
-    const uint32_t bits = static_cast<uint32_t>(32 - __clz(static_cast<int>(a)));
-#else
-    const uint32_t bits = a == 0 ? 0u : static_cast<uint32_t>(32 - __builtin_clz(a));
-#endif
-    return a == 0 ? 64u : (2u * bits + 1u) * 256u;
+    return interp_residual_cost(static_cast<uint32_t>(steps));
 }
 
 // The estimate of Lorenzo point c (workspace offset w, array index g) after
