@@ -287,22 +287,6 @@ __device__ __forceinline__ void full_tile_sum2(uint32_t& a, uint32_t& b, unsigne
     for (uint32_t k = 0; k < Warps; ++k) sum_a += slots[k], sum_b += slots[Warps + k];
 }
 
-// lorenzo_tile_encode inside the full-tile kernels (after their last stage's
-// barrier), with the geometry's extents as constants: the same sums and so the
-// same choices, in passes over a thread's own points
-// (full_tile::for_each_owned_point_at's, the order the caller writes codes in):
-// (1) the spline's cost, then the estimate made at load (interp_lorenzo_skip),
-// leaving where Lorenzo is not tried; (2) each point's
-// lattice value, written over its own reconstruction (no other thread reads
-// it), and the spline's error; (3) after a barrier, the Lorenzo codes' cost.
-// Lorenzo's error only adds to its side of interp_prefer_lorenzo, so where
-// the costs alone say spline (most tiles that lose) nothing more is computed;
-// else (4) Lorenzo's error over its points on the lattice with a code (the
-// bit of a point out of the radius, an exact outlier, was cleared in (3)).
-// A Lorenzo tile's codes are formed again in a last pass.  Float lattices by
-// the float shortcut and in int32.  The phase is issue-bound (the kernel's
-// issue slots 78-85% busy): with these sums and the error only where it can
-// matter, ~190 -> ~146 instructions a point (ncu, etopoT rel 1e-4, run 63).
 // Whether local point (x, y, z) of a full tile is one of its Lorenzo points
 // (interp_lorenzo_point with the geometry's constants).
 template <class G>
@@ -340,6 +324,22 @@ __device__ __forceinline__ void full_tile_lorenzo_estimate(const InterpLayout& L
     __syncthreads();   // the first stage writes over what other warps read here
 }
 
+// lorenzo_tile_encode inside the full-tile kernels (after their last stage's
+// barrier), with the geometry's extents as constants: the same sums and so the
+// same choices, in passes over a thread's own points
+// (full_tile::for_each_owned_point_at's, the order the caller writes codes in):
+// (1) the spline's cost, then the estimate made at load (interp_lorenzo_skip),
+// leaving where Lorenzo is not tried; (2) each point's
+// lattice value, written over its own reconstruction (no other thread reads
+// it), and the spline's error; (3) after a barrier, the Lorenzo codes' cost.
+// Lorenzo's error only adds to its side of interp_prefer_lorenzo, so where
+// the costs alone say spline (most tiles that lose) nothing more is computed;
+// else (4) Lorenzo's error over its points on the lattice with a code (the
+// bit of a point out of the radius, an exact outlier, was cleared in (3)).
+// A Lorenzo tile's codes are formed again in a last pass.  Float lattices by
+// the float shortcut and in int32.  The phase is issue-bound (the kernel's
+// issue slots 78-85% busy): with these sums and the error only where it can
+// matter, ~190 -> ~146 instructions a point (ncu, etopoT rel 1e-4, run 63).
 template <class G, class T>
 __device__ __forceinline__ void full_tile_lorenzo_encode(const T* __restrict__ data, const InterpLayout& L,
                                                          const InterpLayout::TileBox& box, T* ws,
