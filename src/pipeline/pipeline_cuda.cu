@@ -285,10 +285,13 @@ bool host_codebook_forced() {
     return forced;
 }
 
+// `after_histogram(zero_codes, s)` enqueues GPU work that needs the codes'
+// histogram (the count of code 0) on stream s: `stream`, or a side stream
+// that `stream` waits for before this function returns.
 void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius,
                             const encode::AnsContextShape& shape, gsz_lossless mode, DeviceCodeStage& out,
                             cudaStream_t stream,
-                            const std::function<void(uint64_t zero_codes)>& after_histogram = {}) {
+                            const std::function<void(uint64_t zero_codes, cudaStream_t s)>& after_histogram = {}) {
     const uint32_t alphabet = 2 * radius;
     out.ans.reset();  // `out` may hold an earlier call's choice
     out.runs.reset();
@@ -304,16 +307,30 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     // on interp's books).  Lorenzo's 1,024 symbols build faster on the host
     // than the device's sort and one-block build run (H200: 413 against 443
     // GB/s at etopoT rel 1e-4, bench/RESULTS.md).
+    // The after-histogram work (interp's outlier selection, a pass over the
+    // codes) runs on a side stream beside the sort and the one-block build,
+    // which leave most of the GPU idle: forked once the histogram is counted.
+    thread_local cuda::StreamFork beside_build(false);
+    bool after_histogram_done = false;
     if (mode == GSZ_LOSSLESS_NONE && alphabet > kDeviceCodebookMinAlphabet && n < (uint64_t{1} << 32) &&
         !host_codebook_forced()) {
         out.hist.allocate(size_t{alphabet} + 1, stream);
         uint64_t* d_bad = out.hist.data() + alphabet;
         GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
         encode::histogram_cuda(d_codes, n, alphabet, out.hist.data(), reinterpret_cast<uint32_t*>(d_bad), stream);
-        encode::huffman_build_cuda(out.hist.data(), alphabet, n, out.builder, out.device_book, stream);
         out.hist_host.allocate(size_t{alphabet} + 1);
         GSZ_CUDA(cudaMemcpyAsync(out.hist_host.data() + alphabet, d_bad, sizeof(uint64_t), cudaMemcpyDeviceToHost,
                                  stream));
+        GSZ_CUDA(cudaMemcpyAsync(out.hist_host.data(), out.hist.data(), sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                                 stream));   // the zero codes' count
+        const cudaStream_t side = after_histogram ? beside_build.fork(stream) : stream;
+        encode::huffman_build_cuda(out.hist.data(), alphabet, n, out.builder, out.device_book, stream);
+        if (after_histogram) {
+            GSZ_CUDA(cudaStreamSynchronize(side));   // the histogram and its copies (the build is queued)
+            after_histogram(out.hist_host.data()[0], side);
+            beside_build.join(stream);
+            after_histogram_done = true;
+        }
         GSZ_CUDA(cudaStreamSynchronize(stream));
         GSZ_CHECK(out.hist_host.data()[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
         trace.mark("histogram, codebook");
@@ -325,7 +342,6 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
             encode::huffman_encode_cuda(out.device_book, d_codes, n, kHuffmanChunkSymbols, out.stream, stream,
                                         max_words);
             out.words_pending = true;
-            if (after_histogram) after_histogram(built.first_count);
             trace.mark("huffman encode");
             return;
         }
@@ -351,7 +367,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     trace.mark(try_ans ? "histograms" : "histogram");
     // GPU work that overlaps the host's codebook build and the class lag's
     // choice (it may use the histogram).
-    if (after_histogram) after_histogram(code_hist[0]);
+    if (after_histogram && !after_histogram_done) after_histogram(code_hist[0], stream);
     // The class lag, as code_stage_encode_cpu: from both lags' histograms;
     // on a sample, the chosen lag's full histogram is queued next (read
     // after the next synchronization).
@@ -572,8 +588,8 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     // The code stage synchronizes after its histogram (*rb is filled then);
     // the outliers are gathered while the host builds the codebook.
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
-                           stream, [&](uint64_t) {
-                               predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, stream);
+                           stream, [&](uint64_t, cudaStream_t s) {
+                               predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, s);
                            });
     dc.header = plan_header(params, finite_range_of(rb->range));
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
@@ -771,11 +787,11 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     predict::interp_encode_tiles_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc,
                                       stream);
     trace.mark("tiles");
-    // The outliers are the zero codes, whose number the codes' histogram gives
-    // (no waiting for it): selected while the host builds the codebook.
+    // The outliers are the zero codes, whose number the codes' histogram gives:
+    // selected while the codebook is built (on the device: beside its build).
     code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p.layout), params.lossless, dc.codes,
-                           stream, [&](uint64_t zero_codes) {
-                               predict::interp_outliers_cuda(d_data, zero_codes, dc.enc, stream);
+                           stream, [&](uint64_t zero_codes, cudaStream_t s) {
+                               predict::interp_outliers_cuda(d_data, zero_codes, dc.enc, s);
                            });
 }
 

@@ -112,13 +112,15 @@ private:
 
 // A second stream for work that need not wait for what the main stream
 // runs between a fork and a join: a memory-bound pass beside an
-// instruction-bound kernel costs little of either's time.  The side stream
-// has the higher priority, so its blocks are placed first.  Buffers
-// the side work uses must be allocated before the fork (or on the side
-// stream) and freed after the join.
+// instruction-bound kernel costs little of either's time.  Buffers the side
+// work uses must be allocated before the fork (or on the side stream) and
+// freed after the join.
 class StreamFork {
 public:
-    StreamFork() = default;
+    // urgent: the side stream at the device's greatest priority (its blocks
+    // go first); else at the least, the default streams' (work that fills the
+    // multiprocessors the main stream leaves idle).
+    explicit StreamFork(bool urgent = true) : urgent_(urgent) {}
     ~StreamFork() {
         if (side_) cudaStreamDestroy(side_);
     }
@@ -135,7 +137,7 @@ public:
         if (!side_) {
             int least = 0, greatest = 0;
             GSZ_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-            GSZ_CUDA(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, greatest));
+            GSZ_CUDA(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, urgent_ ? greatest : least));
             device_ = device;
         }
         GSZ_CUDA(cudaEventRecord(forked_, main));
@@ -149,6 +151,7 @@ public:
     }
 
 private:
+    bool urgent_ = true;
     cudaStream_t side_ = nullptr;
     int device_ = -1;
     Event forked_, joined_;
