@@ -92,32 +92,40 @@ __device__ __forceinline__ T quiet_half(const KernelConfig& cfg) {
 // each: smaller blocks keep more of them in flight per multiprocessor.
 unsigned threads_for(const InterpLayout& L, bool edge_only) { return L.rank == 2 || edge_only ? 128 : 256; }
 
-// Runs f(ws_offset, x, y, z) over the workspace, a warp per row so the
-// global accesses of a row are contiguous (one row: the block spreads over it).
+// Runs f(ws_offset, x, y, z) over the workspace points inside tile box
+// `box` (its far faces where the array has them), a warp per row so the
+// global accesses of a row are contiguous (one row: the block spreads over
+// it).  Edge tiles are mostly thin slabs (wmagT's last tile along x is 7 of
+// 32 wide): walking the whole workspace wasted most of their load.
 template <class F>
-__device__ void for_each_ws_point(const InterpLayout& L, F&& f) {
-    const uint32_t w0 = L.ws_extent(0), w1 = L.ws_extent(1), rows = w1 * L.ws_extent(2);
+__device__ void for_each_ws_point(const InterpLayout& L, const InterpLayout::TileBox& box, F&& f) {
+    const uint32_t w0 = L.ws_extent(0), w1 = L.ws_extent(1);
+    const uint32_t e0 = box.last[0] + 1, e1 = box.last[1] + 1, rows = e1 * (box.last[2] + 1);
     if (rows == 1) {
-        for (uint32_t x = threadIdx.x; x < w0; x += blockDim.x) f(x, x, 0u, 0u);
+        for (uint32_t x = threadIdx.x; x < e0; x += blockDim.x) f(x, x, 0u, 0u);
         return;
     }
     const uint32_t lane = threadIdx.x % 32, warps = blockDim.x / 32;
     for (uint32_t r = threadIdx.x / 32; r < rows; r += warps) {
-        const uint32_t y = r % w1, z = r / w1;
-        for (uint32_t x = lane; x < w0; x += 32) f(r * w0 + x, x, y, z);
+        const uint32_t y = r % e1, z = r / e1, row = (z * w1 + y) * w0;
+        for (uint32_t x = lane; x < e0; x += 32) f(row + x, x, y, z);
     }
 }
 
-// Tile extents are powers of two (interp_layout): shifts and masks.
-__device__ void tile_coords(const InterpLayout& L, uint32_t i, uint32_t* c) {
-    const uint32_t s0 = __ffs(L.tile[0]) - 1, s1 = __ffs(L.tile[1]) - 1;
-    c[0] = i & (L.tile[0] - 1);
-    c[1] = (i >> s0) & (L.tile[1] - 1);
-    c[2] = i >> (s0 + s1);
-}
-
-__device__ bool inside(const InterpLayout::TileBox& box, const uint32_t* c) {
-    return c[0] <= box.last[0] && c[1] <= box.last[1] && c[2] <= box.last[2];
+// Runs f(k, x, y, z) over the points tile box `box` owns (below the tile's
+// extents and inside the array), spread over the block in raster order; k
+// counts the calling thread's points (0, 1, ...).  Coordinates by
+// multiply-high (InterpDivisor: owned points are fewer than 2^16).
+template <class F>
+__device__ void for_each_box_point(const InterpLayout& L, const InterpLayout::TileBox& box, F&& f) {
+    const uint32_t e0 = min(box.last[0] + 1, L.tile[0]), e1 = min(box.last[1] + 1, L.tile[1]),
+                   e2 = min(box.last[2] + 1, L.tile[2]);
+    const InterpDivisor by0 = InterpDivisor::of(e0), by1 = InterpDivisor::of(e1);
+    uint32_t k = 0;
+    for (uint32_t i = threadIdx.x; i < e0 * e1 * e2; i += blockDim.x, ++k) {
+        const uint32_t r = by0.divide(i), z = by1.divide(r);
+        f(k, i - r * e0, r - z * e1, z);
+    }
 }
 
 __device__ uint64_t raster_tile_id(const InterpLayout& L, const InterpLayout::TileBox& box) {
@@ -162,12 +170,11 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
     unsigned long long spline_cost = 0, spline_error = 0, n = 0;
     if (autos) {   // the spline's cost first: where Lorenzo cannot win, nothing else is computed
         unsigned long long cost_and_n = 0;
-        for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-            uint32_t c[3];
-            tile_coords(L, i, c);
-            if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
-            cost_and_n += interp_code_cost(tile_codes[interp_ws_offset(L, c)], radius) + (1ull << kHigh);
-        }
+        for_each_box_point(L, box, [&](uint32_t, uint32_t x, uint32_t y, uint32_t z) {
+            const uint32_t c[3] = {x, y, z};
+            if (interp_lorenzo_point(L, box, c))
+                cost_and_n += interp_code_cost(tile_codes[interp_ws_offset(L, c)], radius) + (1ull << kHigh);
+        });
         cost_and_n = block_sum(cost_and_n, scratch);
         spline_cost = cost_and_n & kLow;
         n = cost_and_n >> kHigh;
@@ -178,13 +185,12 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         }
         // The estimate (interp_lorenzo_skip): most tiles past the floor end here.
         unsigned long long estimate = 0;
-        for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-            uint32_t c[3];
-            tile_coords(L, i, c);
-            if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
-            estimate += interp_lorenzo_estimate(data, L.global_index(box.origin, c), ws, interp_ws_offset(L, c), c, L,
-                                                qp.r);
-        }
+        for_each_box_point(L, box, [&](uint32_t, uint32_t x, uint32_t y, uint32_t z) {
+            const uint32_t c[3] = {x, y, z};
+            if (interp_lorenzo_point(L, box, c))
+                estimate += interp_lorenzo_estimate(data, L.global_index(box.origin, c), ws, interp_ws_offset(L, c),
+                                                    c, L, qp.r);
+        });
         if (interp_lorenzo_skip(spline_cost, block_sum(estimate, scratch))) {
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
@@ -192,17 +198,14 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
     }
     // Lattice values, and the spline's error while ws holds the reconstructions.
     Q q_own[16];   // this thread's points' lattice values, written after a barrier
-    uint32_t k = 0;
-    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x, ++k) {
-        uint32_t c[3];
-        tile_coords(L, i, c);
-        if (!inside(box, c)) continue;
+    for_each_box_point(L, box, [&](uint32_t k, uint32_t x, uint32_t y, uint32_t z) {
+        const uint32_t c[3] = {x, y, z};
         const uint32_t w = interp_ws_offset(L, c);
         const bool mine = interp_lorenzo_point(L, box, c);
         const T v = mine ? data[L.global_index(box.origin, c)] : ws[w];
         if (mine && autos) spline_error += interp_error_units(v, ws[w], tile_codes[w], cfg.inv_eb0);
         q_own[k] = static_cast<Q>(interp_lattice(v, qp.r));
-    }
+    });
     bool lorenzo = cfg.tiles == kTilesLorenzo;
     if (autos) {
         spline_error = block_sum(spline_error, scratch);   // its barrier: every reconstruction read
@@ -210,12 +213,10 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
         __syncthreads();   // every reconstruction read: ws takes the lattice values
     }
     Q* q = reinterpret_cast<Q*>(ws);
-    k = 0;
-    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x, ++k) {
-        uint32_t c[3];
-        tile_coords(L, i, c);
-        if (inside(box, c)) q[interp_ws_offset(L, c)] = q_own[k];
-    }
+    for_each_box_point(L, box, [&](uint32_t k, uint32_t x, uint32_t y, uint32_t z) {
+        const uint32_t c[3] = {x, y, z};
+        q[interp_ws_offset(L, c)] = q_own[k];
+    });
     __syncthreads();
     const uint32_t s1 = L.ws_stride(1), s2 = L.ws_stride(2);
     const auto code_at = [&](uint32_t w, const uint32_t* c, T x) {
@@ -225,10 +226,9 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
     };
     if (autos) {
         unsigned long long cost_and_error = 0;
-        for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-            uint32_t c[3];
-            tile_coords(L, i, c);
-            if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
+        for_each_box_point(L, box, [&](uint32_t, uint32_t x0, uint32_t y0, uint32_t z0) {
+            const uint32_t c[3] = {x0, y0, z0};
+            if (!interp_lorenzo_point(L, box, c)) return;
             const uint32_t w = interp_ws_offset(L, c);
             const T x = data[L.global_index(box.origin, c)];
             const uint16_t code = code_at(w, c, x);
@@ -236,20 +236,19 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
                               (static_cast<unsigned long long>(
                                    interp_error_units(x, lattice_value<T>(q[w], qp.ebx2), code, cfg.inv_eb0))
                                << kHigh);
-        }
+        });
         cost_and_error = block_sum(cost_and_error, scratch);
         lorenzo = interp_prefer_lorenzo(spline_cost, cost_and_error & kLow, spline_error, cost_and_error >> kHigh, n);
         if (cfg.gate && lorenzo && threadIdx.x == 0) atomicAdd(cfg.gate + 1, spline_cost - (cost_and_error & kLow));
     }
     if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = lorenzo;
     if (!lorenzo) return;
-    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-        uint32_t c[3];
-        tile_coords(L, i, c);
-        if (!inside(box, c) || !interp_lorenzo_point(L, box, c)) continue;
+    for_each_box_point(L, box, [&](uint32_t, uint32_t x, uint32_t y, uint32_t z) {
+        const uint32_t c[3] = {x, y, z};
+        if (!interp_lorenzo_point(L, box, c)) return;
         const uint32_t w = interp_ws_offset(L, c);
         tile_codes[w] = code_at(w, c, data[L.global_index(box.origin, c)]);
-    }
+    });
     __syncthreads();
 }
 
@@ -603,10 +602,9 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
         const bool test = !Guard && cfg.jump != kInterpNoJump;
         const T reference = test ? data[L.global_index(box.origin, origin)] : T(0);
         Span span;
-        for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
+        for_each_ws_point(L, box, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
             const uint32_t c[3] = {x, y, z};
             tile_codes[i] = static_cast<uint16_t>(radius);   // raw anchors keep the zero-residual code
-            if (!inside(box, c)) return;
             T v;
             if (L.is_anchor(c)) {
                 const uint64_t a = L.anchor_index(box.origin, c);
@@ -638,19 +636,14 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
         if (lorenzo_phase(cfg)) lorenzo_tile_encode(data, L, box, ws, tile_codes, cfg, k, radius);
         // Written codes, counting the zeros (a warp adds its count once): with
         // none, the caller skips the outlier selection.
-        for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-            uint32_t c[3];
-            tile_coords(L, i, c);
-            bool zero = false;
-            if (inside(box, c)) {
-                const uint16_t code = tile_codes[interp_ws_offset(L, c)];
-                codes[L.global_index(box.origin, c)] = code;
-                zero = code == 0;
-            }
-            const unsigned active = __activemask(), zeros = __ballot_sync(active, zero);
+        for_each_box_point(L, box, [&](uint32_t, uint32_t x, uint32_t y, uint32_t z) {
+            const uint32_t c[3] = {x, y, z};
+            const uint16_t code = tile_codes[interp_ws_offset(L, c)];
+            codes[L.global_index(box.origin, c)] = code;
+            const unsigned active = __activemask(), zeros = __ballot_sync(active, code == 0);
             if (zeros && threadIdx.x % 32 == static_cast<unsigned>(__ffs(active) - 1))
                 atomicAdd(zero_codes, static_cast<unsigned long long>(__popc(zeros)));
-        }
+        });
     };
     if constexpr (!Guard) {
         // edge_only: the full tiles are interp_encode_full_kernel's.
@@ -963,9 +956,8 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
     // edge_only: the full tiles are interp_decode_full_kernel's.
     const auto box = L.tile_box(edge_only ? interp_edge_tile_id(L, blockIdx.x) : blockIdx.x);
 
-    for_each_ws_point(L, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
+    for_each_ws_point(L, box, [&](uint32_t i, uint32_t x, uint32_t y, uint32_t z) {
         const uint32_t c[3] = {x, y, z};
-        if (!inside(box, c)) return;
         tile_codes[i] = codes[L.global_index(box.origin, c)];
         if (L.is_anchor(c)) ws[i] = anchors[L.anchor_index(box.origin, c)];
     });
@@ -990,11 +982,10 @@ __global__ void interp_decode_kernel(const uint16_t* __restrict__ codes, const T
                                  }
                              }
                          });
-    for (uint32_t i = threadIdx.x; i < L.tile_points(); i += blockDim.x) {
-        uint32_t c[3];
-        tile_coords(L, i, c);
-        if (inside(box, c)) out[L.global_index(box.origin, c)] = ws[interp_ws_offset(L, c)];
-    }
+    for_each_box_point(L, box, [&](uint32_t, uint32_t x, uint32_t y, uint32_t z) {
+        const uint32_t c[3] = {x, y, z};
+        out[L.global_index(box.origin, c)] = ws[interp_ws_offset(L, c)];
+    });
 }
 
 // The decoder of full tiles (interp_encode_full_kernel's counterpart); Guard:
