@@ -623,6 +623,27 @@ TEST(CudaBackend, InterpRealFieldsByteIdentical) {
     }
 }
 
+// Huffman only with interp's wide alphabet: the codebook built on the device,
+// the outliers selected on a side stream beside its build (the pipeline's
+// path for --lossless none).  Values no bound can reach make outliers in full
+// tiles and edge tiles alike.
+TEST(CudaBackend, InterpHuffmanOnlyWithOutliersByteIdentical) {
+    REQUIRE_GPU();
+    auto wmag = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    auto plane = walk<float>(300 * 70, 11, 1.0);
+    for (auto* v : {&wmag, &plane}) {
+        const size_t n = v->size();
+        for (size_t i = 7; i < n; i += n / 97) (*v)[i] = (i / 7) % 2 ? 3e30f : -3e30f;
+        (*v)[n / 2] = std::numeric_limits<float>::quiet_NaN();
+        (*v)[n - 1] = std::numeric_limits<float>::infinity();
+    }
+    for (const double eb : {1e-2, 1e-4}) {
+        SCOPED_TRACE("abs " + std::to_string(eb));
+        same_on_both(wmag, {91, 91, 91}, GSZ_ERROR_ABS, eb, 0, GSZ_PIPELINE_INTERP, 128, GSZ_LOSSLESS_NONE);
+        same_on_both(plane, {300, 70}, GSZ_ERROR_ABS, eb, 0, GSZ_PIPELINE_INTERP, 128, GSZ_LOSSLESS_NONE);
+    }
+}
+
 TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
     REQUIRE_GPU();
     // Partial last tiles along every dim, size-1 dims, 4-D, 1-D longer than a tile.
