@@ -54,7 +54,6 @@ __global__ void huffman_leaf_keys_kernel(const uint64_t* __restrict__ hist, uint
     if (s < alphabet) keys[s] = w != 0 ? (w << 16 | s) : kUnusedKey;
     const int used = __syncthreads_count(w != 0);
     if (threadIdx.x == 0 && used != 0) atomicAdd(&result->num_used, static_cast<uint32_t>(used));
-    if (s == 0) result->first_count = w;
 }
 
 // First index in a[lo, hi) whose value is >= v (lower) or > v (upper).

@@ -86,7 +86,6 @@ struct HuffmanBuildResult {
     uint32_t codes_count = 0;      // largest used symbol - codes_base + 1
     uint32_t shortest_symbol = 0;  // first in (length, symbol) order
     uint64_t total_bits = 0;       // sum over the symbols of count * length
-    uint64_t first_count = 0;      // histogram[0] (interp's and lorenzo's outliers)
 };
 struct HuffmanDeviceBuilder {     // buffers kept across calls
     cuda::DeviceBuffer<uint64_t> keys, sorted;

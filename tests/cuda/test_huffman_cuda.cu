@@ -641,7 +641,6 @@ bool expect_device_build_matches_host(const std::vector<uint64_t>& hist, cudaStr
     uint32_t used = 0;
     for (const uint64_t c : hist) used += c != 0;
     EXPECT_EQ(r.num_used, used);
-    EXPECT_EQ(r.first_count, hist[0]);
     if (!huffman_build_cuda_finish(builder, alphabet, d_book)) {
         EXPECT_EQ(r.status, 1u);
         EXPECT_GT(used, kHuffmanDeviceMaxUsed);
