@@ -875,19 +875,27 @@ TEST(InterpLorenzoTiles, ChoiceArithmetic) {
     EXPECT_EQ(interp_error_units(1.0f, 7.0f, 0, 1.0), 0u);   // outliers are exact
     // Costs in 1/256 bits over 1000 points.  Cheaper by more than 3/64 at equal error:
     // Lorenzo; by less: not; cheaper but four times the error (2 bits a point per
-    // doubling: 2 * 2 * 1000 * 256): not, unless the saving exceeds that; a smaller
-    // error earns nothing.
-    EXPECT_TRUE(interp_prefer_lorenzo(1000000, 800000, 1000, 1000, 1000));
-    EXPECT_FALSE(interp_prefer_lorenzo(1000000, 960000, 1000, 1000, 1000));
-    EXPECT_FALSE(interp_prefer_lorenzo(1400000, 400000, 1000, 4000, 1000));
-    EXPECT_TRUE(interp_prefer_lorenzo(1600000, 400000, 1000, 4000, 1000));
-    EXPECT_TRUE(interp_prefer_lorenzo(2000000, 400000, 1000, 2000, 1000));
-    EXPECT_FALSE(interp_prefer_lorenzo(1000000, 980000, 4000, 1000, 1000));
-    // Not tried where the spline's codes average below 2 bits a point, however cheap Lorenzo is.
-    EXPECT_FALSE(interp_lorenzo_may_win(511999, 1000));
-    EXPECT_TRUE(interp_lorenzo_may_win(512000, 1000));
+    // doubling: 2 * 2 * 1000 * 256, a little less for the floor): not, unless the
+    // saving exceeds that; a smaller error earns nothing.  e: an RMS error of a
+    // third of the bound, e / 4 of a sixth (error units are 2^-24 of the bound squared).
+    const uint64_t e = 1000 * (uint64_t{1} << 24) / 9;
+    EXPECT_TRUE(interp_prefer_lorenzo(1000000, 800000, e, e, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(1000000, 960000, e, e, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(1300000, 400000, e / 4, e, 1000));
+    EXPECT_TRUE(interp_prefer_lorenzo(1600000, 400000, e / 4, e, 1000));
+    EXPECT_TRUE(interp_prefer_lorenzo(2000000, 400000, e / 2, e, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(1000000, 980000, e, e / 4, 1000));
+    // Errors count from an RMS of 1/16 of the bound (kInterpErrorFloorUnits a point):
+    // a spline that reconstructs a tile exactly does not make a negligible Lorenzo error
+    // look like many doublings (a land mask far inside the bound).
+    EXPECT_TRUE(interp_prefer_lorenzo(1000000, 800000, 0, 20000, 1000));
+    EXPECT_TRUE(interp_prefer_lorenzo(1000000, 800000, 0, 1000 * kInterpErrorFloorUnits / 4, 1000));
+    EXPECT_FALSE(interp_prefer_lorenzo(1000000, 800000, 0, 1000 * kInterpErrorFloorUnits * 4, 1000));
+    // Tried on every tile with Lorenzo points, however cheap its spline codes.
+    EXPECT_TRUE(interp_lorenzo_may_win(511999, 1000));
+    EXPECT_TRUE(interp_lorenzo_may_win(64, 1));
     EXPECT_FALSE(interp_lorenzo_may_win(0, 0));
-    EXPECT_FALSE(interp_prefer_lorenzo(500000, 64000, 1000, 1000, 1000));
+    EXPECT_TRUE(interp_prefer_lorenzo(500000, 64000, 1000, 1000, 1000));
 }
 
 // The pre-test's arithmetic: Lorenzo over the neighbours (none before local

@@ -148,9 +148,9 @@ __device__ unsigned long long block_sum(unsigned long long v, unsigned long long
 // tile's stages (ws: reconstructions, tile_codes: spline codes), the block
 // computes the tile's Lorenzo codes, compares the two codings as the CPU does
 // (integer sums, so the same choice), records it and, for a Lorenzo tile,
-// replaces the Lorenzo points' codes.  A tile whose spline codes average
-// below 2 bits a point (interp_lorenzo_may_win) is left at once, one whose
-// estimate (from the tile as loaded) says spline (interp_lorenzo_skip) next.
+// replaces the Lorenzo points' codes.  A tile without Lorenzo points
+// (interp_lorenzo_may_win) is left at once, one whose estimate (from the tile
+// as loaded) says spline (interp_lorenzo_skip) next.
 // The lattice values overwrite ws in place (int32 for float, whose lattice
 // stays below 2^23; int64 for double).
 template <class T>
@@ -183,7 +183,7 @@ __device__ void lorenzo_tile_encode(const T* __restrict__ data, const InterpLayo
             if (threadIdx.x == 0) cfg.lorenzo_tiles[tile_id] = 0;
             return;
         }
-        // The estimate (interp_lorenzo_skip): most tiles past the floor end here.
+        // The estimate (interp_lorenzo_skip): most tiles end here.
         unsigned long long estimate = 0;
         for_each_box_point(L, box, [&](uint32_t, uint32_t x, uint32_t y, uint32_t z) {
             const uint32_t c[3] = {x, y, z};

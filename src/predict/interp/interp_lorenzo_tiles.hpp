@@ -172,28 +172,34 @@ GSZ_HD int64_t interp_log2_q8(uint64_t x) {
 // error fills the bound where a well predicted spline point's stays inside
 // it; with half a bit PSNR fell 0.1 dB on etopo5 and ncl_atm_temp3d at rel
 // 1e-3); a smaller error earns nothing (counted as a gain it chose lower
-// ratio for higher PSNR: sz_testdouble rel 1e-3 -15%).  And Lorenzo must
-// come out 3/64 cheaper, a margin for the estimate's misses (the contexts of
-// the entropy stage): bench/RESULTS.md has the rules measured.
-// Whether Lorenzo is tried at all on a tile whose spline codes cost
-// spline_cost over its n Lorenzo points: not where they average below 2 bits
-// a point.  Such tiles almost never chose Lorenzo (every ratio of issue 4's and
-// 5's tables within 0.2% when they are skipped, bench/RESULTS.md), and the
-// encoders skip the Lorenzo pass over them (at rel 1e-2, most tiles).
-GSZ_HD bool interp_lorenzo_may_win(uint64_t spline_cost, uint64_t n) {
-    return n > 0 && spline_cost >= n * 2 * 256;
-}
+// ratio for higher PSNR: sz_testdouble rel 1e-3 -15%).  Both errors count
+// from a floor of kInterpErrorFloorUnits a point (an RMS error of 1/16 of the
+// bound): below it neither is worth bits, and without it a tile the spline
+// reconstructs exactly (a land mask far inside the bound: vtkdata_tos at rel
+// 1e-3, 0 error units) read any Lorenzo error as ~14 doublings and never
+// chose Lorenzo, at half the ratio (bench/NOTES.md, session 45).  And Lorenzo
+// must come out 3/64 cheaper, a margin for the estimate's misses (the
+// contexts of the entropy stage): bench/RESULTS.md has the rules measured.
+inline constexpr uint64_t kInterpErrorFloorUnits = uint64_t{1} << 16;
+
+// Whether Lorenzo is tried at all on a tile: where it has Lorenzo points.
+// (A floor of 2 bits a point of spline cost skipped the cheaper tiles until
+// session 45: they chose Lorenzo on masked fields, ncl_pop rel 1e-4 +17% and
+// vtkdata_tos +11% without it; the estimate, interp_lorenzo_skip, keeps most
+// tiles from building lattices anyway.)
+GSZ_HD bool interp_lorenzo_may_win(uint64_t spline_cost, uint64_t n) { return n > 0 && spline_cost > 0; }
 
 GSZ_HD bool interp_prefer_lorenzo(uint64_t spline_cost, uint64_t lorenzo_cost, uint64_t spline_error,
                                   uint64_t lorenzo_error, uint64_t n) {
     if (!interp_lorenzo_may_win(spline_cost, n)) return false;
-    const int64_t more = interp_log2_q8(lorenzo_error + 1) - interp_log2_q8(spline_error + 1);
+    const uint64_t floor = n * kInterpErrorFloorUnits;
+    const int64_t more = interp_log2_q8(lorenzo_error + floor) - interp_log2_q8(spline_error + floor);
     const int64_t distortion = (more > 0 ? more : 0) * static_cast<int64_t>(n) * 2;
     return (static_cast<int64_t>(lorenzo_cost) + distortion) * 64 < static_cast<int64_t>(spline_cost) * 61;
 }
 
-// A pre-test of a tile's Lorenzo cost from the values the tile loaded, where
-// the 2-bit floor leaves the choice open: no lattices, no codes.  A Lorenzo
+// A pre-test of a tile's Lorenzo cost from the values the tile loaded, before
+// any lattice or Lorenzo code is built.  A Lorenzo
 // point is predicted by Lorenzo from its backward neighbours as the tile's
 // workspace holds them before its first stage (their original values; an
 // anchor's, its start value: the anchor stage's reconstruction), none before
