@@ -96,10 +96,10 @@ void for_each_owned_point(const InterpLayout& L, const InterpLayout::TileBox& bo
 // reconstructions (ws) are done: Lorenzo codes replace the spline codes of the
 // tile's Lorenzo points where they cost less (or where `mode` forces them).
 // The spline's cost comes first: a tile whose estimate (from the tile as
-// loaded) says spline (interp_lorenzo_skip) builds no lattice; then Lorenzo's cost, and the two errors only where
-// the costs leave the choice open (interp_prefer_lorenzo adds a non-negative
-// distortion to Lorenzo's side), as the CUDA phase does.  q: workspace-sized
-// scratch.
+// loaded) says spline (interp_lorenzo_skip) builds no lattice; then
+// Lorenzo's cost, and the two errors only where the costs leave the choice
+// open (interp_prefer_lorenzo adds a non-negative distortion to Lorenzo's
+// side), as the CUDA phase does.  q: workspace-sized scratch.
 // Returns whether the tile is Lorenzo-coded; adds the tile's costs to *sums
 // where given (kTilesAuto's gate).
 template <class T>

@@ -199,21 +199,20 @@ GSZ_HD bool interp_prefer_lorenzo(uint64_t spline_cost, uint64_t lorenzo_cost, u
 }
 
 // A pre-test of a tile's Lorenzo cost from the values the tile loaded, before
-// any lattice or Lorenzo code is built.  A Lorenzo
-// point is predicted by Lorenzo from its backward neighbours as the tile's
-// workspace holds them before its first stage (their original values; an
-// anchor's, its start value: the anchor stage's reconstruction), none before
-// local coordinate 0 (as interp_lorenzo_prediction), in T, neighbours added in
-// one fixed order so that every backend rounds alike; its residual |x - p| in
-// lattice steps (r = 1 / 2e), rounded half up, is priced as interp_code_cost
-// prices a code (2^14 steps or more, NaN and Inf as an outlier).  Dual
-// quantization's code is this residual give or take the rounding of the
-// neighbours' lattice values, so over a tile the sum is close to Lorenzo's
-// cost.
+// any lattice or Lorenzo code is built.  A Lorenzo point is predicted by
+// Lorenzo from its backward neighbours as the tile's workspace holds them
+// before its first stage (their original values; an anchor's, its start value:
+// the anchor stage's reconstruction), none before local coordinate 0 (as
+// interp_lorenzo_prediction), in T, neighbours added in one fixed order so
+// that every backend rounds alike; its residual |x - p| in lattice steps (r =
+// 1 / 2e), rounded half up, is priced as interp_code_cost prices a code (2^14
+// steps or more, NaN and Inf as an outlier).  Dual quantization's code is this
+// residual give or take the rounding of the neighbours' lattice values, so
+// over a tile the sum is close to Lorenzo's cost.
 //
 // interp_lorenzo_estimate_of is the arithmetic, for the point's value `own`
-// and its neighbour (dx, dy, dz) back at(has, dx, dy, dz), T(0) where `has`
-// is false.
+// and its neighbour (dx, dy, dz) back at(has, dx, dy, dz), T(0) where `has` is
+// false.
 template <class T, class At>
 GSZ_HD uint32_t interp_lorenzo_estimate_of(T own, const uint32_t* c, uint32_t rank, At&& at, double r) {
     const bool x = c[0] > 0, y = c[1] > 0, z = c[2] > 0;
