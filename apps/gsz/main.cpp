@@ -372,7 +372,8 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
     c->add_option("-e,--error-bound", a.eb, "Error bound (0 = lossless)")->required();
     c->add_option("-p,--pipeline", a.pipeline,
                   "Pipeline: lorenzo (cuSZ-style Lorenzo + Huffman or rANS: high ratio, fast), interp (cuSZ-i-style "
-                  "anchored spline interpolation + Huffman: highest ratio and PSNR) or fast (SZx-style constant "
+                  "anchored spline interpolation, Lorenzo where a tile codes smaller, + Huffman or rANS: highest ratio "
+                  "and PSNR) or fast (SZx-style constant "
                   "blocks and leading-byte coding: highest speed, lower ratio); compress also takes auto (runs "
                   "lorenzo and interp and keeps the smaller archive: the best ratio of the two, twice the time)")
         ->capture_default_str();
