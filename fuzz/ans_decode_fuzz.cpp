@@ -1,8 +1,9 @@
 // libFuzzer target for the rANS ("ans" lossless stage) readers and decoder.
 // Input: u16 tables bytes, u16 lanes bytes, u8 levels (1..8), u8 radius
-// choice (bits 0-1), lanes layout (bit 2: fixed, as format versions 3-6) and
-// tables layout (bit 3: without the class lag and table references, as
-// versions 3-7),
+// choice (bits 0-1), lanes layout (bit 2: fixed, as format versions 3-6;
+// else bit 4: packed with lanes from state 2^16, as versions 7-10; else
+// packed with lanes from state 1) and tables layout (bit 3: without the class
+// lag and table references, as versions 3-7),
 // u32 code count (capped), then the ans_tables section, the ans_lanes section
 // and the stream (the rest).
 // Invariant beyond "no crash": a stream that decodes is canonical (rANS is a
@@ -28,7 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint32_t levels = 1 + data[4] % kAnsMaxLevels;
     const uint32_t radii[4] = {1, 64, 512, 32768};
     const uint32_t radius = radii[data[5] % 4];
-    const AnsLanesLayout layout = data[5] & 4 ? AnsLanesLayout::fixed : AnsLanesLayout::packed;
+    const AnsLanesLayout layout = data[5] & 4    ? AnsLanesLayout::fixed
+                                  : data[5] & 16 ? AnsLanesLayout::packed
+                                                 : AnsLanesLayout::packed_from_one;
     const AnsTablesLayout tables_layout = data[5] & 8 ? AnsTablesLayout::plain : AnsTablesLayout::lagged;
     uint32_t count = 0;
     std::memcpy(&count, data + 6, 4);
@@ -46,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const AnsStreamView view = ans_stream_read(tables, lanes, stream, n, levels, layout, tables_layout);
         std::vector<uint16_t> codes(n);
         ans_decode_cpu(view, radius, shape, codes, 1);
-        const AnsStream again = ans_encode_cpu(view.tables, codes, radius, shape, view.lane_symbols, 1);
+        const AnsStream again = ans_encode_cpu(view.tables, codes, radius, shape, view.lane_symbols, 1, layout);
         if (again.lane_state != view.lane_state || again.words.size() * 2 != view.words.size() ||
             (!again.words.empty() && std::memcmp(again.words.data(), view.words.data(), view.words.size()) != 0))
             __builtin_trap();

@@ -344,7 +344,8 @@ uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> 
 }
 
 AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
-                         const AnsContextShape& shape, uint32_t lane_symbols, int num_threads) {
+                         const AnsContextShape& shape, uint32_t lane_symbols, int num_threads,
+                         AnsLanesLayout layout) {
     GSZ_CHECK(lane_symbols >= 1 && tables.levels == shape.levels &&
                   tables.entry.size() == size_t{tables.num_contexts()} * kAnsAlphabet,
               GSZ_STATUS_INTERNAL, "ans encode: lane of %u codes, %u / %u levels", lane_symbols, tables.levels,
@@ -353,6 +354,7 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
     AnsStream out;
     out.num_symbols = n;
     out.lane_symbols = lane_symbols;
+    out.start_state = ans_start_state(layout);
     const uint64_t lanes = lane_count(n, lane_symbols);
     out.lane_state.assign(lanes, 0);
     out.lane_words.assign(lanes, 0);
@@ -366,7 +368,7 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
         words.reserve((end - begin) / 2 + 16);
         AnsCursor cur = shape.cursor();
         cur.seek(end - 1);
-        uint32_t x = kAnsStateLow;
+        uint32_t x = out.start_state;
         uint16_t word;
         // Which of the kAnsLookBack codes before i are residual 0 (inside the lane).
         uint32_t zmask = 0;
@@ -554,12 +556,20 @@ private:
 
 uint32_t bit_length(uint32_t v) { return v ? ans_floor_log2(v) + 1 : 0; }
 
+// The least final state a lane of `words` words may have: 2^16 once a word
+// was emitted (the encoder's states stay at or above it from then on), else
+// the start state.
+uint32_t lane_state_floor(bool from_one, uint32_t words) { return from_one && words == 0 ? 1u : kAnsStateLow; }
+
 // Word counts are below 2^25 (2 per code, lanes below 2^24 codes).
 constexpr uint32_t kMaxWordBits = 26;
 
 }  // namespace
 
 void ans_lanes_write(const AnsStream& stream, ByteWriter& out, AnsLanesLayout layout) {
+    GSZ_CHECK(stream.start_state == ans_start_state(layout), GSZ_STATUS_INTERNAL,
+              "ans lanes: a stream started at state %u in a layout whose lanes start at %u", stream.start_state,
+              ans_start_state(layout));
     const uint64_t lanes = stream.num_lanes();
     if (layout == AnsLanesLayout::fixed) {
         for (uint64_t lane = 0; lane < lanes; ++lane) {
@@ -581,21 +591,28 @@ void ans_lanes_write(const AnsStream& stream, ByteWriter& out, AnsLanesLayout la
         for (uint32_t b = 0; b <= kMaxWordBits; ++b) cost += lengths[b] * (k + 2 * (b > k ? b - k : 0));
         if (cost < best) best = cost, order = k;
     }
-    GSZ_CHECK(std::all_of(stream.lane_state.begin(), stream.lane_state.end(),
-                          [](uint32_t x) { return x >= kAnsStateLow; }),
-              GSZ_STATUS_INTERNAL, "ans lanes: a state below 2^16");
+    const bool from_one = layout == AnsLanesLayout::packed_from_one;
+    for (uint64_t lane = 0; lane < lanes; ++lane)
+        GSZ_CHECK(stream.lane_state[lane] >= lane_state_floor(from_one, stream.lane_words[lane]), GSZ_STATUS_INTERNAL,
+                  "ans lanes: lane %llu ends at state %u with %u words", static_cast<unsigned long long>(lane),
+                  stream.lane_state[lane], stream.lane_words[lane]);
     std::vector<uint8_t>& bytes = out.bytes();
     bytes.push_back(static_cast<uint8_t>(order));
-    BitWriter bits(bytes, lanes * (4 + 31 + 2 * kMaxWordBits + 1));
+    BitWriter bits(bytes, lanes * (5 + 31 + 2 * kMaxWordBits + 1));
     const uint32_t low_mask = (1u << order) - 1u;
+    // The state as its bit length above its floor's (4 bits; 5 for a lane
+    // that starts at 1 and emitted no word) and the bits below its top one.
+    const auto put_state = [&](uint32_t x, uint32_t floor_log) {
+        const uint32_t top = ans_floor_log2(x);
+        bits.put(top - floor_log, floor_log ? 4 : 5);
+        bits.put(x & ((1u << top) - 1u), top);
+    };
     for (uint64_t lane = 0; lane < lanes; ++lane) {
-        const uint32_t x = stream.lane_state[lane];  // in [2^16, 2^32)
-        const uint32_t top = ans_floor_log2(x);  // 16..31
-        bits.put(top - 16, 4);
-        bits.put(x & ((1u << top) - 1u), top);  // the bits below the top one
+        const uint32_t x = stream.lane_state[lane], w = stream.lane_words[lane];
+        if (!from_one) put_state(x, 16);
         // m = (words >> k) + 1 as z = floor(log2 m) zeros, a one, then the z
         // bits of m below its top one.
-        const uint32_t w = stream.lane_words[lane], m = (w >> order) + 1, z = ans_floor_log2(m);
+        const uint32_t m = (w >> order) + 1, z = ans_floor_log2(m);
         const uint64_t rest = m ^ (1u << z);
         if (2 * z + 1 <= 32) {
             bits.put(rest << (z + 1) | uint64_t{1} << z, 2 * z + 1);
@@ -604,6 +621,7 @@ void ans_lanes_write(const AnsStream& stream, ByteWriter& out, AnsLanesLayout la
             bits.put(rest, z);
         }
         bits.put(w & low_mask, order);
+        if (from_one) put_state(x, w ? 16 : 0);
     }
     bits.finish();
 }
@@ -702,39 +720,47 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
                   "ans_lanes: %zu bytes for %llu lanes of %u codes", lanes_section.size(),
                   static_cast<unsigned long long>(lanes), v.lane_symbols);
     } else {
-        // At least 21 bits a lane (4 + 16 of state, 1 of word count): no
-        // allocation for lanes the section cannot hold.
-        GSZ_CHECK(!lanes_section.empty() && (lanes_section.size() - 1) * 8 / 21 >= lanes, kCorrupt,
+        // At least 21 bits a lane (4 + 16 of state, 1 of word count), 6 when
+        // lanes start at 1 (5 of state, 1 of word count): no allocation for
+        // lanes the section cannot hold.
+        const uint64_t least_bits = layout == AnsLanesLayout::packed_from_one ? 6 : 21;
+        GSZ_CHECK(!lanes_section.empty() && (lanes_section.size() - 1) * 8 / least_bits >= lanes, kCorrupt,
                   "ans_lanes: %zu bytes for %llu lanes of %u codes", lanes_section.size(),
                   static_cast<unsigned long long>(lanes), v.lane_symbols);
     }
     ByteReader lin(lanes_section, "ans_lanes");
-    const uint32_t order = layout == AnsLanesLayout::packed ? lin.get<uint8_t>("word count order") : 0u;
+    const uint32_t order = layout != AnsLanesLayout::fixed ? lin.get<uint8_t>("word count order") : 0u;
     GSZ_CHECK(order < kMaxWordBits, kCorrupt, "ans_lanes: word counts coded with order %u", order);
     BitReader bits(lanes_section, 1);
+    const bool from_one = layout == AnsLanesLayout::packed_from_one;
+    v.start_state = ans_start_state(layout);
     v.lane_state.resize(lanes);
     v.lane_word_offset.resize(lanes + 1);
     v.lane_word_offset[0] = 0;
+    const auto get_state = [&](uint32_t floor_log) {
+        const uint32_t top = floor_log + bits.get(floor_log ? 4 : 5, "state");  // <= 31
+        return 1u << top | bits.get(top, "state");
+    };
     for (uint64_t lane = 0; lane < lanes; ++lane) {
         uint32_t state = 0, words = 0;
         if (layout == AnsLanesLayout::fixed) {
             state = lin.get<uint32_t>("lane state");
             words = lin.get<uint32_t>("lane words");
         } else {
-            const uint32_t top = 16 + bits.get(4, "state");
-            state = 1u << top | bits.get(top, "state");
+            if (!from_one) state = get_state(16);
             const uint32_t zeros = bits.zeros(kMaxWordBits - order, "word count");  // z
             const uint32_t m = (1u << zeros | bits.get(zeros, "word count")) - 1u;  // < 2^(26 - order)
             words = m << order | bits.get(order, "word count");
+            if (from_one) state = get_state(words ? 16 : 0);
         }
         const uint64_t count = lane_range(lane, v.lane_symbols, n).second - lane * v.lane_symbols;
-        GSZ_CHECK(state >= kAnsStateLow && words <= 2 * count, kCorrupt,
+        GSZ_CHECK(state >= lane_state_floor(from_one, words) && words <= 2 * count, kCorrupt,
                   "ans_lanes: lane %llu: state %u, %u words for %llu codes", static_cast<unsigned long long>(lane),
                   state, words, static_cast<unsigned long long>(count));
         v.lane_state[lane] = state;
         v.lane_word_offset[lane + 1] = v.lane_word_offset[lane] + words;
     }
-    if (layout == AnsLanesLayout::packed) bits.expect_end();
+    if (layout != AnsLanesLayout::fixed) bits.expect_end();
     GSZ_CHECK(stream_section.size() % 2 == 0 && stream_section.size() / 2 == v.lane_word_offset[lanes], kCorrupt,
               "ans_stream: %zu bytes, the lanes hold %llu words", stream_section.size(),
               static_cast<unsigned long long>(v.lane_word_offset[lanes]));
@@ -772,9 +798,13 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
         uint64_t pos = stream.lane_word_offset[lane];
         const uint64_t stop = stream.lane_word_offset[lane + 1];
         const uint8_t* w = stream.words.data();
+        // Lanes started at 1 run out of words before their first codes (the
+        // encoder's last, coded before its first word); started at 2^16, a
+        // lane that asks for one more word is corrupt.
+        const bool may_run_out = stream.start_state < kAnsStateLow;
         const auto refill = [&](uint32_t& x) {
             if (!ans_decode_needs_word(x)) return true;
-            if (pos == stop) return false;
+            if (pos == stop) return may_run_out;
             x = x << 16 | (uint32_t{w[2 * pos]} | uint32_t{w[2 * pos + 1]} << 8);
             ++pos;
             return true;
@@ -810,7 +840,7 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
             prev_class = ans_class_of_symbol(s);
             zeros = s == kAnsZeroSymbol ? std::min(zeros + 1, kAnsLookBack) : 0;
         }
-        bad[lane] = !(ok && x == kAnsStateLow && pos == stop);
+        bad[lane] = !(ok && x == stream.start_state && pos == stop);
     }
     for (uint64_t lane = 0; lane < lanes; ++lane)
         GSZ_CHECK(!bad[lane], kCorrupt, "ans_stream: lane %llu does not decode", static_cast<unsigned long long>(lane));

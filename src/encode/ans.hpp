@@ -5,8 +5,8 @@
 // The codes are cut into lanes of `lane_symbols` consecutive codes; each lane
 // is one rANS chain (one GPU thread decodes it), encoded last code first and
 // stored as its 16-bit words in decoding order plus the final encoder state
-// and its word count, bit-packed (~36 bits a lane; 64 before format version
-// 7).  The lane length is chosen so that the lanes stay near 2% of the
+// and its word count, bit-packed (~30 bits a lane; ~36 while lanes started at
+// state 2^16, before format version 11; 64 before version 7).  The lane length is chosen so that the lanes stay near 2% of the
 // payload: few lanes for a small or highly compressible field, and as many as
 // that allows for the GPU, whose coders run one lane per thread.
 //
@@ -100,10 +100,15 @@ uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> h
 // a lane's words then fit 32-bit counts on the GPU.
 inline constexpr uint32_t kAnsMaxLaneSymbols = 1u << 24;
 
-// What the lane length assumes a lane costs in the ans_lanes section (the
-// packed layout: ~28 bits of state, ~8 of word count; measured 36.3 on
-// etopo5 at rel 1e-2).
-inline constexpr uint32_t kAnsLaneBitsEstimate = 36;
+// What a lane costs the archive, for the lane length and the stage's size
+// estimate: ~36 bits of the ans_lanes section (~28 of state, ~8 of word
+// count; 36.2 on etopo5 at rel 1e-2), less the ~7 bits its final state holds
+// that would otherwise be words, since lanes start at state 1 (format version
+// 11; 29.0 net on etopo5 at rel 1e-2, 28.1 on sperr_wmag_91x91x91).  At 29
+// instead of 36 the lane length rule gives 1.24x the lanes for the archive
+// share they had (H200, run 79: interp etopoT rel 1e-2 decompression 180 ->
+// 202 GB/s, ratio +0.09%; bench/RESULTS.md).
+inline constexpr uint32_t kAnsLaneBitsEstimate = 29;
 
 // The most lanes the lane length aims at: an H100's or H200's 132
 // multiprocessors keep about this many decoding threads resident, and in
@@ -124,9 +129,29 @@ uint64_t ans_tables_bytes(const AnsTables& tables);
 // Archive bytes of the stage (tables, lanes, words) for that estimate.
 uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n);
 
+// The ans_lanes section's layouts: u32 state and u32 word count per lane
+// (format versions 3-6); bit-packed (versions 7-10): the state's bit length
+// and the bits below its top one, the word count as an exponential-Golomb
+// code of the order the section's first byte gives; and from version 11
+// packed with every lane's encoder started at state 1 instead of 2^16 (the
+// word count first, then the state, below 2^16 only for a lane without
+// words).  A lane's first state is information the decoder already has: at
+// 2^16 its 16 bits come out again as words and final state, from 1 they do
+// not (6-7 bits a lane less on real fields; bench/NOTES.md).
+enum class AnsLanesLayout : uint8_t { fixed, packed, packed_from_one };
+
+// The state every lane's encoder starts at and its decoder must end at.
+// From 1 the states stay below 2^16 until a lane's first word is emitted, so
+// a decoder refills only while the lane has words left: the arithmetic is
+// exact for any state >= 1 (ans_math.hpp).
+constexpr uint32_t ans_start_state(AnsLanesLayout layout) {
+    return layout == AnsLanesLayout::packed_from_one ? 1u : kAnsStateLow;
+}
+
 struct AnsStream {
     uint64_t num_symbols = 0;
     uint32_t lane_symbols = 0;
+    uint32_t start_state = 1;  // ans_start_state of the layout it was encoded for
     std::vector<uint32_t> lane_state;  // final encoder state, where the decoder starts
     std::vector<uint32_t> lane_words;  // 16-bit words of each lane
     std::vector<uint16_t> words;       // lane after lane, each in decoding order
@@ -134,23 +159,22 @@ struct AnsStream {
     uint64_t num_lanes() const { return lane_state.size(); }
 };
 
+// `layout`: the ans_lanes layout the stream will be written in (its start state).
 AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
-                         const AnsContextShape& shape, uint32_t lane_symbols, int num_threads);
+                         const AnsContextShape& shape, uint32_t lane_symbols, int num_threads,
+                         AnsLanesLayout layout = AnsLanesLayout::packed_from_one);
 
-// The ans_lanes section's layouts: u32 state and u32 word count per lane
-// (format versions 3-6), or bit-packed (version 7 on; docs/FORMAT.md): the
-// state's bit length and the bits below its top one, the word count as an
-// exponential-Golomb code of the order the section's first byte gives.
 // The ans_tables section's layouts: versions 3-7, or version 8 on, with the
 // class lag byte and tables that may repeat an earlier context's.
 enum class AnsTablesLayout : uint8_t { plain, lagged };
-enum class AnsLanesLayout : uint8_t { fixed, packed };
 
 // Sections: ans_tables (lane length and tables), ans_lanes (state and word
 // count per lane, packed), ans_stream (the words).
 void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out,
                       AnsTablesLayout layout = AnsTablesLayout::lagged);
-void ans_lanes_write(const AnsStream& stream, ByteWriter& out, AnsLanesLayout layout = AnsLanesLayout::packed);
+// The stream's start state must be the layout's.
+void ans_lanes_write(const AnsStream& stream, ByteWriter& out,
+                     AnsLanesLayout layout = AnsLanesLayout::packed_from_one);
 void ans_stream_write(const AnsStream& stream, ByteWriter& out);
 
 // A validated view of the three sections for n codes of a pipeline with
@@ -161,6 +185,7 @@ struct AnsStreamView {
     AnsTables tables;
     uint64_t num_symbols = 0;
     uint32_t lane_symbols = 0;
+    uint32_t start_state = 1;  // where every lane's decoder must end (ans_start_state)
     std::vector<uint32_t> lane_state;
     std::vector<uint64_t> lane_word_offset;  // [lanes + 1]
     std::span<const uint8_t> words;          // little-endian 16-bit words

@@ -213,7 +213,7 @@ template <bool Levels, bool Lag2>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_encode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries,
                       const unsigned long long* __restrict__ d_rcp, const uint16_t* __restrict__ codes, uint64_t n,
-                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
+                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes, uint32_t start_state,
                       uint16_t* __restrict__ slots, uint64_t slot_words, uint32_t* __restrict__ lane_state,
                       uint32_t* __restrict__ lane_words, uint64_t* __restrict__ lane_count) {
     extern __shared__ uint32_t s_entry[];  // the tables' freq | cum << 16
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     uint32_t zf = zero_flags(c2, radius) | zero_flags(c1, radius) << 8 | zero_flags(c0, radius) << 16;
     AnsCursor cur = shape;
     if constexpr (Levels) cur.seek(begin + 8 * static_cast<uint64_t>(g));
-    uint32_t x = kAnsStateLow;
+    uint32_t x = start_state;
     uint32_t emitted = 0;
     SlotWriter out{slots + (lane + 1) * slot_words};
     for (;;) {
@@ -357,7 +357,7 @@ template <bool Levels, bool Lag2>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_decode_kernel(const uint32_t* __restrict__ d_tables, uint32_t table_words, const uint16_t* __restrict__ words,
                       const uint32_t* __restrict__ lane_state, const uint64_t* __restrict__ lane_offset, uint64_t n,
-                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes,
+                      uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes, uint32_t start_state,
                       uint16_t* __restrict__ codes, uint32_t* __restrict__ d_corrupt) {
     extern __shared__ uint32_t s_tables[];
     for (uint32_t i = threadIdx.x; i < table_words; i += blockDim.x) s_tables[i] = d_tables[i];
@@ -380,9 +380,12 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     const bool vec = (reinterpret_cast<uintptr_t>(out) & 15) == 0;
     bool bad = false;
     // A refill past the lane's last word loads nothing and leaves wi beyond
-    // num_words, which the final test rejects.
+    // num_words, which the final test rejects; lanes started at 1 ask for
+    // none past it (their first codes were coded before any word), as
+    // ans_decode_cpu.
+    const uint32_t word_limit = start_state < kAnsStateLow ? num_words : 0xFFFFFFFFu;
     const auto refill = [&] {
-        const bool need = ans_decode_needs_word(x);
+        const bool need = ans_decode_needs_word(x) && wi < word_limit;
         x = need ? (x << 16 | next_word) : x;
         wi += need;
         next_word = load_word_if(need && wi < num_words, lane_words + wi, next_word);
@@ -457,7 +460,7 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
             }
         }
     }
-    if (!(!bad && k == count && x == kAnsStateLow && wi == num_words)) *d_corrupt = 1;
+    if (!(!bad && k == count && x == start_state && wi == num_words)) *d_corrupt = 1;
 }
 
 AnsCursor cursor_of(const AnsContextShape& shape) { return shape.cursor(); }
@@ -501,9 +504,11 @@ void ans_histogram_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, co
 }
 
 void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t n, uint32_t radius,
-                     const AnsContextShape& shape, uint32_t lane_symbols, AnsDeviceStream& out, cudaStream_t stream) {
+                     const AnsContextShape& shape, uint32_t lane_symbols, AnsDeviceStream& out, cudaStream_t stream,
+                     AnsLanesLayout layout) {
     out.num_symbols = n;
     out.lane_symbols = lane_symbols;
+    out.start_state = ans_start_state(layout);
     out.num_lanes = n / lane_symbols + (n % lane_symbols != 0);
     const uint64_t lanes = out.num_lanes;
     const uint32_t entries = static_cast<uint32_t>(tables.entry.size());
@@ -527,7 +532,8 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     const size_t smem = entries * sizeof(uint32_t);  // <= 21.5 KB (8 levels)
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
-        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), lane_symbols, lanes, slots.data(),
+        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), lane_symbols, lanes,
+        out.start_state, slots.data(),
         slot_words, out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
     GSZ_CUDA_LAUNCHED("ans_encode_kernel");
     size_t temp_bytes = 0;
@@ -546,7 +552,8 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
 
 void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uint32_t* d_lane_state,
                      const uint64_t* d_lane_word_offset, uint64_t n, uint32_t lane_symbols, uint32_t radius,
-                     const AnsContextShape& shape, uint16_t* d_codes, uint32_t* d_corrupt, cudaStream_t stream) {
+                     const AnsContextShape& shape, uint32_t start_state, uint16_t* d_codes, uint32_t* d_corrupt,
+                     cudaStream_t stream) {
     if (n == 0) return;
     GSZ_CHECK(lane_symbols >= 1 && lane_symbols <= kAnsMaxLaneSymbols, GSZ_STATUS_INVALID_ARGUMENT,
               "ans decode: lanes of %u codes", lane_symbols);
@@ -581,7 +588,7 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
         d_table.data(), static_cast<uint32_t>(table.size()), d_words, d_lane_state, d_lane_word_offset, n, radius,
-        cursor_of(shape), lane_symbols, lanes, d_codes, d_corrupt);
+        cursor_of(shape), lane_symbols, lanes, start_state, d_codes, d_corrupt);
     GSZ_CUDA_LAUNCHED("ans_decode_kernel");
     // No synchronization: copies from pageable memory return once the source is staged.
 }

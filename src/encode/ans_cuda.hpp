@@ -25,6 +25,7 @@ struct AnsDeviceStream {
     uint32_t lane_symbols = 0;
     uint64_t num_lanes = 0;
     uint64_t num_words = 0;
+    uint32_t start_state = 1;                       // ans_start_state of the layout
     cuda::DeviceBuffer<uint32_t> lane_state;        // [lanes]
     cuda::DeviceBuffer<uint32_t> lane_words;        // [lanes]
     cuda::DeviceBuffer<uint64_t> lane_word_offset;  // [lanes + 1]
@@ -35,13 +36,16 @@ struct AnsDeviceStream {
 // words as ans_encode_cpu.  Every code must have a table entry (the tables
 // were built from these codes' histogram).
 void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t n, uint32_t radius,
-                     const AnsContextShape& shape, uint32_t lane_symbols, AnsDeviceStream& out, cudaStream_t stream);
+                     const AnsContextShape& shape, uint32_t lane_symbols, AnsDeviceStream& out, cudaStream_t stream,
+                     AnsLanesLayout layout = AnsLanesLayout::packed_from_one);
 
 // Decodes a stream validated on the host (ans_stream_read) whose words and
-// lane table are in device memory.  A lane that ans_decode_cpu would reject
-// sets *d_corrupt to 1; the decoder never reads or writes out of bounds.
+// lane table are in device memory; `start_state` is the view's.  A lane that
+// ans_decode_cpu would reject sets *d_corrupt to 1; the decoder never reads
+// or writes out of bounds.
 void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uint32_t* d_lane_state,
                      const uint64_t* d_lane_word_offset, uint64_t n, uint32_t lane_symbols, uint32_t radius,
-                     const AnsContextShape& shape, uint16_t* d_codes, uint32_t* d_corrupt, cudaStream_t stream);
+                     const AnsContextShape& shape, uint32_t start_state, uint16_t* d_codes, uint32_t* d_corrupt,
+                     cudaStream_t stream);
 
 }  // namespace gsz::encode

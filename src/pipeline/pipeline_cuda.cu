@@ -457,6 +457,7 @@ EncodedCodes fetch_codes(DeviceCodeStage& cs, cudaStream_t stream) {
         h.ans = cs.ans;
         h.ans_stream.num_symbols = d.num_symbols;
         h.ans_stream.lane_symbols = d.lane_symbols;
+        h.ans_stream.start_state = d.start_state;
         cuda::copy_to_host(h.ans_stream.lane_state, d.lane_state.data(), d.num_lanes, stream);
         cuda::copy_to_host(h.ans_stream.lane_words, d.lane_words.data(), d.num_lanes, stream);
         cuda::copy_to_host(h.ans_stream.words, d.words.data(), d.num_words, stream);
@@ -517,7 +518,8 @@ uint32_t code_stage_decode_cuda(const CodeStagePlan& plan, DeviceCodeSections& d
                                 cuda::DeviceBuffer<uint32_t>* zero_counts = nullptr) {
     if (plan.ans) {
         encode::ans_decode_cuda(plan.ans->tables, ds.ans_words.data(), ds.ans_state.data(), ds.ans_offset.data(), n,
-                                plan.ans->lane_symbols, radius, shape, d_codes, d_corrupt, stream);
+                                plan.ans->lane_symbols, radius, shape, plan.ans->start_state, d_codes, d_corrupt,
+                                stream);
         return 0;
     }
     cuda::StageTrace trace(stream, "code stage decode");

@@ -131,7 +131,7 @@ expect_exit 0 "interp 1-D stride 4" "$GSZ" compress -i "$SAMPLE" -o "$T/i4.gsz" 
     --interp-anchor-stride 4 --verify --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "stride 4: $(cat "$T/out")"
 expect_exit 0 "info of stride 4" "$GSZ" info -i "$T/i4.gsz" --json
-python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==10, j" \
+python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==11, j" \
     && ok || bad "info does not show stride 4: $(cat "$T/out")"
 expect_exit 0 "interp Lorenzo tiles" "$GSZ" compress -i "$SAMPLE" -o "$T/lt.gsz" -t f32 -l 91x91x91 -m rel -e 1e-4 \
     -p interp --interp-tiles each --verify --json

@@ -1183,6 +1183,29 @@ TEST(CudaBackend, RunTokenKernelsMatchCpu) {
 // The rANS kernels against the CPU coder: the same histogram, lane states and
 // words, on aligned and unaligned code arrays, with and without levels; the
 // decoder accepts and rejects exactly what the CPU decoder does.
+// Every committed golden archive, of every format version (rANS lanes from
+// state 2^16 before version 11, from 1 since), decodes on the GPU to the
+// CPU's bytes.
+TEST(CudaBackend, GoldenArchivesOfEveryVersionDecodeAsOnTheCpu) {
+    REQUIRE_GPU();
+    size_t archives = 0;
+    for (const auto& dir : std::filesystem::directory_iterator(repo_dir() / "tests" / "golden"))
+        for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
+            if (file.path().extension() != ".gsz") continue;
+            SCOPED_TRACE(file.path().string());
+            const auto archive = read_bytes(file.path());
+            gsz::Context ctx;
+            const auto info = ctx.inspect(archive.data(), archive.size());
+            const size_t bytes = info.num_elements * (info.dtype == GSZ_DTYPE_F64 ? 8 : 4);
+            std::vector<uint8_t> on_cpu(bytes), on_gpu(bytes, 0xAB);
+            ctx.decompress(archive.data(), archive.size(), on_cpu.data(), bytes, GSZ_DEVICE_CPU);
+            ctx.decompress(archive.data(), archive.size(), on_gpu.data(), bytes, GSZ_DEVICE_CUDA);
+            EXPECT_TRUE(on_cpu == on_gpu);
+            ++archives;
+        }
+    EXPECT_GE(archives, 200u);
+}
+
 TEST(CudaBackend, AnsKernelsMatchCpu) {
     REQUIRE_GPU();
     using namespace gsz::encode;
@@ -1232,11 +1255,15 @@ TEST(CudaBackend, AnsKernelsMatchCpu) {
                     ASSERT_EQ(tables.class_lag, lag);
                     const uint32_t auto_lane = ans_lane_symbols(n, ans_estimated_bits(tables, hist));
                     // gsz's lane length (a multiple of 64), and lanes whose groups of eight codes are unaligned
+                    // lanes from state 1 (version 11 on) and from 2^16 (the archives of versions 3-10)
+                    for (const AnsLanesLayout layout : {AnsLanesLayout::packed_from_one, AnsLanesLayout::packed})
                     for (const uint32_t lane : {auto_lane, 100u, 13u}) {
-                        SCOPED_TRACE("lane " + std::to_string(lane));
-                        const AnsStream want = ans_encode_cpu(tables, in, radius, shape, lane, 2);
+                        SCOPED_TRACE("lane " + std::to_string(lane) +
+                                     (layout == AnsLanesLayout::packed ? ", from 2^16" : ", from 1"));
+                        const AnsStream want = ans_encode_cpu(tables, in, radius, shape, lane, 2, layout);
                         AnsDeviceStream got;
-                        ans_encode_cuda(tables, d_codes.data() + shift, n, radius, shape, lane, got, s);
+                        ans_encode_cuda(tables, d_codes.data() + shift, n, radius, shape, lane, got, s, layout);
+                        ASSERT_EQ(got.start_state, want.start_state);
                         std::vector<uint32_t> state, words_per_lane;
                         std::vector<uint16_t> words;
                         gsz::cuda::copy_to_host(state, got.lane_state.data(), got.num_lanes, s);
@@ -1252,13 +1279,13 @@ TEST(CudaBackend, AnsKernelsMatchCpu) {
                             if (lie) sent.lane_state[sent.num_lanes() / 2] ^= 0x00F0F000u;
                             gsz::ByteWriter t, l, w;
                             ans_tables_write(tables, lane, t);
-                            ans_lanes_write(sent, l);
-                            ans_stream_write(sent, w);
                             AnsStreamView view;
                             try {
-                                view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, levels, AnsLanesLayout::packed);
+                                ans_lanes_write(sent, l, layout);
+                                ans_stream_write(sent, w);
+                                view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, levels, layout);
                             } catch (const gsz::Error&) {
-                                continue;  // a state below 2^16: rejected before any decoding
+                                continue;  // a state below its floor: rejected before any decoding
                             }
                             std::vector<uint16_t> cpu(n);
                             bool cpu_ok = true;
@@ -1276,7 +1303,7 @@ TEST(CudaBackend, AnsKernelsMatchCpu) {
                                        cudaMemcpyHostToDevice);
                             d_flag.zero(s);
                             ans_decode_cuda(tables, d_words.data(), d_state.data(), d_offset.data(), n, lane, radius,
-                                            shape, d_out.data(), d_flag.data(), s);
+                                            shape, view.start_state, d_out.data(), d_flag.data(), s);
                             uint32_t corrupt = 2;
                             std::vector<uint16_t> back(n);
                             ASSERT_EQ(cudaMemcpy(back.data(), d_out.data(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -1380,13 +1407,14 @@ TEST(CudaBackend, AnsDecoderRejectsWhatTheCpuRejects) {
         const auto hist = ans_histogram_cpu(codes, 512, shape, 2, 1);
         const AnsTables tables = ans_build_tables(hist, 1, true, 1);
         const uint32_t lane = 1024;
-        const AnsStream stream = ans_encode_cpu(tables, codes, 512, shape, lane, 2);
         gsz::cuda::DeviceBuffer<uint16_t> d_codes(n, s);
         ASSERT_EQ(cudaMemcpy(d_codes.data(), codes.data(), n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        for (const AnsLanesLayout layout : {AnsLanesLayout::packed_from_one, AnsLanesLayout::packed})
         for (const uint32_t radius : {512u, 3u, 20u}) {
+            const AnsStream stream = ans_encode_cpu(tables, codes, 512, shape, lane, 2, layout);
             for (const bool cut : {false, true}) {
                 SCOPED_TRACE("scale " + std::to_string(scale) + " radius " + std::to_string(radius) +
-                             (cut ? " cut" : ""));
+                             (cut ? " cut" : "") + (layout == AnsLanesLayout::packed ? ", from 2^16" : ", from 1"));
                 AnsStream sent = stream;
                 if (cut) {  // the first lane loses its last word: the next lane's first becomes its
                     ASSERT_GT(sent.lane_words[0], 0u);
@@ -1395,9 +1423,9 @@ TEST(CudaBackend, AnsDecoderRejectsWhatTheCpuRejects) {
                 }
                 gsz::ByteWriter t, l, w;
                 ans_tables_write(tables, lane, t);
-                ans_lanes_write(sent, l);
+                ans_lanes_write(sent, l, layout);
                 ans_stream_write(sent, w);
-                const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, 1, AnsLanesLayout::packed);
+                const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, 1, layout);
                 std::vector<uint16_t> cpu(n);
                 bool cpu_ok = true;
                 try {
@@ -1420,7 +1448,7 @@ TEST(CudaBackend, AnsDecoderRejectsWhatTheCpuRejects) {
                            cudaMemcpyHostToDevice);
                 d_flag.zero(s);
                 ans_decode_cuda(tables, d_words.data(), d_state.data(), d_offset.data(), n, lane, radius, shape,
-                                d_out.data(), d_flag.data(), s);
+                                view.start_state, d_out.data(), d_flag.data(), s);
                 uint32_t corrupt = 2;
                 std::vector<uint16_t> back(n);
                 ASSERT_EQ(cudaMemcpy(back.data(), d_out.data(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);

@@ -126,18 +126,19 @@ std::vector<uint16_t> markov_codes(uint64_t n, uint32_t radius, uint32_t seed) {
 }
 
 AnsStream encode(const std::vector<uint16_t>& codes, uint32_t radius, const AnsContextShape& shape,
-                 uint32_t lane_symbols, int threads, AnsTables* tables_out = nullptr) {
+                 uint32_t lane_symbols, int threads, AnsTables* tables_out = nullptr,
+                 AnsLanesLayout layout = AnsLanesLayout::packed_from_one) {
     const auto hist = ans_histogram_cpu(codes, radius, shape, threads);
     const AnsTables tables = ans_build_tables(hist, shape.levels);
     if (tables_out) *tables_out = tables;
-    return ans_encode_cpu(tables, codes, radius, shape, lane_symbols, threads);
+    return ans_encode_cpu(tables, codes, radius, shape, lane_symbols, threads, layout);
 }
 
 std::vector<uint16_t> round_trip(const std::vector<uint16_t>& codes, uint32_t radius, const AnsContextShape& shape,
                                  uint32_t lane_symbols, int threads,
-                                 AnsLanesLayout layout = AnsLanesLayout::packed) {
+                                 AnsLanesLayout layout = AnsLanesLayout::packed_from_one) {
     AnsTables tables;
-    const AnsStream s = encode(codes, radius, shape, lane_symbols, threads, &tables);
+    const AnsStream s = encode(codes, radius, shape, lane_symbols, threads, &tables, layout);
     ByteWriter t, l, w;
     ans_tables_write(tables, s.lane_symbols, t);
     ans_lanes_write(s, l, layout);
@@ -164,6 +165,7 @@ TEST(Ans, RoundTripsAcrossLanesShapesAndRadii) {
                              std::to_string(lane));
                 ASSERT_EQ(round_trip(codes, radius, AnsContextShape{}, lane, 2), codes);
                 ASSERT_EQ(round_trip(codes, radius, interp, lane, 2), codes);
+                ASSERT_EQ(round_trip(codes, radius, interp, lane, 2, AnsLanesLayout::packed), codes);
                 ASSERT_EQ(round_trip(codes, radius, interp, lane, 2, AnsLanesLayout::fixed), codes);
             }
         }
@@ -236,8 +238,15 @@ TEST(Ans, SpendsWhatTheModelSaysAndBeatsOrderZero) {
     const double coded_bits = 16.0 * static_cast<double>(s.words.size()) + lane_bits;
     const double estimate = static_cast<double>(ans_estimated_bits(tables, hist));
     EXPECT_NEAR(coded_bits / estimate, 1.0, 0.03) << "the words and lanes must match the estimate";
-    EXPECT_LT(lane_bits, kAnsLaneBitsEstimate * static_cast<double>(s.num_lanes()))
-        << "packed lanes must cost what the lane length assumes";
+    const double num_lanes = static_cast<double>(s.num_lanes());
+    EXPECT_LT(lane_bits, 40.0 * num_lanes) << "packed lanes: ~36 bits each";
+    // What the lanes add to the symbols' cost: less than their section, since
+    // states that start at 1 hold some of the symbols' bits (23 here, 28-29
+    // on real fields), and what the lane length assumes at most.
+    const double net = (coded_bits - estimate) / num_lanes;
+    EXPECT_GT(net, 0.0);
+    EXPECT_LT(net, lane_bits / num_lanes - 4.0);
+    EXPECT_LT(net, kAnsLaneBitsEstimate + 1.0) << s.num_lanes() << " lanes";
     // Order-0 entropy of the codes themselves: what any context-free coder pays at best.
     std::vector<double> f(1024, 0);
     for (const uint16_t c : codes) f[c] += 1;
@@ -261,9 +270,9 @@ TEST(Ans, SpendsWhatTheModelSaysAndBeatsOrderZero) {
     EXPECT_GT(lane_bits, 0.005 * coded_bits) << "as many lanes as 2% allows, for the GPU";
 }
 
-// Lanes: 2% of the payload at the packed layout's ~36 bits each, at most
-// 2^17 of them (what a GPU decodes at once), lengths a multiple of 64 and at
-// least 256.
+// Lanes: 2% of the payload at ~29 bits each (the packed layout's ~36 less
+// what a state started at 1 holds), at most 2^17 of them (what a GPU decodes
+// at once), lengths a multiple of 64 and at least 256.
 TEST(Ans, LaneLengthKeepsTwoPercentUpToTheGpusLanes) {
     const auto lanes = [](uint64_t n, uint64_t bits) {
         const uint64_t s = ans_lane_symbols(n, bits);
@@ -271,8 +280,8 @@ TEST(Ans, LaneLengthKeepsTwoPercentUpToTheGpusLanes) {
         EXPECT_GE(s, 256u);
         return (n + s - 1) / s;
     };
-    // etopoT at rel 1e-2 (75M codes at ~0.45 bits): 2% gives ~18.7K lanes.
-    EXPECT_NEAR(static_cast<double>(lanes(74'680'320, 33'600'000)), 33'600'000.0 / 1800, 400);
+    // etopoT at rel 1e-2 (75M codes at ~0.45 bits): 2% gives ~23.2K lanes.
+    EXPECT_NEAR(static_cast<double>(lanes(74'680'320, 33'600'000)), 33'600'000.0 / 1450, 500);
     // wmagT at rel 1e-4 (94M codes at ~7.9 bits): 2% would be 413K lanes; the cap holds it to 2^17.
     const uint64_t capped = lanes(94'196'375, 744'000'000);
     EXPECT_LE(capped, kAnsMaxLanes);
@@ -284,9 +293,10 @@ TEST(Ans, LaneLengthKeepsTwoPercentUpToTheGpusLanes) {
 
 TEST(Ans, ReaderRejectsInconsistentSections) {
     const auto codes = markov_codes(3000, 512, 5);
-    AnsTables tables;
-    const AnsStream s = encode(codes, 512, AnsContextShape{}, 256, 1, &tables);
-    for (const AnsLanesLayout layout : {AnsLanesLayout::packed, AnsLanesLayout::fixed}) {
+    for (const AnsLanesLayout layout :
+         {AnsLanesLayout::packed_from_one, AnsLanesLayout::packed, AnsLanesLayout::fixed}) {
+        AnsTables tables;
+        const AnsStream s = encode(codes, 512, AnsContextShape{}, 256, 1, &tables, layout);
         ByteWriter t, l, w;
         ans_tables_write(tables, s.lane_symbols, t);
         ans_lanes_write(s, l, layout);
@@ -306,7 +316,61 @@ TEST(Ans, ReaderRejectsInconsistentSections) {
         auto longer = l.bytes();
         longer.push_back(0);
         EXPECT_THROW(ans_stream_read(t.bytes(), longer, w.bytes(), codes.size(), 1, layout), Error);
+        // Lanes written for one start state and read for the other.
+        if (layout != AnsLanesLayout::fixed) {
+            const AnsLanesLayout other =
+                layout == AnsLanesLayout::packed ? AnsLanesLayout::packed_from_one : AnsLanesLayout::packed;
+            bool threw = false;
+            std::vector<uint16_t> out(codes.size());
+            try {
+                ans_decode_cpu(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), 1, other), 512,
+                               AnsContextShape{}, out, 1);
+            } catch (const Error&) {
+                threw = true;
+            }
+            EXPECT_TRUE(threw);
+            ByteWriter l2;
+            EXPECT_THROW(ans_lanes_write(s, l2, other), Error) << "a stream is written in its own layout only";
+        }
     }
+}
+
+// Lanes that start at state 1 (format version 11) carry less than lanes
+// started at 2^16 (whose first 16 bits come out again), and a lane may end
+// without a word: its whole content is in the final state.
+TEST(Ans, LanesStartedAtOneCostLessAndMayHaveNoWords) {
+    const uint64_t n = 1 << 18;
+    const auto codes = markov_codes(n, 512, 21);
+    const auto bytes_of = [&](AnsLanesLayout layout, uint32_t lane) {
+        AnsTables tables;
+        const AnsStream s = encode(codes, 512, AnsContextShape{}, lane, 2, &tables, layout);
+        ByteWriter l;
+        ans_lanes_write(s, l, layout);
+        return 2 * s.words.size() + l.size();
+    };
+    for (const uint32_t lane : {256u, 1024u, 4096u}) {
+        const uint64_t lanes = n / lane;
+        const uint64_t from_one = bytes_of(AnsLanesLayout::packed_from_one, lane);
+        const uint64_t from_2_16 = bytes_of(AnsLanesLayout::packed, lane);
+        EXPECT_LT(8 * from_one + 4 * lanes, 8 * from_2_16) << "at least 4 bits a lane less; lane " << lane;
+    }
+    // All zero residuals but a few: lanes of 64 codes fit their state.
+    std::vector<uint16_t> quiet(4096, 512);
+    quiet[100] = 513;
+    quiet[3000] = 0;
+    AnsTables tables;
+    const AnsStream s = encode(quiet, 512, AnsContextShape{}, 64, 2, &tables);
+    uint64_t wordless = 0;
+    for (uint64_t lane = 0; lane < s.num_lanes(); ++lane) {
+        wordless += s.lane_words[lane] == 0;
+        if (s.lane_words[lane] == 0) {
+            EXPECT_LT(s.lane_state[lane], 1u << 16);
+        } else {
+            EXPECT_GE(s.lane_state[lane], 1u << 16);
+        }
+    }
+    EXPECT_GT(wordless, s.num_lanes() / 2);
+    EXPECT_EQ(round_trip(quiet, 512, AnsContextShape{}, 64, 2), quiet);
 }
 
 // The packed lanes (format version 7): the states and counts come back
@@ -353,15 +417,15 @@ TEST(Ans, SmallFieldsShareTables) {
     ans_stream_write(s, w);
     EXPECT_EQ(t.size(), ans_tables_bytes(shared));
     const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels,
-                                               AnsLanesLayout::packed);
+                                               AnsLanesLayout::packed_from_one);
     EXPECT_EQ(view.tables.entry, shared.entry);
     EXPECT_EQ(view.tables.source, shared.source);
     std::vector<uint16_t> out(codes.size());
     ans_decode_cpu(view, radius, shape, out, 1);
     EXPECT_EQ(out, codes);
     // Before version 8 a context's used byte is at most 56: 0xFF is corrupt there.
-    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels, AnsLanesLayout::packed,
-                                 AnsTablesLayout::plain),
+    EXPECT_THROW(ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels,
+                                 AnsLanesLayout::packed_from_one, AnsTablesLayout::plain),
                  Error);
     // A large field's tables are a sliver of its codes: no sharing, no time spent on it.
     const auto big = markov_codes(1 << 20, radius, 8);
@@ -405,7 +469,7 @@ TEST(Ans, ClassLagTwoTakesTheCodeTwoBack) {
         ans_stream_write(st, w);
         EXPECT_EQ(t.bytes()[8], 2);
         const AnsStreamView view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), codes.size(), shape.levels,
-                                                   AnsLanesLayout::packed);
+                                                   AnsLanesLayout::packed_from_one);
         EXPECT_EQ(view.tables.class_lag, 2u);
         std::vector<uint16_t> out(codes.size());
         ans_decode_cpu(view, radius, shape, out, 2);
@@ -414,7 +478,7 @@ TEST(Ans, ClassLagTwoTakesTheCodeTwoBack) {
         auto bad = t.bytes();
         bad[8] = 1;
         const AnsStreamView other = ans_stream_read(bad, l.bytes(), w.bytes(), codes.size(), shape.levels,
-                                                    AnsLanesLayout::packed);
+                                                    AnsLanesLayout::packed_from_one);
         std::vector<uint16_t> wrong(codes.size());
         bool threw = false;
         try {
@@ -425,7 +489,8 @@ TEST(Ans, ClassLagTwoTakesTheCodeTwoBack) {
         EXPECT_TRUE(threw || wrong != codes);
         for (const uint8_t lag : {uint8_t{0}, uint8_t{3}}) {
             bad[8] = lag;
-            EXPECT_THROW(ans_stream_read(bad, l.bytes(), w.bytes(), codes.size(), shape.levels, AnsLanesLayout::packed),
+            EXPECT_THROW(ans_stream_read(bad, l.bytes(), w.bytes(), codes.size(), shape.levels,
+                                         AnsLanesLayout::packed_from_one),
                          Error);
         }
     }
@@ -530,58 +595,82 @@ TEST(Ans, TableReferencesAreChecked) {
 }
 
 TEST(Ans, PackedLanesRoundTripAndRejectHostileBits) {
-    AnsStream s;
-    s.num_symbols = 40 * 1024;
-    s.lane_symbols = 1024;
-    std::mt19937 rng(3);
-    for (uint32_t lane = 0; lane < 40; ++lane) {
-        const uint32_t top = 16 + lane % 16;  // every state bit length
-        s.lane_state.push_back(1u << top | (static_cast<uint32_t>(rng()) & ((1u << top) - 1u)));
-        // counts from 0 to the most a lane may hold (2 words per code)
-        s.lane_words.push_back(lane == 39 ? 2048u : lane % 7 == 0 ? 0u : static_cast<uint32_t>(rng() % 700));
-    }
-    uint64_t total = 0;
-    for (const uint32_t w : s.lane_words) total += w;
-    s.words.assign(total, 0);
-    AnsTables tables = ans_build_tables(std::vector<uint64_t>(kAnsClasses * kAnsAlphabet, 1), 1);
-    ByteWriter t, l, w;
-    ans_tables_write(tables, s.lane_symbols, t);
-    ans_lanes_write(s, l);
-    ans_stream_write(s, w);
-    EXPECT_LT(8 * l.size(), 40u * 40u) << "packed lanes: ~28 bits of state, the counts' bits; the fixed layout 64";
-    const AnsStreamView v = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), s.num_symbols, 1, AnsLanesLayout::packed);
-    EXPECT_EQ(v.lane_state, s.lane_state);
-    for (uint32_t lane = 0; lane < 40; ++lane)
-        EXPECT_EQ(v.lane_word_offset[lane + 1] - v.lane_word_offset[lane], s.lane_words[lane]) << lane;
+    for (const AnsLanesLayout layout : {AnsLanesLayout::packed_from_one, AnsLanesLayout::packed}) {
+        const bool from_one = layout == AnsLanesLayout::packed_from_one;
+        SCOPED_TRACE(from_one ? "lanes from state 1" : "lanes from state 2^16");
+        AnsStream s;
+        s.num_symbols = 40 * 1024;
+        s.lane_symbols = 1024;
+        s.start_state = ans_start_state(layout);
+        std::mt19937 rng(3);
+        for (uint32_t lane = 0; lane < 40; ++lane) {
+            // counts from 0 to the most a lane may hold (2 words per code)
+            const uint32_t words = lane == 39 ? 2048u : lane % 7 == 0 ? 0u : static_cast<uint32_t>(rng() % 700);
+            // every state bit length: from 1 a lane without words ends below 2^16
+            const uint32_t top = from_one && words == 0 ? lane % 32 : 16 + lane % 16;
+            s.lane_state.push_back(1u << top | (static_cast<uint32_t>(rng()) & ((1u << top) - 1u)));
+            s.lane_words.push_back(words);
+        }
+        uint64_t total = 0;
+        for (const uint32_t w : s.lane_words) total += w;
+        s.words.assign(total, 0);
+        AnsTables tables = ans_build_tables(std::vector<uint64_t>(kAnsClasses * kAnsAlphabet, 1), 1);
+        ByteWriter t, l, w;
+        ans_tables_write(tables, s.lane_symbols, t);
+        ans_lanes_write(s, l, layout);
+        ans_stream_write(s, w);
+        EXPECT_LT(8 * l.size(), 40u * 40u) << "packed lanes: ~28 bits of state, the counts' bits; the fixed layout 64";
+        const AnsStreamView v = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), s.num_symbols, 1, layout);
+        EXPECT_EQ(v.lane_state, s.lane_state);
+        EXPECT_EQ(v.start_state, s.start_state);
+        for (uint32_t lane = 0; lane < 40; ++lane)
+            EXPECT_EQ(v.lane_word_offset[lane + 1] - v.lane_word_offset[lane], s.lane_words[lane]) << lane;
 
-    const auto read = [&](std::vector<uint8_t> lanes) {
-        return ans_stream_read(t.bytes(), lanes, w.bytes(), s.num_symbols, 1, AnsLanesLayout::packed);
-    };
-    auto bad_order = l.bytes();
-    bad_order[0] = 26;
-    EXPECT_THROW(read(bad_order), Error);
-    // The last byte's top bit: a padding bit (rejected as such) or the last
-    // bit of the last lane's count code (its count no longer adds up to the
-    // stream, or, for the 1 that ends a zero run, the run reads past the end).
-    auto padding = l.bytes();
-    padding.back() ^= 0x80;
-    EXPECT_THROW(read(padding), Error);
-    // A first lane whose count's code is all zeros: longer than any count.
-    std::vector<uint8_t> zeros(l.size() + 8, 0);
-    zeros[0] = l.bytes()[0];
-    zeros[1] = 0xFF;  // state: bit length 31, then bits
-    zeros[2] = 0xFF;
-    zeros[3] = 0xFF;
-    zeros[4] = 0xFF;  // the count's code starts at bit 35: zeros from byte 5 on
-    EXPECT_THROW(read(zeros), Error);
-    // One more word than a lane may hold (2 per code).
-    AnsStream over = s;
-    over.lane_words[3] = 2049;
-    over.words.push_back(0);
-    ByteWriter lo, wo;
-    ans_lanes_write(over, lo);
-    ans_stream_write(over, wo);
-    EXPECT_THROW(ans_stream_read(t.bytes(), lo.bytes(), wo.bytes(), s.num_symbols, 1, AnsLanesLayout::packed), Error);
+        const auto read = [&](std::vector<uint8_t> lanes) {
+            return ans_stream_read(t.bytes(), lanes, w.bytes(), s.num_symbols, 1, layout);
+        };
+        auto bad_order = l.bytes();
+        bad_order[0] = 26;
+        EXPECT_THROW(read(bad_order), Error);
+        // The last byte's top bit: a padding bit (rejected as such) or the last
+        // bit of the last lane's count code (its count no longer adds up to
+        // the stream, or the count's run reads past the end); from 1, where
+        // the state comes last, one of the state's bits (a state the lane's
+        // decoder then rejects).
+        auto padding = l.bytes();
+        padding.back() ^= 0x80;
+        if (!from_one) {
+            EXPECT_THROW(read(padding), Error);
+        } else {
+            try {
+                EXPECT_NE(read(padding).lane_state.back(), s.lane_state.back());
+            } catch (const Error&) {
+            }
+        }
+        // A first lane whose count's code is all zeros: longer than any count.
+        std::vector<uint8_t> zeros(l.size() + 8, 0);
+        zeros[0] = l.bytes()[0];
+        if (!from_one) {  // the state first: bit length 31, then bits; the count's code from bit 35
+            zeros[1] = 0xFF;
+            zeros[2] = 0xFF;
+            zeros[3] = 0xFF;
+            zeros[4] = 0xFF;
+        }
+        EXPECT_THROW(read(zeros), Error);
+        // One more word than a lane may hold (2 per code).
+        AnsStream over = s;
+        over.lane_words[3] = 2049;
+        over.words.push_back(0);
+        ByteWriter lo, wo;
+        ans_lanes_write(over, lo, layout);
+        ans_stream_write(over, wo);
+        EXPECT_THROW(ans_stream_read(t.bytes(), lo.bytes(), wo.bytes(), s.num_symbols, 1, layout), Error);
+        // A lane with words whose state is below 2^16 cannot be written.
+        AnsStream low = s;
+        low.lane_state[1] = 0xFFFF;
+        ByteWriter ll;
+        EXPECT_THROW(ans_lanes_write(low, ll, layout), Error);
+    }
 }
 
 // The auto choice skips the codebook builds when rANS beats every Huffman

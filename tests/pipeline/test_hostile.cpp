@@ -782,8 +782,8 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         expect_corrupt(SectionKind::ans_tables, longer, "trailing byte");
         expect_corrupt(SectionKind::ans_tables, {tables.begin(), tables.end() - 1}, "truncated");
 
-        // ans_lanes (format version 7): u8 order, then per lane the state's bit length and low bits and the
-        // word count's exponential-Golomb code, packed.  Rewritten with one lane's count or one lane changed.
+        // ans_lanes (format version 11): u8 order, then per lane the word count's exponential-Golomb code and
+        // the state's bit length and low bits, packed.  Rewritten with one lane's count or one lane changed.
         expect_corrupt(SectionKind::ans_lanes, patched(lanes, 0, uint8_t{26}), "count order out of range");
         expect_corrupt(SectionKind::ans_lanes, {lanes.begin(), lanes.end() - 1}, "truncated");
         auto longer_lanes = lanes;
@@ -791,10 +791,11 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         expect_corrupt(SectionKind::ans_lanes, longer_lanes, "trailing byte");
         const uint64_t n = gsz::Context().inspect(archive.data(), archive.size()).num_elements;
         const gsz::encode::AnsStreamView view =
-            gsz::encode::ans_stream_read(tables, lanes, words, n, tables[4], gsz::encode::AnsLanesLayout::packed);
+            gsz::encode::ans_stream_read(tables, lanes, words, n, tables[4], gsz::encode::AnsLanesLayout::packed_from_one);
         gsz::encode::AnsStream s;
         s.num_symbols = n;
         s.lane_symbols = view.lane_symbols;
+        s.start_state = view.start_state;
         s.lane_state = view.lane_state;
         for (size_t l = 0; l + 1 < view.lane_word_offset.size(); ++l)
             s.lane_words.push_back(static_cast<uint32_t>(view.lane_word_offset[l + 1] - view.lane_word_offset[l]));
@@ -837,7 +838,7 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
             ++lies;
             caught += st == GSZ_STATUS_CORRUPT;
         }
-        for (size_t at = 1; at < 5; ++at) {  // the first lane's state (byte 0 is the counts' order)
+        for (size_t at = 1; at < 5; ++at) {  // the first lane's count and state (byte 0 is the counts' order)
             auto changed = lanes;
             changed[at] ^= 0x21;
             const gsz_status st = try_decompress(with_section(archive, SectionKind::ans_lanes, changed));
