@@ -3,12 +3,13 @@
 // code on its level and on the previous code (ans_math.hpp).
 //
 // The codes are cut into lanes of `lane_symbols` consecutive codes; each lane
-// is one rANS chain (one GPU thread decodes it), encoded last code first and
-// stored as its 16-bit words in decoding order plus the final encoder state
-// and its word count, bit-packed (~30 bits a lane; ~36 while lanes started at
-// state 2^16, before format version 11; 64 before version 7).  The lane length is chosen so that the lanes stay near 2% of the
-// payload: few lanes for a small or highly compressible field, and as many as
-// that allows for the GPU, whose coders run one lane per thread.
+// is one rANS chain (one GPU thread decodes it), encoded last code first from
+// state 1 and stored as its 16-bit words in decoding order plus the final
+// encoder state and its word count, bit-packed (~36 bits a lane, ~29 net of
+// what the state holds of the codes; 64 before format version 7).  The lane
+// length is chosen so that the lanes stay near 2% of the payload: few lanes
+// for a small or highly compressible field, and as many as that allows for
+// the GPU, whose coders run one lane per thread.
 //
 // Frequency tables are static, built on the host from an integer histogram of
 // (context, symbol), so the CPU and CUDA backends build the same tables.

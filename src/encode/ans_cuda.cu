@@ -533,8 +533,8 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
         d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), lane_symbols, lanes,
-        out.start_state, slots.data(),
-        slot_words, out.lane_state.data(), out.lane_words.data(), out.lane_word_offset.data());
+        out.start_state, slots.data(), slot_words, out.lane_state.data(), out.lane_words.data(),
+        out.lane_word_offset.data());
     GSZ_CUDA_LAUNCHED("ans_encode_kernel");
     size_t temp_bytes = 0;
     GSZ_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, out.lane_word_offset.data(), lanes + 1, stream));
