@@ -798,9 +798,9 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
         uint64_t pos = stream.lane_word_offset[lane];
         const uint64_t stop = stream.lane_word_offset[lane + 1];
         const uint8_t* w = stream.words.data();
-        // Lanes started at 1 run out of words before their first codes (the
-        // encoder's last, coded before its first word); started at 2^16, a
-        // lane that asks for one more word is corrupt.
+        // Lanes started at 1 run out of words before their last codes (the
+        // encoder's first, coded before it emitted a word); started at 2^16,
+        // a lane that asks for one more word is corrupt.
         const bool may_run_out = stream.start_state < kAnsStateLow;
         const auto refill = [&](uint32_t& x) {
             if (!ans_decode_needs_word(x)) return true;

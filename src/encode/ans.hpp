@@ -142,9 +142,9 @@ uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> 
 enum class AnsLanesLayout : uint8_t { fixed, packed, packed_from_one };
 
 // The state every lane's encoder starts at and its decoder must end at.
-// From 1 the states stay below 2^16 until a lane's first word is emitted, so
-// a decoder refills only while the lane has words left: the arithmetic is
-// exact for any state >= 1 (ans_math.hpp).
+// From 1 the states may be below 2^16 only until a lane's first word is
+// emitted (never after), so a decoder refills only while the lane has words
+// left: the arithmetic is exact for any state >= 1 (ans_math.hpp).
 constexpr uint32_t ans_start_state(AnsLanesLayout layout) {
     return layout == AnsLanesLayout::packed_from_one ? 1u : kAnsStateLow;
 }

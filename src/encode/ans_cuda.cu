@@ -381,7 +381,7 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     bool bad = false;
     // A refill past the lane's last word loads nothing and leaves wi beyond
     // num_words, which the final test rejects; lanes started at 1 ask for
-    // none past it (their first codes were coded before any word), as
+    // none past it (their last codes were coded first, before any word), as
     // ans_decode_cpu.
     const uint32_t word_limit = start_state < kAnsStateLow ? num_words : 0xFFFFFFFFu;
     const auto refill = [&] {
