@@ -141,6 +141,13 @@ uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> 
 // not (6-7 bits a lane less on real fields; bench/NOTES.md).
 enum class AnsLanesLayout : uint8_t { fixed, packed, packed_from_one };
 
+// The layout of an archive of this format version's ans_lanes section.
+constexpr AnsLanesLayout ans_lanes_layout(uint32_t format_version) {
+    return format_version >= 11  ? AnsLanesLayout::packed_from_one
+           : format_version >= 7 ? AnsLanesLayout::packed
+                                 : AnsLanesLayout::fixed;
+}
+
 // The state every lane's encoder starts at and its decoder must end at.
 // From 1 the states may be below 2^16 only until a lane's first word is
 // emitted (never after), so a decoder refills only while the lane has words

@@ -269,9 +269,7 @@ CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, u
         plan.ans = encode::ans_stream_read(archive.section(SectionKind::ans_tables),
                                            archive.section(SectionKind::ans_lanes),
                                            archive.section(SectionKind::ans_stream), n, ans_levels,
-                                           archive.header.format_version >= 11  ? encode::AnsLanesLayout::packed_from_one
-                                           : archive.header.format_version >= 7 ? encode::AnsLanesLayout::packed
-                                                                                : encode::AnsLanesLayout::fixed,
+                                           encode::ans_lanes_layout(archive.header.format_version),
                                            archive.header.format_version >= 8 ? encode::AnsTablesLayout::lagged
                                                                               : encode::AnsTablesLayout::plain);
         return plan;
