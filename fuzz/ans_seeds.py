@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Seeds for ans_decode_fuzz from the lorenzo archives with rANS sections:
 the fuzzer's 10-byte head (section sizes, levels 1, radius 512, the lanes'
-and tables' layouts, code count)
+and tables' layouts, code count; one row of codes, no strip shape)
 followed by the archive's ans_tables, ans_lanes and ans_stream payloads.
 Usage: ans_seeds.py OUT_DIR ARCHIVE..."""
 import os
@@ -72,8 +72,10 @@ def main():
         tables, lanes, stream = found[ANS_TABLES], found[ANS_LANES], found[ANS_STREAM]
         # byte 5: radius 512 (2), bit 2 for the fixed lanes of versions 3 to 6, bit 3 for the tables
         # of versions 3 to 7 (no class lag byte, no references), bit 4 for the packed lanes from
-        # state 2^16 of versions 7 to 10 (version 11 on: from state 1)
-        flags = 2 | (4 if version < 7 else 0) | (8 if version < 8 else 0) | (16 if 7 <= version < 11 else 0)
+        # state 2^16 of versions 7 to 10 (version 11 on: from state 1), bit 5 for the tables of
+        # versions 8 to 11 (version 12 on: with the strip width's byte)
+        flags = (2 | (4 if version < 7 else 0) | (8 if version < 8 else 0) | (16 if 7 <= version < 11 else 0)
+                 | (32 if 8 <= version < 12 else 0))
         head = struct.pack("<HHBBI", len(tables), len(lanes), 0, flags, n - 1)
         name = os.path.join(out, "ans_" + os.path.basename(path))
         open(name, "wb").write(head + tables + lanes + stream)

@@ -109,6 +109,17 @@ typedef enum gsz_interp_tiles {
                                        sample's gate */
 } gsz_interp_tiles;
 
+/* The order the "ans" lossless stage codes interp's quant-codes in (format
+ * version 12): raster order, or column strips of 32 to 128 columns whose
+ * codes also take the row above as context (2-D and 3-D arrays whose fastest
+ * dim a power of two >= 32 divides: smooth fields' features continue down
+ * the rows; etopo5 rel 1e-2 -5% bytes). */
+typedef enum gsz_ans_strips {
+    GSZ_ANS_STRIPS_AUTO = 0,    /* the default: both orders estimated on the codes' sample, the smaller kept */
+    GSZ_ANS_STRIPS_OFF = 1,     /* raster order only */
+    GSZ_ANS_STRIPS_ON = 2       /* strips wherever the shape has them */
+} gsz_ans_strips;
+
 /* What the interp pipeline predicts where neighbours differ by a jump larger
  * than 95% of the value range (a fill value next to data): the spline
  * carries such a jump onto every point it spans, so the guard copies the
@@ -175,6 +186,7 @@ typedef struct gsz_params {
                                        2..512 (format version 9); 0 = auto (tuned on a sample; 512, the
                                        paper's, where a shorter one saves nothing) */
     gsz_interp_tiles interp_tiles;  /* interp; default GSZ_INTERP_TILES_AUTO */
+    gsz_ans_strips ans_strips;      /* interp with the ans stage; default GSZ_ANS_STRIPS_AUTO */
 } gsz_params;
 
 /* What an archive holds, read from its (validated) header. */
@@ -221,6 +233,8 @@ typedef struct gsz_archive_info {
                                        context (2: the one before that; format version 8), else 0 */
     uint64_t interp_tiles;          /* interp only: tiles */
     uint64_t interp_lorenzo_tiles;  /*   of which Lorenzo-coded (format version 10) */
+    uint32_t ans_strip_width;       /* ANS: codes coded in column strips of this many columns,
+                                       with the row above as context (format version 12), or 0 */
 } gsz_archive_info;
 
 typedef struct gsz_ctx gsz_ctx;

@@ -22,36 +22,55 @@ std::pair<uint64_t, uint64_t> lane_range(uint64_t lane, uint32_t lane_symbols, u
 
 uint64_t lane_count(uint64_t n, uint32_t lane_symbols) { return n / lane_symbols + (n % lane_symbols != 0); }
 
-// Residual-0 codes just before codes[i], counted back to `first` (at most kAnsLookBack).
-uint32_t zeros_before(std::span<const uint16_t> codes, uint64_t i, uint64_t first, uint32_t radius) {
-    uint32_t z = 0;
-    while (z < kAnsLookBack && i - z > first && codes[i - z - 1] == radius) ++z;
-    return z;
+}  // namespace
+
+uint32_t ans_strip_width_for(const AnsContextShape& shape) {
+    if (shape.levels > kAnsMaxStripLevels || shape.dims[1] * shape.dims[2] < 2) return 0;
+    for (uint32_t w = kAnsMaxStripWidth; w >= kAnsMinStripWidth; w /= 2)
+        if (shape.dims[0] % w == 0) return w;
+    return 0;
 }
 
-}  // namespace
+bool ans_strips_fit(const AnsContextShape& shape, uint32_t width, uint64_t n) {
+    if (width == 0) return true;
+    return (width & (width - 1)) == 0 && width >= kAnsMinStripWidth && width <= kAnsMaxStripWidth &&
+           shape.dims[0] % width == 0 && shape.dims[1] * shape.dims[2] >= 2 && shape.levels <= kAnsMaxStripLevels &&
+           shape.dims[0] * shape.dims[1] * shape.dims[2] == n;
+}
 
 std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_t radius,
                                         const AnsContextShape& shape, int num_threads, uint32_t class_lag,
                                         uint32_t sample_stride) {
     GSZ_CHECK(radius >= 1 && radius <= 32768 && shape.levels >= 1 && shape.levels <= kAnsMaxLevels &&
-                  class_lag >= 1 && class_lag <= kAnsMaxClassLag && sample_stride >= 1,
-              GSZ_STATUS_INVALID_ARGUMENT, "ans histogram: radius %u, %u levels, class lag %u, sample stride %u",
-              radius, shape.levels, class_lag, sample_stride);
+                  class_lag >= 1 && class_lag <= kAnsMaxClassLag && sample_stride >= 1 &&
+                  ans_strips_fit(shape, shape.strip_width, codes.size()),
+              GSZ_STATUS_INVALID_ARGUMENT,
+              "ans histogram: radius %u, %u levels, class lag %u, sample stride %u, strips of %u", radius,
+              shape.levels, class_lag, sample_stride, shape.strip_width);
     const size_t bins = size_t{shape.num_contexts()} * kAnsAlphabet;
     const uint64_t n = codes.size();
-    // Counts codes [begin, end) into h.
+    const uint32_t aboves = shape.aboves(), strip = shape.strip_width;
+    // Counts the codes of coding indices [begin, end) into h; the
+    // kAnsLookBack codes before `begin` give the run and the classes before
+    // it (counted from the array's first code, as the coders know no lanes here).
     const auto count = [&](uint64_t begin, uint64_t end, std::vector<uint64_t>& h, bool& out_of_range) {
+        const uint64_t warm = begin >= kAnsLookBack ? begin - kAnsLookBack : 0;
         AnsCursor cur = shape.cursor();
-        cur.seek(begin);
-        uint32_t zeros = zeros_before(codes, begin, 0, radius);
-        for (uint64_t i = begin; i < end; ++i, cur.next()) {
-            const uint32_t code = codes[i];
-            out_of_range |= code >= 2 * radius;
-            // Codes before the lane-start span (the first kAnsLookBack) exist.
-            const uint32_t prev_class = i >= kAnsLookBack ? ans_class_of(codes[i - class_lag], radius) : 0u;
-            const uint32_t ctx = cur.level() * kAnsClasses + ans_context_class(i, zeros, prev_class);
-            ++h[size_t{ctx} * kAnsAlphabet + ans_symbol_of(std::min(code, 2 * radius - 1), radius).symbol];
+        cur.seek(warm);
+        uint32_t zeros = 0, class1 = 0, class2 = 0;  // the classes of the codes one and two back
+        for (uint64_t i = warm; i < end; ++i, cur.next()) {
+            const uint32_t code = codes[strip ? cur.raster() : i];
+            if (i >= begin) {
+                out_of_range |= code >= 2 * radius;
+                const uint32_t prev_class = class_lag == 2 ? class2 : class1;
+                const uint32_t nonzero =
+                    strip && cur.y >= 1 && i >= strip + kAnsAboveReach ? ans_above_nonzero(codes.data(), cur, radius) : 0;
+                const uint32_t above = strip ? ans_above_class(i, 0, cur.y, strip, nonzero) : 0u;
+                const uint32_t ctx = ans_context(cur.level(), above, ans_context_class(i, zeros, prev_class), aboves);
+                ++h[size_t{ctx} * kAnsAlphabet + ans_symbol_of(std::min(code, 2 * radius - 1), radius).symbol];
+            }
+            class2 = class1;
+            class1 = ans_class_of(code, radius);
             zeros = code == radius ? std::min(zeros + 1, kAnsLookBack) : 0;
         }
     };
@@ -70,8 +89,8 @@ std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_
         } else {
             const auto [first, last] = thread_range(sampled);
             for (uint64_t c = first; c < last; ++c) {
-                const uint64_t begin = c * sample_stride * kAnsSampleChunk;
-                count(begin, std::min(n, begin + kAnsSampleChunk), h, out_of_range);
+                const uint64_t begin = ans_sample_chunk(c, sample_stride, strip != 0) * kAnsSampleChunk;
+                if (begin < n) count(begin, std::min(n, begin + kAnsSampleChunk), h, out_of_range);
             }
         }
         bad[static_cast<size_t>(thread_index())] = out_of_range;
@@ -89,10 +108,38 @@ uint32_t ans_class_lag_sample_stride(uint64_t n) { return n > kAnsFullLagHistogr
 
 uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const uint64_t> lag2, uint32_t levels,
                               uint64_t n, uint64_t* chosen_bits) {
-    const AnsTables t1 = ans_build_tables(lag1, levels, true, 1), t2 = ans_build_tables(lag2, levels, true, 2);
-    const uint32_t lag = ans_estimated_bytes(t2, lag2, n) < ans_estimated_bytes(t1, lag1, n) ? 2u : 1u;
-    if (chosen_bits) *chosen_bits = lag == 2 ? ans_estimated_bits(t2, lag2) : ans_estimated_bits(t1, lag1);
-    return lag;
+    const AnsCandidate c[2] = {{lag1, 1, 0}, {lag2, 2, 0}};
+    return ans_choose_candidate(c, levels, n, chosen_bits) == 1 ? 2u : 1u;
+}
+
+size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
+                            uint64_t* chosen_bits) {
+    size_t best = 0;
+    uint64_t best_bytes = UINT64_MAX, best_bits = 0;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+        const AnsCandidate& c = candidates[k];
+        uint64_t counted = 0;
+        for (const uint64_t v : c.histogram) counted += v;
+        // Strips' tables (4x the contexts) are compared unshared: sharing's
+        // greedy search over ~200 contexts costs the host tens of
+        // milliseconds, and it only pays on small fields.
+        const AnsTables t = ans_build_tables(c.histogram, levels, c.strip_width == 0, c.class_lag, c.strip_width);
+        const uint64_t bits = ans_estimated_bits(t, c.histogram);
+        // A sample's bits stand for n codes (its tables, whatever their size, are written once).
+        const uint64_t n_bits = counted == 0 || counted == n
+                                    ? bits
+                                    : static_cast<uint64_t>(static_cast<double>(bits) * static_cast<double>(n) /
+                                                            static_cast<double>(counted));
+        const uint64_t lanes = lane_count(n, ans_lane_symbols(n, n_bits));
+        const uint64_t bytes = n_bits / 8 + 2 + (lanes * kAnsLaneBitsEstimate + 7) / 8 + 1 + ans_tables_bytes(t);
+        if (bytes < best_bytes) {
+            best = k;
+            best_bytes = bytes;
+            best_bits = bits;
+        }
+    }
+    if (chosen_bits) *chosen_bits = best_bits;
+    return best;
 }
 
 namespace {
@@ -176,6 +223,29 @@ uint64_t table_bytes(const uint32_t* freq) {
 // A table repeated by reference: the marker byte and the context it repeats.
 constexpr uint64_t kTableRefBytes = 2;
 
+// The counts context `ctx`'s table is normalized from: its own, or for a
+// lane start (above class none) its level's over every class and above
+// class, or for the none above class (with strips) its class's over every
+// above class: those contexts take codes the histogram counts elsewhere.
+// Lane starts with an above class are never taken (the window is outside
+// the lane): no table.
+void define_counts(std::span<const uint64_t> histogram, uint32_t ctx, uint32_t aboves, uint64_t* out) {
+    const uint32_t cls = ctx % kAnsClasses, above = ctx / kAnsClasses % aboves;
+    const size_t level_base = size_t{ctx / (kAnsClasses * aboves)} * aboves * kAnsClasses;
+    std::fill_n(out, kAnsAlphabet, uint64_t{0});
+    const auto add = [&](size_t context) {
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) out[s] += histogram[context * kAnsAlphabet + s];
+    };
+    if (cls == kAnsStartClass) {
+        if (above == 0)
+            for (uint32_t c = 0; c < aboves * kAnsClasses; ++c) add(level_base + c);
+    } else if (above == 0) {
+        for (uint32_t a = 0; a < aboves; ++a) add(level_base + a * kAnsClasses + cls);
+    } else {
+        add(ctx);
+    }
+}
+
 // Contexts that share one table: the counts it is normalized from (a lane
 // start's are its level's, so it holds every symbol), the counts coded with
 // it, and what it costs them in 1/256 bits: its bytes, a reference for every
@@ -205,16 +275,9 @@ uint64_t group_cost_q8(const uint64_t* define, const uint64_t* coded, uint32_t m
 void share_tables(std::span<const uint64_t> histogram, const std::vector<uint32_t>& used_ctx, AnsTables& t) {
     std::vector<TableGroup> groups(used_ctx.size());   // one per used context, in context order
     for (size_t m = 0; m < groups.size(); ++m) {
-        const uint32_t ctx = used_ctx[m], level = ctx / kAnsClasses;
+        const uint32_t ctx = used_ctx[m];
         TableGroup& g = groups[m];
-        if (ctx % kAnsClasses == kAnsStartClass) {   // its table is its level's marginal
-            std::fill_n(g.define, kAnsAlphabet, uint64_t{0});
-            for (uint32_t c = 0; c < kAnsClasses; ++c)
-                for (uint32_t s = 0; s < kAnsAlphabet; ++s)
-                    g.define[s] += histogram[(size_t{level} * kAnsClasses + c) * kAnsAlphabet + s];
-        } else {
-            std::copy_n(histogram.data() + size_t{ctx} * kAnsAlphabet, kAnsAlphabet, g.define);
-        }
+        define_counts(histogram, ctx, t.aboves(), g.define);
         std::copy_n(histogram.data() + size_t{ctx} * kAnsAlphabet, kAnsAlphabet, g.coded);
         g.members = 1;
         g.cost_q8 = group_cost_q8(g.define, g.coded, 1);
@@ -275,39 +338,36 @@ void share_tables(std::span<const uint64_t> histogram, const std::vector<uint32_
 
 }  // namespace
 
-AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share, uint32_t class_lag) {
-    GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && histogram.size() == size_t{levels} * kAnsClasses * kAnsAlphabet &&
-                  class_lag >= 1 && class_lag <= kAnsMaxClassLag,
-              GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels, class lag %u", histogram.size(),
-              levels, class_lag);
+AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share, uint32_t class_lag,
+                           uint32_t strip_width) {
     AnsTables t;
     t.levels = levels;
     t.class_lag = class_lag;
+    t.strip_width = strip_width;
+    GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && class_lag >= 1 && class_lag <= kAnsMaxClassLag &&
+                  (strip_width == 0 || levels <= kAnsMaxStripLevels) &&
+                  histogram.size() == size_t{t.num_contexts()} * kAnsAlphabet,
+              GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels, class lag %u, strips of %u",
+              histogram.size(), levels, class_lag, strip_width);
     t.entry.assign(histogram.size(), 0);
     // With `share`: what the own tables cost (their bytes, the codes' bits), and which contexts have one.
     const auto& cost = freq_cost_q8();
     uint64_t tables_q8 = 0, codes_q8 = 0;
     std::vector<uint32_t> used_ctx;
-    for (uint32_t level = 0; level < levels; ++level) {
-        uint64_t start[kAnsAlphabet] = {};  // the level's marginal over every class, lane starts included
-        for (uint32_t c = 0; c < kAnsClasses; ++c)
-            for (uint32_t s = 0; s < kAnsAlphabet; ++s)
-                start[s] += histogram[(size_t{level} * kAnsClasses + c) * kAnsAlphabet + s];
-        for (uint32_t c = 0; c < kAnsClasses; ++c) {
-            const size_t ctx = size_t{level} * kAnsClasses + c;
-            const uint64_t* count = c == kAnsStartClass ? start : histogram.data() + ctx * kAnsAlphabet;
-            uint64_t total = 0;
-            for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
-            if (total == 0) continue;
-            uint32_t freq[kAnsAlphabet];
-            normalize(count, freq);
-            pack(freq, t.entry.data() + ctx * kAnsAlphabet);
-            if (!share) continue;
-            const uint64_t* coded = histogram.data() + ctx * kAnsAlphabet;
-            tables_q8 += table_bytes(freq) * 8 * 256;
-            for (uint32_t s = 0; s < kAnsAlphabet; ++s) codes_q8 += coded[s] * cost[std::max<uint32_t>(freq[s], 1)];
-            used_ctx.push_back(static_cast<uint32_t>(ctx));
-        }
+    for (uint32_t ctx = 0; ctx < t.num_contexts(); ++ctx) {
+        uint64_t count[kAnsAlphabet];
+        define_counts(histogram, ctx, t.aboves(), count);
+        uint64_t total = 0;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
+        if (total == 0) continue;
+        uint32_t freq[kAnsAlphabet];
+        normalize(count, freq);
+        pack(freq, t.entry.data() + size_t{ctx} * kAnsAlphabet);
+        if (!share) continue;
+        const uint64_t* coded = histogram.data() + size_t{ctx} * kAnsAlphabet;
+        tables_q8 += table_bytes(freq) * 8 * 256;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) codes_q8 += coded[s] * cost[std::max<uint32_t>(freq[s], 1)];
+        used_ctx.push_back(ctx);
     }
     // Only where the tables weigh: a large field's tables are a few KB of MBs,
     // and its compression keeps the host step short.
@@ -346,11 +406,15 @@ uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> 
 AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
                          const AnsContextShape& shape, uint32_t lane_symbols, int num_threads,
                          AnsLanesLayout layout) {
+    const AnsContextShape coded = shape.with_strips(tables.strip_width);
     GSZ_CHECK(lane_symbols >= 1 && tables.levels == shape.levels &&
-                  tables.entry.size() == size_t{tables.num_contexts()} * kAnsAlphabet,
-              GSZ_STATUS_INTERNAL, "ans encode: lane of %u codes, %u / %u levels", lane_symbols, tables.levels,
-              shape.levels);
+                  tables.entry.size() == size_t{tables.num_contexts()} * kAnsAlphabet &&
+                  ans_strips_fit(shape, tables.strip_width, codes.size()) &&
+                  (tables.strip_width == 0 || lane_symbols % kAnsStripLaneMultiple == 0),
+              GSZ_STATUS_INTERNAL, "ans encode: lane of %u codes, %u / %u levels, strips of %u", lane_symbols,
+              tables.levels, shape.levels, tables.strip_width);
     const uint64_t n = codes.size();
+    const uint32_t aboves = tables.aboves(), strip = tables.strip_width;
     AnsStream out;
     out.num_symbols = n;
     out.lane_symbols = lane_symbols;
@@ -361,39 +425,60 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
     std::vector<std::vector<uint16_t>> lane_out(lanes);
     std::vector<uint8_t> missing(lanes, 0);
     const int threads = resolve_threads(num_threads);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 16)
-    for (uint64_t lane = 0; lane < lanes; ++lane) {
-        const auto [begin, end] = lane_range(lane, lane_symbols, n);
-        std::vector<uint16_t>& words = lane_out[lane];
-        words.reserve((end - begin) / 2 + 16);
-        AnsCursor cur = shape.cursor();
-        cur.seek(end - 1);
-        uint32_t x = out.start_state;
-        uint16_t word;
-        // Which of the kAnsLookBack codes before i are residual 0 (inside the lane).
-        uint32_t zmask = 0;
-        for (uint32_t k = 0; k < kAnsLookBack && end - 1 - k > begin; ++k)
-            zmask |= static_cast<uint32_t>(codes[end - 2 - k] == radius) << k;
-        for (uint64_t i = end; i-- > begin; cur.prev()) {
-            const AnsSymbol s = ans_symbol_of(codes[i], radius);
-            const uint32_t cls = i - begin < kAnsLookBack  // a lane start: no look back
-                                     ? kAnsStartClass
-                                     : ans_context_class(i - begin, ans_zeros_in_mask(zmask),
-                                                         ans_class_of(codes[i - tables.class_lag], radius));
-            zmask = zmask >> 1 |
-                    (i >= begin + kAnsLookBack + 1 ? static_cast<uint32_t>(codes[i - kAnsLookBack - 1] == radius) : 0u)
-                        << (kAnsLookBack - 1);
-            const uint32_t e = tables.entry[size_t{cur.level() * kAnsClasses + cls} * kAnsAlphabet + s.symbol];
-            if (e == 0) {
-                missing[lane] = 1;
-                break;
+#pragma omp parallel num_threads(threads)
+    {
+        std::vector<uint16_t> gathered;  // with strips: the lane's codes in coding order
+        std::vector<uint8_t> above;      // and their above classes
+#pragma omp for schedule(dynamic, 16)
+        for (uint64_t lane = 0; lane < lanes; ++lane) {
+            const auto [begin, end] = lane_range(lane, lane_symbols, n);
+            const uint64_t count = end - begin;
+            std::span<const uint16_t> lc = codes.subspan(begin, count);
+            AnsCursor cur = coded.cursor();
+            if (strip) {
+                gathered.resize(count);
+                above.resize(count);
+                cur.seek(begin);
+                for (uint64_t k = 0; k < count; ++k, cur.next()) {
+                    gathered[k] = codes[cur.raster()];
+                    const uint32_t nonzero =
+                        cur.y >= 1 && k >= strip + kAnsAboveReach ? ans_above_nonzero(codes.data(), cur, radius) : 0;
+                    above[k] = static_cast<uint8_t>(ans_above_class(begin + k, begin, cur.y, strip, nonzero));
+                }
+                lc = gathered;
             }
-            if (s.extra_bits && ans_encode_put(x, 1, s.extra, s.extra_bits, &word)) words.push_back(word);
-            if (ans_encode_put(x, AnsTables::freq(e), AnsTables::cum(e), kAnsScaleBits, &word)) words.push_back(word);
+            std::vector<uint16_t>& words = lane_out[lane];
+            words.reserve(count / 2 + 16);
+            cur.seek(end - 1);
+            uint32_t x = out.start_state;
+            uint16_t word;
+            // Which of the kAnsLookBack codes before k are residual 0 (inside the lane).
+            uint32_t zmask = 0;
+            for (uint32_t j = 0; j < kAnsLookBack && count - 1 - j > 0; ++j)
+                zmask |= static_cast<uint32_t>(lc[count - 2 - j] == radius) << j;
+            for (uint64_t k = count; k-- > 0; cur.prev()) {
+                const AnsSymbol s = ans_symbol_of(lc[k], radius);
+                const uint32_t cls = k < kAnsLookBack  // a lane start: no look back
+                                         ? kAnsStartClass
+                                         : ans_context_class(k, ans_zeros_in_mask(zmask),
+                                                             ans_class_of(lc[k - tables.class_lag], radius));
+                zmask = zmask >> 1 |
+                        (k >= kAnsLookBack + 1 ? static_cast<uint32_t>(lc[k - kAnsLookBack - 1] == radius) : 0u)
+                            << (kAnsLookBack - 1);
+                const uint32_t ctx = ans_context(cur.level(), strip ? above[k] : 0u, cls, aboves);
+                const uint32_t e = tables.entry[size_t{ctx} * kAnsAlphabet + s.symbol];
+                if (e == 0) {
+                    missing[lane] = 1;
+                    break;
+                }
+                if (s.extra_bits && ans_encode_put(x, 1, s.extra, s.extra_bits, &word)) words.push_back(word);
+                if (ans_encode_put(x, AnsTables::freq(e), AnsTables::cum(e), kAnsScaleBits, &word))
+                    words.push_back(word);
+            }
+            std::reverse(words.begin(), words.end());
+            out.lane_state[lane] = x;
+            out.lane_words[lane] = static_cast<uint32_t>(words.size());
         }
-        std::reverse(words.begin(), words.end());
-        out.lane_state[lane] = x;
-        out.lane_words[lane] = static_cast<uint32_t>(words.size());
     }
     for (uint64_t lane = 0; lane < lanes; ++lane)
         GSZ_CHECK(!missing[lane], GSZ_STATUS_INTERNAL, "ans encode: a code without a table entry (lane %llu)",
@@ -460,19 +545,24 @@ void write_tables(const AnsTables& tables, ByteWriter& out) {
 uint64_t ans_tables_bytes(const AnsTables& tables) {
     ByteWriter out;
     write_tables(tables, out);
-    return 9 + out.size();
+    return 10 + out.size();
 }
 
 void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out, AnsTablesLayout layout) {
-    GSZ_CHECK(layout == AnsTablesLayout::lagged || (tables.class_lag == 1 && tables.source.empty()),
+    GSZ_CHECK(layout != AnsTablesLayout::plain || (tables.class_lag == 1 && tables.source.empty()),
               GSZ_STATUS_INTERNAL, "ans tables: lag %u or shared tables in the layout of versions 3-7",
               tables.class_lag);
+    GSZ_CHECK(layout == AnsTablesLayout::striped || tables.strip_width == 0, GSZ_STATUS_INTERNAL,
+              "ans tables: strips in the layout of versions 3-11");
     out.put(lane_symbols);
     out.put(static_cast<uint8_t>(tables.levels));
     out.put(static_cast<uint8_t>(kAnsClasses));
     out.put(static_cast<uint8_t>(kAnsAlphabet));
     out.put(static_cast<uint8_t>(kAnsScaleBits));
-    if (layout == AnsTablesLayout::lagged) out.put(static_cast<uint8_t>(tables.class_lag));
+    if (layout != AnsTablesLayout::plain) out.put(static_cast<uint8_t>(tables.class_lag));
+    // The strip width as its log2, 0 for raster order.
+    if (layout == AnsTablesLayout::striped)
+        out.put(static_cast<uint8_t>(tables.strip_width ? ans_floor_log2(tables.strip_width) : 0u));
     write_tables(tables, out);
 }
 
@@ -633,7 +723,17 @@ void ans_stream_write(const AnsStream& stream, ByteWriter& out) {
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
                               std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
                               AnsLanesLayout layout, AnsTablesLayout tables_layout) {
-    const bool lagged = tables_layout == AnsTablesLayout::lagged;
+    AnsContextShape shape;
+    shape.dims[0] = n;
+    shape.levels = levels;
+    return ans_stream_read(tables_section, lanes_section, stream_section, n, shape, layout, tables_layout);
+}
+
+AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
+                              std::span<const uint8_t> stream_section, uint64_t n, const AnsContextShape& shape,
+                              AnsLanesLayout layout, AnsTablesLayout tables_layout) {
+    const bool lagged = tables_layout != AnsTablesLayout::plain;
+    const uint32_t levels = shape.levels;
     AnsStreamView v;
     ByteReader in(tables_section, "ans_tables");
     v.num_symbols = n;
@@ -652,6 +752,16 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
     v.tables.class_lag = lagged ? in.get<uint8_t>("class lag") : 1u;
     GSZ_CHECK(v.tables.class_lag >= 1 && v.tables.class_lag <= kAnsMaxClassLag, kCorrupt,
               "ans_tables: class lag %u (1 or 2)", v.tables.class_lag);
+    if (tables_layout == AnsTablesLayout::striped) {
+        const uint32_t log = in.get<uint8_t>("strip width");
+        if (log != 0) {
+            const uint32_t w = log < 32 ? 1u << log : 0u;
+            GSZ_CHECK(w != 0 && ans_strips_fit(shape, w, n) && v.lane_symbols % kAnsStripLaneMultiple == 0, kCorrupt, "ans_tables: strips of 2^%u columns for %llu x %llu x %llu codes of %u levels, lanes of %u", log,
+                      static_cast<unsigned long long>(shape.dims[0]), static_cast<unsigned long long>(shape.dims[1]),
+                      static_cast<unsigned long long>(shape.dims[2]), levels, v.lane_symbols);
+            v.tables.strip_width = w;
+        }
+    }
     v.tables.entry.assign(size_t{v.tables.num_contexts()} * kAnsAlphabet, 0);
     v.tables.source.resize(v.tables.num_contexts());
     bool own[kAnsMaxContexts] = {};   // contexts with a table of their own
@@ -788,6 +898,11 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
                   stream.lane_word_offset.size() == lanes + 1 && stream.lane_word_offset[lanes] * 2 <= stream.words.size() &&
                   stream.tables.levels == shape.levels,
               GSZ_STATUS_INVALID_ARGUMENT, "ans decode: stream view is inconsistent");
+    const AnsContextShape coded = shape.with_strips(stream.tables.strip_width);
+    GSZ_CHECK(ans_strips_fit(shape, stream.tables.strip_width, n), GSZ_STATUS_INVALID_ARGUMENT,
+              "ans decode: strips of %u columns over %llu codes of another shape", stream.tables.strip_width,
+              static_cast<unsigned long long>(n));
+    const uint32_t aboves = stream.tables.aboves(), strip = stream.tables.strip_width;
     const std::vector<uint8_t> lut = ans_decode_lut(stream.tables);
     const uint32_t* entry = stream.tables.entry.data();
     std::vector<uint8_t> bad(lanes, 0);
@@ -812,12 +927,19 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
         uint32_t x = stream.lane_state[lane];
         const bool lag2 = stream.tables.class_lag == 2;
         uint32_t prev_class = 0, prev2_class = 0, zeros = 0;  // of the codes one and two back
-        AnsCursor cur = shape.cursor();
+        AnsCursor cur = coded.cursor();
         cur.seek(begin);
         bool ok = true;
         for (uint64_t i = begin; ok && i < end; ++i, cur.next()) {
-            const uint32_t ctx =
-                cur.level() * kAnsClasses + ans_context_class(i - begin, zeros, lag2 ? prev2_class : prev_class);
+            // With strips the window above was decoded earlier in this lane (ans_above_class).
+            const uint64_t at = strip ? cur.raster() : i;
+            const uint32_t nonzero = strip && cur.y >= 1 && i >= begin + strip + kAnsAboveReach
+                                         ? ans_above_nonzero(codes.data(), cur, radius)
+                                         : 0u;
+            const uint32_t above = strip ? ans_above_class(i, begin, cur.y, strip, nonzero) : 0u;
+            const uint32_t ctx = ans_context(cur.level(), above,
+                                             ans_context_class(i - begin, zeros, lag2 ? prev2_class : prev_class),
+                                             aboves);
             const uint32_t slot = x & (kAnsScale - 1);
             const uint32_t s = lut[size_t{ctx} * kAnsScale + slot];
             if (s == 0xFF) {
@@ -835,7 +957,7 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
             }
             const uint32_t code = ans_code_of(s, extra, radius);
             ok = ok && code != kAnsBadCode;
-            codes[i] = static_cast<uint16_t>(ok ? code : 0);
+            codes[at] = static_cast<uint16_t>(ok ? code : 0);
             prev2_class = prev_class;
             prev_class = ans_class_of_symbol(s);
             zeros = s == kAnsZeroSymbol ? std::min(zeros + 1, kAnsLookBack) : 0;

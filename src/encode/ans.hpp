@@ -26,21 +26,48 @@ namespace gsz::encode {
 
 // What the decoder knows about a code's position: the array's dims (fastest
 // first, the pipeline's raster order) and the number of levels (1: none).
+// With `strip_width` the codes are coded in column strips (ans_math.hpp) of
+// that many columns, and each context is crossed with the above classes.
+enum class AnsStripsChoice : uint8_t { automatic, off, on };
+
 struct AnsContextShape {
     uint64_t dims[3] = {1, 1, 1};
     uint32_t levels = 1;
+    uint32_t strip_width = 0;  // 0: raster order
+    // Compression only: whether the encoder may take strips (gsz_ans_strips).
+    AnsStripsChoice strips = AnsStripsChoice::automatic;
 
-    uint32_t num_contexts() const { return levels * kAnsClasses; }
-    AnsCursor cursor() const { return AnsCursor{dims[0], dims[1], 0, 0, 0, levels}; }
+    uint32_t aboves() const { return strip_width ? kAnsAboveClasses : 1u; }
+    uint32_t num_contexts() const { return levels * aboves() * kAnsClasses; }
+    AnsCursor cursor() const { return AnsCursor{dims[0], dims[1], 0, 0, 0, levels, dims[2], strip_width, 0}; }
+    AnsContextShape with_strips(uint32_t width) const {
+        AnsContextShape s = *this;
+        s.strip_width = width;
+        return s;
+    }
 };
+
+// The strip width the codes of this shape may be coded in: the largest power
+// of two up to kAnsMaxStripWidth dividing dims[0], at least
+// kAnsMinStripWidth, for arrays of at least two rows and at most
+// kAnsMaxStripLevels levels; 0 where none (raster order only).
+uint32_t ans_strip_width_for(const AnsContextShape& shape);
+
+// Whether strips of `width` columns are a coding order of n codes of this
+// shape (any width ans_strip_width_for could give: a power of two in
+// [kAnsMinStripWidth, kAnsMaxStripWidth] dividing dims[0], dims of n codes,
+// two rows or more, at most kAnsMaxStripLevels levels); width 0 always is.
+bool ans_strips_fit(const AnsContextShape& shape, uint32_t width, uint64_t n);
 
 // Counts of (context, symbol), [context * kAnsAlphabet + symbol], over
 // shape.num_contexts() contexts; every code is counted under the context
 // class ans_context_class gives it with its array index as the offset,
 // whatever the lanes.  Codes must be < 2 * radius (checked).
-// `class_lag`: as AnsTables::class_lag.  `sample_stride` > 1 counts only the
-// chunks of kAnsSampleChunk codes whose index is a multiple of it (the sample
-// the class lag is chosen on; the GPU's histogram samples the same codes).
+// `class_lag`: as AnsTables::class_lag.  `sample_stride` > 1 counts only
+// one chunk of kAnsSampleChunk codes in that many, ans_sample_chunk's (the
+// sample the class lag and the strips are chosen on; the GPU's histogram
+// samples the same codes).  With shape.strip_width the codes are counted in
+// the strips' coding order with their above classes.
 std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_t radius,
                                         const AnsContextShape& shape, int num_threads, uint32_t class_lag = 1,
                                         uint32_t sample_stride = 1);
@@ -66,6 +93,9 @@ uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const ui
 // context with none), as packed entries freq | cum << 16 (freq 0: absent).
 struct AnsTables {
     uint32_t levels = 1;
+    // Column strips' width (format version 12 on; 0: raster order): the
+    // contexts are crossed with kAnsAboveClasses above classes.
+    uint32_t strip_width = 0;
     // Which code before a code gives its context class (ans_context_class's
     // prev_class): 1, the one just before, or 2, the one before that (format
     // version 8 on; the encoder takes the smaller estimate).  In interp's
@@ -78,20 +108,39 @@ struct AnsTables {
     // 8 on, docs/FORMAT.md "ans_tables"): small fields pay less for tables.
     std::vector<uint8_t> source;
 
-    uint32_t num_contexts() const { return levels * kAnsClasses; }
+    uint32_t aboves() const { return strip_width ? kAnsAboveClasses : 1u; }
+    uint32_t num_contexts() const { return levels * aboves() * kAnsClasses; }
     static uint32_t freq(uint32_t e) { return e & 0xFFFFu; }
     static uint32_t cum(uint32_t e) { return e >> 16; }
 };
 
 // Normalizes the histogram into tables; each level's lane-start context gets
 // the level's counts summed over all classes, so it holds every symbol of the
-// level.  Where the tables would be more than 1/64 of the coded bits (a small
+// level; with strips, each "none" above class's context (which the coders
+// take where the window above is outside the lane, while the histogram,
+// which knows no lanes, counts the code under its window's class) gets its
+// class's counts summed over the above classes.  `strip_width`: the
+// histogram's (ans_histogram_cpu's shape's).  Where the tables would be more than 1/64 of the coded bits (a small
 // field), contexts share tables: greedily, the pair whose merge saves the
 // most bytes (table bytes against the bits the pooled table costs their
 // codes) until no merge saves any (`share`; off: every context its own, as
 // archives before version 8).  Deterministic integer arithmetic.
 AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share = true,
-                           uint32_t class_lag = 1);
+                           uint32_t class_lag = 1, uint32_t strip_width = 0);
+
+// One candidate context layout of the stage: a histogram and what it was
+// counted with.
+struct AnsCandidate {
+    std::span<const uint64_t> histogram;
+    uint32_t class_lag = 1;
+    uint32_t strip_width = 0;
+};
+
+// The candidate (its index) whose tables give the smallest estimated stage,
+// the first on ties; `chosen_bits`, when given, receives its
+// ans_estimated_bits.  ans_choose_class_lag is this over two.
+size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
+                            uint64_t* chosen_bits = nullptr);
 
 // The coded size of these counts under these tables, in bits (symbols and
 // uniform bits; lane states and tables not included).
@@ -172,21 +221,29 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
                          const AnsContextShape& shape, uint32_t lane_symbols, int num_threads,
                          AnsLanesLayout layout = AnsLanesLayout::packed_from_one);
 
-// The ans_tables section's layouts: versions 3-7, or version 8 on, with the
-// class lag byte and tables that may repeat an earlier context's.
-enum class AnsTablesLayout : uint8_t { plain, lagged };
+// The ans_tables section's layouts: versions 3-7; versions 8-11, with the
+// class lag byte and tables that may repeat an earlier context's; version 12
+// on, with the strip width's byte after the class lag.
+enum class AnsTablesLayout : uint8_t { plain, lagged, striped };
+
+constexpr AnsTablesLayout ans_tables_layout(uint32_t format_version) {
+    return format_version >= 12 ? AnsTablesLayout::striped
+           : format_version >= 8 ? AnsTablesLayout::lagged
+                                 : AnsTablesLayout::plain;
+}
 
 // Sections: ans_tables (lane length and tables), ans_lanes (state and word
 // count per lane, packed), ans_stream (the words).
 void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out,
-                      AnsTablesLayout layout = AnsTablesLayout::lagged);
+                      AnsTablesLayout layout = AnsTablesLayout::striped);
 // The stream's start state must be the layout's.
 void ans_lanes_write(const AnsStream& stream, ByteWriter& out,
                      AnsLanesLayout layout = AnsLanesLayout::packed_from_one);
 void ans_stream_write(const AnsStream& stream, ByteWriter& out);
 
 // A validated view of the three sections for n codes of a pipeline with
-// `levels` levels: tables sum to kAnsScale, lanes cover n exactly, word counts
+// `shape`'s dims and levels (its strip width is ignored: the tables' is
+// checked against ans_strip_width_for): tables sum to kAnsScale, lanes cover n exactly, word counts
 // add up to the stream (each lane at most 2 words per code), states in range.
 // Throws GSZ_STATUS_CORRUPT.
 struct AnsStreamView {
@@ -199,8 +256,12 @@ struct AnsStreamView {
     std::span<const uint8_t> words;          // little-endian 16-bit words
 };
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
+                              std::span<const uint8_t> stream_section, uint64_t n, const AnsContextShape& shape,
+                              AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::striped);
+// The same for codes of one row of n (no strips).
+AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
                               std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
-                              AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::lagged);
+                              AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::striped);
 
 // Slot -> symbol per context ([context * kAnsScale + slot]; 0xFF where a
 // context has no table): the decoders' lookup.

@@ -118,12 +118,154 @@ __device__ __forceinline__ uint32_t class_source(const CodeGroup& c0, const Code
         return j ? c0[j - 1] : c1[7];
 }
 
+// Column strips (AnsTables::strip_width): a group of eight codes lies in
+// one row of its strip (the strip width is a multiple of 8, lanes and
+// chunks start at multiples of 64), so it is eight consecutive codes of the
+// array at the cursor's raster index, 16-byte aligned when the array is.
+// The cursor steps by whole groups.
+__device__ __forceinline__ void strip_next8(AnsCursor& c) {
+    c.x += 8;
+    if (c.x < c.x0 + c.strip) return;
+    c.x = c.x0;
+    if (++c.y < c.ny) return;
+    c.y = 0;
+    if (++c.z < c.nz) return;
+    c.z = 0;
+    c.x0 += c.strip;
+    c.x = c.x0;
+}
+
+__device__ __forceinline__ void strip_prev8(AnsCursor& c) {  // not past coding index 0
+    if (c.x >= c.x0 + 8) {
+        c.x -= 8;
+        return;
+    }
+    c.x = c.x0 + c.strip - 8;
+    if (c.y-- > 0) return;
+    c.y = c.ny - 1;
+    if (c.z-- > 0) return;
+    c.z = c.nz - 1;
+    c.x0 -= c.strip;
+    c.x = c.x0 + c.strip - 8;
+}
+
+// A code of the array: read-only (__ldg) for the histogram and the encoder,
+// a plain load for the decoder, which reads codes it wrote itself.
+template <bool ReadOnly>
+__device__ __forceinline__ uint32_t load_code(const uint16_t* p) {
+    if constexpr (ReadOnly)
+        return __ldg(p);
+    else
+        return *p;
+}
+
+// The eight codes at p (16-byte aligned when vec).
+template <bool ReadOnly>
+__device__ __forceinline__ CodeGroup load_eight(const uint16_t* p, bool vec) {
+    CodeGroup g;
+    if (vec) {
+        const uint4 q = ReadOnly ? __ldg(reinterpret_cast<const uint4*>(p)) : *reinterpret_cast<const uint4*>(p);
+        g.w[0] = q.x, g.w[1] = q.y, g.w[2] = q.z, g.w[3] = q.w;
+        return g;
+    }
+#pragma unroll
+    for (int m = 0; m < 4; ++m) g.w[m] = load_code<ReadOnly>(p + 2 * m) | load_code<ReadOnly>(p + 2 * m + 1) << 16;
+    return g;
+}
+
+// Bit k (0..11): the code one row above the group at column x - 2 + k is a
+// non-zero residual, for the columns inside the strip (the others read as
+// zero residuals: ans_above_nonzero's clipping).  The group's row y >= 1.
+template <bool ReadOnly>
+__device__ __forceinline__ uint32_t above_flags(const uint16_t* codes, const AnsCursor& c, uint32_t radius, bool vec) {
+    const uint16_t* up = codes + (c.raster() - c.nx);
+    uint32_t f = (~zero_flags(load_eight<ReadOnly>(up, vec), radius) & 0xFFu) << kAnsAboveReach;
+    if (c.x > c.x0)
+        f |= static_cast<uint32_t>(load_code<ReadOnly>(up - 2) != radius) |
+             static_cast<uint32_t>(load_code<ReadOnly>(up - 1) != radius) << 1;
+    if (c.x + 8 < c.x0 + c.strip)
+        f |= static_cast<uint32_t>(load_code<ReadOnly>(up + 8) != radius) << 10 |
+             static_cast<uint32_t>(load_code<ReadOnly>(up + 9) != radius) << 11;
+    return f;
+}
+
+// The above classes of the group's codes (coding indices index .. index + 7
+// of a lane from lane_begin), two bits each: ans_above_class of each code's
+// window.
+template <bool ReadOnly>
+__device__ __forceinline__ uint32_t group_above(const uint16_t* codes, const AnsCursor& c, uint64_t index,
+                                                uint64_t lane_begin, uint32_t radius, bool vec) {
+    if (c.y == 0 || index + 7 < lane_begin + c.strip + kAnsAboveReach) return 0;  // none for all eight
+    const uint32_t f = above_flags<ReadOnly>(codes, c, radius, vec);
+    uint32_t ab = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        ab |= ans_above_class(index + j, lane_begin, c.y, c.strip, __popc((f >> j) & 31u)) << (2 * j);
+    return ab;
+}
+
 // Counts (context, symbol) over runs of 64 consecutive codes per thread,
 // eight at a time as the coders read them; a bin repeated back to back (the
 // dominant code's runs) is added once.  Every code's context is taken with
 // its array index as the offset (ans_histogram_cpu), so the look-back crosses
 // the threads' ranges.
+// Strips: the codes of coding indices [begin, begin + count) (count a
+// multiple of 8), with the contexts' above classes; added to s_hist as the
+// raster walk below does.
 template <bool Levels, bool Lag2>
+__device__ __forceinline__ bool histogram_strip_chunk(const uint16_t* __restrict__ codes, uint64_t begin,
+                                                      uint32_t count, uint32_t radius, const AnsCursor& shape,
+                                                      uint32_t* s_hist) {
+    const bool vec = (reinterpret_cast<uintptr_t>(codes) & 15) == 0;
+    const uint32_t limit = 2 * radius - 1;
+    AnsCursor cur = shape;
+    cur.seek(begin);
+    // The two groups before the chunk (none before the array's first: its
+    // first 16 codes take the start class).
+    CodeGroup c2, c1;
+    if (begin >= 16) {
+        AnsCursor back = cur;
+        strip_prev8(back);
+        c1 = load_eight<true>(codes + back.raster(), vec);
+        strip_prev8(back);
+        c2 = load_eight<true>(codes + back.raster(), vec);
+    }
+    CodeGroup c0 = load_eight<true>(codes + cur.raster(), vec);
+    uint32_t zf = zero_flags(c2, radius) | zero_flags(c1, radius) << 8 | zero_flags(c0, radius) << 16;
+    bool bad = false;
+    uint32_t run_bin = 0xFFFFFFFFu, run = 0;
+    for (uint32_t q = 0; q < count; q += 8) {
+        uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if constexpr (Levels) group_levels(cur, lv);
+        const uint32_t ab = group_above<true>(codes, cur, begin + q, 0, radius, vec);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const uint32_t raw = c0[j];
+            bad |= raw > limit;
+            const uint32_t code = min(raw, limit);
+            const uint32_t prev = min(class_source<Lag2>(c0, c1, j), limit);
+            const uint32_t zeros = static_cast<uint32_t>(__clz(~((zf >> j) << 16)));
+            const uint32_t cls = ans_context_class(begin + q + j, zeros, ans_class_of(prev, radius));
+            const uint32_t ctx = ans_context(lv[j], (ab >> (2 * j)) & 3u, cls, kAnsAboveClasses);
+            const uint32_t bin = ctx * kAnsAlphabet + ans_symbol_of(code, radius).symbol;
+            if (bin != run_bin) {
+                if (run) atomicAdd(&s_hist[run_bin], run);
+                run_bin = bin;
+                run = 0;
+            }
+            ++run;
+        }
+        if (q + 8 >= count) break;
+        strip_next8(cur);
+        c1 = c0;
+        c0 = load_eight<true>(codes + cur.raster(), vec);
+        zf = zf >> 8 | zero_flags(c0, radius) << 16;
+    }
+    if (run) atomicAdd(&s_hist[run_bin], run);
+    return bad;
+}
+
+template <bool Levels, bool Lag2, bool Strips>
 __global__ void __launch_bounds__(kHistThreads)
     ans_histogram_kernel(const uint16_t* __restrict__ codes, uint64_t n, uint32_t radius, AnsCursor shape,
                          uint32_t sample_stride, uint32_t bins, unsigned long long* __restrict__ d_hist,
@@ -132,9 +274,15 @@ __global__ void __launch_bounds__(kHistThreads)
     for (uint32_t i = threadIdx.x; i < bins; i += blockDim.x) s_hist[i] = 0;
     __syncthreads();
     // The thread's chunk of kHistCodesPerThread codes: every sample_stride-th (ans_histogram_cpu's sample).
-    const uint64_t begin = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) * sample_stride * kHistCodesPerThread;
+    const uint64_t begin =
+        ans_sample_chunk(uint64_t{blockIdx.x} * blockDim.x + threadIdx.x, sample_stride, Strips) * kHistCodesPerThread;
     bool bad = false;
-    if (begin < n) {
+    if constexpr (Strips) {
+        if (begin < n)
+            bad = histogram_strip_chunk<Levels, Lag2>(
+                codes, begin, static_cast<uint32_t>(min(n - begin, uint64_t{kHistCodesPerThread})), radius, shape,
+                s_hist);
+    } else if (begin < n) {
         const uint32_t count = static_cast<uint32_t>(min(n - begin, uint64_t{kHistCodesPerThread}));
         // Offsets relative to `begin`; the two groups before it are the look-back
         // (codes before the array read as 0: not zero residuals, and the array's
@@ -209,7 +357,7 @@ __global__ void __launch_bounds__(kHistThreads)
 // Levels: the contexts depend on the position (interp), else no cursor;
 // Lag2: the class lag (AnsTables::class_lag) is 2.  Both compile-time: a
 // run-time lag cost the encoder a quarter of its speed (run 28, NOTES).
-template <bool Levels, bool Lag2>
+template <bool Levels, bool Lag2, bool Strips>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_encode_kernel(const uint32_t* __restrict__ d_entry, uint32_t num_entries,
                       const unsigned long long* __restrict__ d_rcp, const uint16_t* __restrict__ codes, uint64_t n,
@@ -224,21 +372,38 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     const uint64_t begin = lane * lane_symbols;
     const uint32_t count = static_cast<uint32_t>(min(n, begin + lane_symbols) - begin);
     const uint16_t* lane_codes = codes + begin;
-    const bool vec = (reinterpret_cast<uintptr_t>(lane_codes) & 15) == 0;
+    const bool vec = (reinterpret_cast<uintptr_t>(Strips ? codes : lane_codes) & 15) == 0;
     int64_t g = (count - 1) / 8;  // the last group
-    // Groups g, g - 1, g - 2 (the look-back of 16 codes) and g - 3 in flight.
-    CodeGroup c0 = load_group(lane_codes, 8 * g, count, vec), c1 = load_group(lane_codes, 8 * g - 8, count, vec),
-              c2 = load_group(lane_codes, 8 * g - 16, count, vec), c3 = load_group(lane_codes, 8 * g - 24, count, vec);
+    // Groups g, g - 1, g - 2 (the look-back of 16 codes) and g - 3 in flight;
+    // with strips each at its cursor (`back`: group g - 3's, while there is one).
+    CodeGroup c0, c1, c2, c3;
+    AnsCursor cur = shape, back = shape;
+    if constexpr (Strips) {
+        const auto at = [&](int64_t first) {
+            CodeGroup grp;
+            if (first >= 0) {
+                back.seek(begin + static_cast<uint64_t>(first));
+                grp = load_eight<true>(codes + back.raster(), vec);
+            }
+            return grp;
+        };
+        c0 = at(8 * g), c1 = at(8 * g - 8), c2 = at(8 * g - 16), c3 = at(8 * g - 24);
+        cur.seek(begin + 8 * static_cast<uint64_t>(g));
+    } else {
+        c0 = load_group(lane_codes, 8 * g, count, vec), c1 = load_group(lane_codes, 8 * g - 8, count, vec),
+        c2 = load_group(lane_codes, 8 * g - 16, count, vec), c3 = load_group(lane_codes, 8 * g - 24, count, vec);
+        if constexpr (Levels) cur.seek(begin + 8 * static_cast<uint64_t>(g));
+    }
     // Bit b: the code at 8g - 16 + b is a zero residual (b < 24).
     uint32_t zf = zero_flags(c2, radius) | zero_flags(c1, radius) << 8 | zero_flags(c0, radius) << 16;
-    AnsCursor cur = shape;
-    if constexpr (Levels) cur.seek(begin + 8 * static_cast<uint64_t>(g));
     uint32_t x = start_state;
     uint32_t emitted = 0;
     SlotWriter out{slots + (lane + 1) * slot_words};
     for (;;) {
         uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if constexpr (Levels) group_levels(cur, lv);
+        uint32_t ab = 0;  // strips: the codes' above classes, two bits each
+        if constexpr (Strips) ab = group_above<true>(codes, cur, begin + 8 * static_cast<uint64_t>(g), begin, radius, vec);
         uint32_t entry[8], uniform[8];  // freq | cum << 16; the uniform bits' value | their count << 16
         unsigned long long rcp[8];
 #pragma unroll
@@ -248,7 +413,9 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
             // The 16 codes before k are bits j .. j + 15 of zf; its run of zeros ends at bit j + 15.
             const uint32_t zeros = static_cast<uint32_t>(__clz(~((zf >> j) << 16)));
             const uint32_t cls = ans_context_class(k, zeros, ans_class_of(class_source<Lag2>(c0, c1, j), radius));
-            const uint32_t e = s_entry[(lv[j] * kAnsClasses + cls) * kAnsAlphabet + s.symbol];
+            const uint32_t ctx = Strips ? ans_context(lv[j], (ab >> (2 * j)) & 3u, cls, kAnsAboveClasses)
+                                        : lv[j] * kAnsClasses + cls;
+            const uint32_t e = s_entry[ctx * kAnsAlphabet + s.symbol];
             entry[j] = e;
             uniform[j] = s.extra | s.extra_bits << 16;  // extra < 2^15
             rcp[j] = __ldg(d_rcp + min(e & 0xFFFFu, kAnsScale));
@@ -284,9 +451,19 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
         if (g == 0) break;
         --g;
         c0 = c1, c1 = c2, c2 = c3;
-        c3 = load_group(lane_codes, 8 * g - 24, count, vec);
+        if constexpr (Strips) {
+            c3 = CodeGroup{};
+            if (8 * g - 24 >= 0) {
+                strip_prev8(back);
+                c3 = load_eight<true>(codes + back.raster(), vec);
+            }
+        } else {
+            c3 = load_group(lane_codes, 8 * g - 24, count, vec);
+        }
         zf = (zf << 8 | zero_flags(c2, radius)) & 0xFFFFFFu;
-        if constexpr (Levels) {
+        if constexpr (Strips) {
+            strip_prev8(cur);
+        } else if constexpr (Levels) {
             if (cur.x >= 8) {
                 cur.x -= 8;
             } else {
@@ -353,16 +530,24 @@ __device__ __forceinline__ uint32_t load_word_if(bool p, const uint16_t* addr, u
 // of two symbols), the state's advance and its refills, the next context;
 // the next word is loaded one refill ahead.  Lag2: the next context takes
 // the class of the code before the last (compile-time, as the encoder's).
-template <bool Levels, bool Lag2>
+//
+// Strips: the codes go to their raster places, each group's above classes
+// come from codes this lane decoded a row earlier (plain loads of its own
+// stores), and the tables (4x the contexts: 96 KB at 4 levels, which would
+// leave an SM two blocks) are read from global memory through the L1
+// (run 83: a few percent slower than shared memory on raster tables).
+template <bool Levels, bool Lag2, bool Strips>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_decode_kernel(const uint32_t* __restrict__ d_tables, uint32_t table_words, const uint16_t* __restrict__ words,
                       const uint32_t* __restrict__ lane_state, const uint64_t* __restrict__ lane_offset, uint64_t n,
                       uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes, uint32_t start_state,
                       uint16_t* __restrict__ codes, uint32_t* __restrict__ d_corrupt) {
     extern __shared__ uint32_t s_tables[];
-    for (uint32_t i = threadIdx.x; i < table_words; i += blockDim.x) s_tables[i] = d_tables[i];
-    __syncthreads();
-    const uint8_t* s_bytes = reinterpret_cast<const uint8_t*>(s_tables);
+    if constexpr (!Strips) {
+        for (uint32_t i = threadIdx.x; i < table_words; i += blockDim.x) s_tables[i] = d_tables[i];
+        __syncthreads();
+    }
+    const uint8_t* s_bytes = reinterpret_cast<const uint8_t*>(Strips ? d_tables : s_tables);
     const uint64_t lane = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (lane >= lanes) return;
     const uint64_t begin = lane * lane_symbols;
@@ -375,9 +560,9 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     uint32_t next_block = 0, zeros = 0;  // the next code's class, as its block offset
     uint32_t last_block = 0;  // Lag2: the class of the code decoded last, as a block offset
     AnsCursor cur = shape;
-    if constexpr (Levels) cur.seek(begin);
+    if constexpr (Levels || Strips) cur.seek(begin);
     uint16_t* out = codes + begin;
-    const bool vec = (reinterpret_cast<uintptr_t>(out) & 15) == 0;
+    const bool vec = (reinterpret_cast<uintptr_t>(Strips ? codes : out) & 15) == 0;
     bool bad = false;
     // A refill past the lane's last word loads nothing and leaves wi beyond
     // num_words, which the final test rejects; lanes started at 1 ask for
@@ -394,9 +579,16 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     while (k < count && !bad) {
         uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if constexpr (Levels) group_levels(cur, lv);
+        if constexpr (Strips) {
+            out = codes + cur.raster();
+            const uint32_t ab = group_above<false>(codes, cur, begin + k, begin, radius, vec);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) lv[j] = lv[j] * kAnsAboveClasses + ((ab >> (2 * j)) & 3u);
+        }
         uint32_t code[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         // maybe_start: the group may hold a lane's first 16 codes (a constant
-        // once inlined: the groups past them skip the test).
+        // once inlined: the groups past them skip the test).  With strips
+        // lv[j] is the level and the above class (ans_context).
         const auto decode = [&](int j, bool maybe_start) {
             const uint32_t block =
                 lv[j] * (kAnsClasses * kContextBytes) +
@@ -442,17 +634,20 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
             for (int j = 0; j < 8; ++j)
                 if (k + j < count) decode(j, true);
         }
+        uint16_t* group_out = Strips ? out : out + k;
         if (vec && k + 8 <= count) {
-            *reinterpret_cast<uint4*>(out + k) =
+            *reinterpret_cast<uint4*>(group_out) =
                 make_uint4(code[0] | code[1] << 16, code[2] | code[3] << 16, code[4] | code[5] << 16,
                            code[6] | code[7] << 16);
         } else {
 #pragma unroll
             for (int j = 0; j < 8; ++j)
-                if (k + j < count) out[k + j] = static_cast<uint16_t>(code[j]);
+                if (k + j < count) group_out[j] = static_cast<uint16_t>(code[j]);
         }
         k = min(k + 8, count);
-        if constexpr (Levels) {
+        if constexpr (Strips) {
+            if (k < count) strip_next8(cur);
+        } else if constexpr (Levels) {
             if (cur.x + 8 < cur.nx) {
                 cur.x += 8;
             } else {
@@ -464,6 +659,13 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
 }
 
 AnsCursor cursor_of(const AnsContextShape& shape) { return shape.cursor(); }
+
+// Dynamic shared memory above the default 48 KB is opted into per kernel.
+template <class Kernel>
+void allow_shared(Kernel kernel, size_t bytes) {
+    if (bytes > 48 * 1024)
+        GSZ_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
 
 uint32_t grid_of(uint64_t items, uint32_t per_block) {
     return static_cast<uint32_t>((items + per_block - 1) / per_block);
@@ -492,12 +694,21 @@ void ans_histogram_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, co
     const uint32_t bins = shape.num_contexts() * kAnsAlphabet;
     GSZ_CUDA(cudaMemsetAsync(d_hist, 0, bins * sizeof(uint64_t), stream));
     if (n == 0) return;
+    GSZ_CHECK(ans_strips_fit(shape, shape.strip_width, n), GSZ_STATUS_INVALID_ARGUMENT,
+              "ans histogram: strips of %u columns do not fit the shape", shape.strip_width);
     const uint64_t chunks = (n + kHistCodesPerThread - 1) / kHistCodesPerThread;
     const uint32_t blocks = grid_of((chunks + sample_stride - 1) / sample_stride, kHistThreads);
     const bool lag2 = class_lag == 2;
-    const auto kernel = shape.levels > 1 ? (lag2 ? ans_histogram_kernel<true, true> : ans_histogram_kernel<true, false>)
-                                         : (lag2 ? ans_histogram_kernel<false, true> : ans_histogram_kernel<false, false>);
-    kernel<<<blocks, kHistThreads, bins * sizeof(uint32_t), stream>>>(
+    using Kernel = decltype(&ans_histogram_kernel<true, true, true>);
+    static constexpr Kernel kernels[8] = {
+        ans_histogram_kernel<false, false, false>, ans_histogram_kernel<false, false, true>,
+        ans_histogram_kernel<false, true, false>,  ans_histogram_kernel<false, true, true>,
+        ans_histogram_kernel<true, false, false>,  ans_histogram_kernel<true, false, true>,
+        ans_histogram_kernel<true, true, false>,   ans_histogram_kernel<true, true, true>};
+    const Kernel kernel = kernels[(shape.levels > 1) * 4 + lag2 * 2 + (shape.strip_width != 0)];
+    const size_t smem = bins * sizeof(uint32_t);  // <= 52.5 KB (strips of 5 levels)
+    allow_shared(kernel, smem);
+    kernel<<<blocks, kHistThreads, smem, stream>>>(
         d_codes, n, radius, cursor_of(shape), sample_stride, bins, reinterpret_cast<unsigned long long*>(d_hist),
         d_bad_code);
     GSZ_CUDA_LAUNCHED("ans_histogram_kernel");
@@ -506,6 +717,13 @@ void ans_histogram_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius, co
 void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t n, uint32_t radius,
                      const AnsContextShape& shape, uint32_t lane_symbols, AnsDeviceStream& out, cudaStream_t stream,
                      AnsLanesLayout layout) {
+    const AnsContextShape coded = shape.with_strips(tables.strip_width);
+    GSZ_CHECK(tables.levels == shape.levels && ans_strips_fit(shape, tables.strip_width, n) &&
+                  tables.entry.size() == size_t{tables.num_contexts()} * kAnsAlphabet,
+              GSZ_STATUS_INTERNAL, "ans encode: tables of %u levels, strips of %u for this shape", tables.levels,
+              tables.strip_width);
+    GSZ_CHECK(tables.strip_width == 0 || lane_symbols % kAnsStripLaneMultiple == 0, GSZ_STATUS_INTERNAL,
+              "ans encode: strip lanes of %u codes", lane_symbols);
     out.num_symbols = n;
     out.lane_symbols = lane_symbols;
     out.start_state = ans_start_state(layout);
@@ -527,12 +745,18 @@ void ans_encode_cuda(const AnsTables& tables, const uint16_t* d_codes, uint64_t 
     ans_reciprocal_kernel<<<grid_of(kAnsScale + 1, 256), 256, 0, stream>>>(d_rcp.data());
     GSZ_CUDA_LAUNCHED("ans_reciprocal_kernel");
     const bool lag2 = tables.class_lag == 2;
-    const auto kernel = shape.levels > 1 ? (lag2 ? ans_encode_kernel<true, true> : ans_encode_kernel<true, false>)
-                                         : (lag2 ? ans_encode_kernel<false, true> : ans_encode_kernel<false, false>);
-    const size_t smem = entries * sizeof(uint32_t);  // <= 21.5 KB (8 levels)
+    using Kernel = decltype(&ans_encode_kernel<true, true, true>);
+    static constexpr Kernel kernels[8] = {
+        ans_encode_kernel<false, false, false>, ans_encode_kernel<false, false, true>,
+        ans_encode_kernel<false, true, false>,  ans_encode_kernel<false, true, true>,
+        ans_encode_kernel<true, false, false>,  ans_encode_kernel<true, false, true>,
+        ans_encode_kernel<true, true, false>,   ans_encode_kernel<true, true, true>};
+    const Kernel kernel = kernels[(shape.levels > 1) * 4 + lag2 * 2 + (tables.strip_width != 0)];
+    const size_t smem = entries * sizeof(uint32_t);  // <= 52.5 KB (strips of 5 levels)
+    allow_shared(kernel, smem);
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
-        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(shape), lane_symbols, lanes,
+        d_entry.data(), entries, d_rcp.data(), d_codes, n, radius, cursor_of(coded), lane_symbols, lanes,
         out.start_state, slots.data(), slot_words, out.lane_state.data(), out.lane_words.data(),
         out.lane_word_offset.data());
     GSZ_CUDA_LAUNCHED("ans_encode_kernel");
@@ -557,6 +781,12 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     if (n == 0) return;
     GSZ_CHECK(lane_symbols >= 1 && lane_symbols <= kAnsMaxLaneSymbols, GSZ_STATUS_INVALID_ARGUMENT,
               "ans decode: lanes of %u codes", lane_symbols);
+    GSZ_CHECK(tables.levels == shape.levels && ans_strips_fit(shape, tables.strip_width, n) &&
+                  tables.entry.size() == size_t{tables.num_contexts()} * kAnsAlphabet,
+              GSZ_STATUS_INVALID_ARGUMENT, "ans decode: tables of %u levels, strips of %u for this shape",
+              tables.levels, tables.strip_width);
+    GSZ_CHECK(tables.strip_width == 0 || lane_symbols % kAnsStripLaneMultiple == 0, GSZ_STATUS_INVALID_ARGUMENT,
+              "ans decode: strip lanes of %u codes", lane_symbols);
     const uint64_t lanes = n / lane_symbols + (n % lane_symbols != 0);
     const uint32_t contexts = tables.num_contexts();
     // The decoder's tables (see kContextBytes): per context the symbol
@@ -581,14 +811,20 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     cuda::DeviceBuffer<uint32_t> d_table(table.size(), stream);
     GSZ_CUDA(cudaMemcpyAsync(d_table.data(), table.data(), table.size() * sizeof(uint32_t), cudaMemcpyHostToDevice,
                              stream));
-    const size_t smem = table.size() * sizeof(uint32_t);  // <= 48 KB (8 levels)
+    const bool strips = tables.strip_width != 0;
+    const size_t smem = strips ? 0 : table.size() * sizeof(uint32_t);  // <= 48 KB (8 levels); strips: global
     const bool lag2 = tables.class_lag == 2;
-    const auto kernel = shape.levels > 1 ? (lag2 ? ans_decode_kernel<true, true> : ans_decode_kernel<true, false>)
-                                         : (lag2 ? ans_decode_kernel<false, true> : ans_decode_kernel<false, false>);
+    using Kernel = decltype(&ans_decode_kernel<true, true, true>);
+    static constexpr Kernel kernels[8] = {
+        ans_decode_kernel<false, false, false>, ans_decode_kernel<false, false, true>,
+        ans_decode_kernel<false, true, false>,  ans_decode_kernel<false, true, true>,
+        ans_decode_kernel<true, false, false>,  ans_decode_kernel<true, false, true>,
+        ans_decode_kernel<true, true, false>,   ans_decode_kernel<true, true, true>};
+    const Kernel kernel = kernels[(shape.levels > 1) * 4 + lag2 * 2 + strips];
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
         d_table.data(), static_cast<uint32_t>(table.size()), d_words, d_lane_state, d_lane_word_offset, n, radius,
-        cursor_of(shape), lane_symbols, lanes, start_state, d_codes, d_corrupt);
+        cursor_of(shape.with_strips(tables.strip_width)), lane_symbols, lanes, start_state, d_codes, d_corrupt);
     GSZ_CUDA_LAUNCHED("ans_decode_kernel");
     // No synchronization: copies from pageable memory return once the source is staged.
 }

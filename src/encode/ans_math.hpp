@@ -39,7 +39,23 @@ inline constexpr uint32_t kAnsLongRunClass = 10;    // kAnsLookBack or more
 inline constexpr uint32_t kAnsStartClass = 11;      // a lane's first kAnsLookBack codes
 inline constexpr uint32_t kAnsLookBack = 16;        // residual-0 codes are counted up to this
 inline constexpr uint32_t kAnsMaxLevels = 8;
-inline constexpr uint32_t kAnsMaxContexts = kAnsMaxLevels * kAnsClasses;
+// Column strips (format version 12 on, AnsTables::strip_width): the codes are
+// walked in blocks of W columns, each block row by row, and a code's context
+// gains the activity of the row above it inside its block: the non-zero
+// residuals among the codes at x - 2 .. x + 2 one row up, in three classes
+// (0, 1-2, 3+), or "none" (class 0) where that row is not in the block or
+// not yet decoded in the lane.  On smooth 2-D fields the row above says
+// where the codes are busy (etopo5 rel 1e-2: -4.5% of the stage;
+// bench/NOTES.md, session 45).
+inline constexpr uint32_t kAnsAboveClasses = 4;
+inline constexpr uint32_t kAnsAboveReach = 2;          // the window x - 2 .. x + 2
+inline constexpr uint32_t kAnsMinStripWidth = 32;      // powers of two dividing nx: whole groups of 8, and a
+                                                       // group's window above is in groups two or more back
+inline constexpr uint32_t kAnsMaxStripWidth = 128;
+inline constexpr uint32_t kAnsStripLaneMultiple = 8;   // lanes of whole groups of 8 (the GPU coders')
+inline constexpr uint32_t kAnsMaxStripLevels = 5;      // 5 x 4 x 12 = 240 contexts: 8-bit table references
+inline constexpr uint32_t kAnsMaxContexts = kAnsMaxStripLevels * kAnsAboveClasses * kAnsClasses;
+static_assert(kAnsMaxContexts >= kAnsMaxLevels * kAnsClasses);
 // ans_tables: a context's `used` byte that says it repeats an earlier context's table (version 8 on).
 inline constexpr uint32_t kAnsTableRef = 0xFF;
 // The farthest code back that may give a context class (AnsTables::class_lag).
@@ -164,34 +180,69 @@ GSZ_HD uint32_t ans_zeros_in_mask(uint32_t mask) {
 #endif
 }
 
-// Position of a raster index in up to three dims (fastest first), stepped
+// Position of a coding index in up to three dims (fastest first), stepped
 // forward or backward without division; level() is the point's level: the
 // trailing zero bits of x | y | z, capped at levels - 1 (a point on every
-// coarse grid, like the origin, gets the cap).
+// coarse grid, like the origin, gets the cap).  The coding order is the
+// raster order (strip 0), or with column strips of `strip` columns block
+// after block ([x0, x0 + strip) every row, rows y then z), where the coding
+// index and the array (raster) index differ.
 struct AnsCursor {
     uint64_t nx = 1, ny = 1, x = 0, y = 0, z = 0;
     uint32_t levels = 1;
+    uint64_t nz = 1;
+    uint32_t strip = 0;  // 0: raster order; else a power of two dividing nx
+    uint64_t x0 = 0;     // the strip's first column
 
     GSZ_HD void seek(uint64_t index) {
-        x = index % nx;
-        const uint64_t row = index / nx;
+        if (strip == 0) {
+            x = index % nx;
+            const uint64_t row = index / nx;
+            y = row % ny;
+            z = row / ny;
+            return;
+        }
+        const uint64_t block = strip * ny * nz;
+        x0 = index / block * strip;
+        const uint64_t q = index % block;
+        x = x0 + q % strip;
+        const uint64_t row = q / strip;
         y = row % ny;
         z = row / ny;
     }
     GSZ_HD void next() {
-        if (++x < nx) return;
-        x = 0;
+        if (strip == 0) {
+            if (++x < nx) return;
+            x = 0;
+        } else {
+            if (++x < x0 + strip) return;
+            x = x0;
+        }
         if (++y < ny) return;
         y = 0;
-        ++z;
+        if (++z < nz || strip == 0) return;
+        z = 0;
+        x0 += strip;
+        x = x0;
     }
     GSZ_HD void prev() {
-        if (x-- > 0) return;
-        x = nx - 1;
+        if (x > x0) {
+            --x;
+            return;
+        }
+        x = x0 + (strip == 0 ? nx : strip) - 1;
         if (y-- > 0) return;
         y = ny - 1;
-        --z;
+        if (strip == 0 || z > 0) {
+            --z;
+            return;
+        }
+        z = nz - 1;
+        x0 -= strip;
+        x = x0 + strip - 1;
     }
+    // The array index of the position.
+    GSZ_HD uint64_t raster() const { return x + nx * (y + ny * z); }
     GSZ_HD uint32_t level() const {
         if (levels == 1) return 0;
         const uint64_t m = x | y | z;
@@ -200,6 +251,45 @@ struct AnsCursor {
         return t < levels - 1 ? t : levels - 1;
     }
 };
+
+// The first chunk (of kAnsSampleChunk codes, ans.hpp) of sampled chunk c
+// when every `stride`-th is counted: c * stride, or in strips c * stride + c
+// mod stride, which moves the sample across the rows and columns of a strip:
+// at a stride of 16, chunks 1024 codes apart would all start at the same
+// column and at the same row modulo 8, i.e. on the same interpolation
+// levels (etopoT, strips of 128: the sample said +40% bits where the whole
+// said -7%).
+GSZ_HD uint64_t ans_sample_chunk(uint64_t c, uint32_t stride, bool strips) {
+    return c * stride + (strips ? c % stride : 0u);
+}
+
+// The context of a code: its level, its above class (0 without strips) and
+// its class (ans_context_class), with `aboves` above classes (1 without strips).
+GSZ_HD uint32_t ans_context(uint32_t level, uint32_t above, uint32_t cls, uint32_t aboves) {
+    return (level * aboves + above) * kAnsClasses + cls;
+}
+
+// The above class of a code at coding index `index` of a lane that starts at
+// `lane_begin` (the histogram: 0) and at row y of its strip of `strip`
+// columns, from the non-zero residuals among its window one row up: none
+// (0) in a strip's first row and in a lane's first strip + 2 codes (the
+// window must be decoded in the lane before the code), else 1, 2, 3 for
+// 0, 1-2, 3+.
+GSZ_HD uint32_t ans_above_class(uint64_t index, uint64_t lane_begin, uint64_t y, uint32_t strip, uint32_t nonzero) {
+    const bool seen = y >= 1 && index >= lane_begin + strip + kAnsAboveReach;
+    return !seen ? 0u : nonzero == 0 ? 1u : nonzero <= 2 ? 2u : 3u;
+}
+
+// The non-zero residuals of the window above the cursor's position (its row
+// y >= 1), clipped to the strip's columns; `codes` the whole array.
+GSZ_HD uint32_t ans_above_nonzero(const uint16_t* codes, const AnsCursor& cur, uint32_t radius) {
+    const uint64_t lo = cur.x >= cur.x0 + kAnsAboveReach ? cur.x - kAnsAboveReach : cur.x0;
+    const uint64_t hi = cur.x + kAnsAboveReach < cur.x0 + cur.strip ? cur.x + kAnsAboveReach : cur.x0 + cur.strip - 1;
+    const uint16_t* row = codes + (cur.raster() - cur.x - cur.nx);
+    uint32_t n = 0;
+    for (uint64_t k = lo; k <= hi; ++k) n += row[k] != radius;
+    return n;
+}
 
 // Encoder step (items are pushed in reverse decoding order): a symbol of
 // frequency `freq` at cumulative `cum` on a 2^scale_bits table, or k uniform

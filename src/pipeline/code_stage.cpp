@@ -75,18 +75,27 @@ uint64_t token_floor_bytes(std::span<const uint64_t> code_histogram, uint32_t do
 
 }  // namespace
 
+std::vector<AnsLayoutTry> code_stage_ans_tries(const encode::AnsContextShape& shape, uint64_t n) {
+    const uint32_t w = shape.strips == encode::AnsStripsChoice::off ? 0u : encode::ans_strip_width_for(shape);
+    const bool strips = w && encode::ans_strips_fit(shape, w, n);
+    if (strips && shape.strips == encode::AnsStripsChoice::on) return {{1, w}, {2, w}};
+    if (strips) return {{1, 0}, {2, 0}, {1, w}, {2, w}};
+    return {{1, 0}, {2, 0}};
+}
+
 bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n) {
     return mode == GSZ_LOSSLESS_AUTO && 2 * radius <= encode::kRunMaxAlphabet && encode::run_sample_stride(n) > 1;
 }
 
 double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n,
-                           std::optional<uint64_t> counted_bits) {
+                           std::optional<uint64_t> counted_bits, uint32_t strip_width) {
     uint64_t counted = 0;
     for (const uint64_t c : ans_histogram) counted += c;
     if (counted == 0) return 0;
     const uint64_t bits = counted_bits ? *counted_bits
                                        : encode::ans_estimated_bits(
-                                             encode::ans_build_tables(ans_histogram, levels, true, class_lag),
+                                             encode::ans_build_tables(ans_histogram, levels, true, class_lag,
+                                                                      strip_width),
                                              ans_histogram);
     return static_cast<double>(bits) * static_cast<double>(n) / static_cast<double>(counted);
 }
@@ -112,11 +121,12 @@ bool code_stage_runs_outclassed(std::span<const uint64_t> code_histogram, uint32
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
                                   std::span<const uint64_t> ans_histogram, uint32_t ans_class_lag,
-                                  uint32_t ans_levels, uint64_t n, encode::HuffmanCodebook* storage) {
+                                  uint32_t ans_levels, uint64_t n, encode::HuffmanCodebook* storage,
+                                  uint32_t ans_strip_width) {
     CodeStageChoice c;
     uint64_t ans_bytes = UINT64_MAX;
     if (!ans_histogram.empty()) {
-        c.ans = encode::ans_build_tables(ans_histogram, ans_levels, true, ans_class_lag);
+        c.ans = encode::ans_build_tables(ans_histogram, ans_levels, true, ans_class_lag, ans_strip_width);
         ans_bytes = encode::ans_estimated_bytes(*c.ans, ans_histogram, n);
         c.ans_lane_symbols = encode::ans_lane_symbols(n, encode::ans_estimated_bits(*c.ans, ans_histogram));
         // rANS wins outright when it beats what any Huffman code of the codes
@@ -182,22 +192,31 @@ EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t rad
     const auto code_hist = encode::histogram_cpu(codes, alphabet, num_threads);
     std::vector<uint16_t> tokens;
     std::vector<uint64_t> token_hist, ans_hist;
-    uint32_t ans_lag = 1;
+    uint32_t ans_lag = 1, ans_strip = 0;
     uint32_t dominant = 0;
     const uint64_t n = codes.size();
     double ans_bits = 0;  // rANS's estimate for the runs' sample (code_stage_sample_runs)
     const bool sample_runs = code_stage_sample_runs(mode, radius, n);
     if (code_stage_try_ans(mode) && code_stage_try_class_lag2(shape)) {
-        // Both lags counted (on a sample above kAnsFullLagHistogramCodes codes), the smaller kept.
+        // Both lags, in raster order and in strips where the shape has them,
+        // counted (on a sample above kAnsFullLagHistogramCodes codes), the smallest kept.
         const uint32_t stride = encode::ans_class_lag_sample_stride(n);
-        auto lag1 = encode::ans_histogram_cpu(codes, radius, shape, num_threads, 1, stride);
-        auto lag2 = encode::ans_histogram_cpu(codes, radius, shape, num_threads, 2, stride);
+        const std::vector<AnsLayoutTry> tries = code_stage_ans_tries(shape, n);
+        std::vector<std::vector<uint64_t>> hists;
+        std::vector<encode::AnsCandidate> candidates;
+        for (const AnsLayoutTry& t : tries)
+            hists.push_back(encode::ans_histogram_cpu(codes, radius, shape.with_strips(t.strip_width), num_threads,
+                                                      t.class_lag, stride));
+        for (size_t k = 0; k < tries.size(); ++k) candidates.push_back({hists[k], tries[k].class_lag, tries[k].strip_width});
         uint64_t chosen_bits = 0;
-        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n, &chosen_bits);
+        const size_t chosen = encode::ans_choose_candidate(candidates, shape.levels, n, &chosen_bits);
+        ans_lag = tries[chosen].class_lag;
+        ans_strip = tries[chosen].strip_width;
         if (sample_runs)
-            ans_bits = code_stage_ans_bits(ans_lag == 2 ? lag2 : lag1, shape.levels, ans_lag, n, chosen_bits);
-        ans_hist = stride > 1 ? encode::ans_histogram_cpu(codes, radius, shape, num_threads, ans_lag)
-                              : std::move(ans_lag == 2 ? lag2 : lag1);
+            ans_bits = code_stage_ans_bits(hists[chosen], shape.levels, ans_lag, n, chosen_bits, ans_strip);
+        ans_hist = stride > 1 ? encode::ans_histogram_cpu(codes, radius, shape.with_strips(ans_strip), num_threads,
+                                                          ans_lag)
+                              : std::move(hists[chosen]);
     } else if (code_stage_try_ans(mode)) {
         ans_hist = encode::ans_histogram_cpu(codes, radius, shape, num_threads);
         if (sample_runs) ans_bits = code_stage_ans_bits(ans_hist, shape.levels, 1, n);
@@ -216,7 +235,8 @@ EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t rad
             token_hist = encode::histogram_cpu(tokens, alphabet + encode::kRunClasses, num_threads);
         }
     }
-    CodeStageChoice choice = code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, ans_lag, shape.levels, n);
+    CodeStageChoice choice =
+        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, ans_lag, shape.levels, n, nullptr, ans_strip);
     EncodedCodes out;
     if (choice.ans) {
         out.ans_stream = encode::ans_encode_cpu(*choice.ans, codes, radius, shape, choice.ans_lane_symbols, num_threads);
@@ -259,7 +279,7 @@ void code_stage_write(const EncodedCodes& codes, CodeStageSections& out) {
 }
 
 CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, uint32_t huffman_chunk_symbols,
-                              uint64_t n, uint32_t ans_levels) {
+                              uint64_t n, const encode::AnsContextShape& ans_shape) {
     using format::SectionKind;
     CodeStagePlan plan;
     if (archive.has(SectionKind::ans_tables)) {
@@ -268,10 +288,9 @@ CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, u
                   GSZ_STATUS_CORRUPT, "archive: rANS and Huffman sections together");
         plan.ans = encode::ans_stream_read(archive.section(SectionKind::ans_tables),
                                            archive.section(SectionKind::ans_lanes),
-                                           archive.section(SectionKind::ans_stream), n, ans_levels,
+                                           archive.section(SectionKind::ans_stream), n, ans_shape,
                                            encode::ans_lanes_layout(archive.header.format_version),
-                                           archive.header.format_version >= 8 ? encode::AnsTablesLayout::lagged
-                                                                              : encode::AnsTablesLayout::plain);
+                                           encode::ans_tables_layout(archive.header.format_version));
         return plan;
     }
     GSZ_CHECK(!archive.has(SectionKind::ans_lanes) && !archive.has(SectionKind::ans_stream), GSZ_STATUS_CORRUPT,
@@ -326,6 +345,8 @@ void describe_code_stage(const format::Archive& archive, uint32_t radius, gsz_ar
                   "ans_tables: lanes of %u codes", lane_symbols);
         in.get_bytes(4, "levels, classes, alphabet and scale");
         info.ans_class_lag = archive.header.format_version >= 8 ? in.get<uint8_t>("class lag") : 1u;
+        const uint32_t strip_log = archive.header.format_version >= 12 ? in.get<uint8_t>("strip width") : 0u;
+        info.ans_strip_width = strip_log > 0 && strip_log < 32 ? 1u << strip_log : 0u;
         const uint64_t n = archive.header.num_elements();
         info.ans_lane_symbols = lane_symbols;
         info.ans_lanes = n / lane_symbols + (n % lane_symbols != 0);

@@ -49,6 +49,18 @@ bool code_stage_try_ans(gsz_lossless mode);
 // before is of another level on every other point.
 inline bool code_stage_try_class_lag2(const encode::AnsContextShape& shape) { return shape.levels > 1; }
 
+// The context layouts whose histograms are counted where the class lag is
+// chosen (code_stage_try_class_lag2): lags 1 and 2 in raster order, and in
+// column strips (encode::ans_strip_width_for) where the shape has them (and
+// is of the n codes) and shape.strips allows them (on: strips only).
+// Lorenzo's one level keeps one histogram in raster order: its compression
+// has no sample pass to add them to.
+struct AnsLayoutTry {
+    uint32_t class_lag = 1;
+    uint32_t strip_width = 0;
+};
+std::vector<AnsLayoutTry> code_stage_ans_tries(const encode::AnsContextShape& shape, uint64_t n);
+
 // Whether compression should count a sample of the runs first (auto on
 // large inputs: run_sample_stride), to skip the full count where rANS
 // clearly wins.  The sample counts the runs of the zero-error code (`radius`)
@@ -61,7 +73,7 @@ bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n);
 // `counted_bits`, when given, is ans_estimated_bits of the histogram under
 // those tables, already known (ans_choose_class_lag's): no tables are built.
 double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n,
-                           std::optional<uint64_t> counted_bits = std::nullopt);
+                           std::optional<uint64_t> counted_bits = std::nullopt, uint32_t strip_width = 0);
 
 // Whether the runs' full count is skipped: the tokens' histogram estimated
 // from the codes' (exact) and the sample's run digits (scaled to n codes) has
@@ -90,7 +102,8 @@ struct CodeStageChoice {
 CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> code_histogram,
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
                                   std::span<const uint64_t> ans_histogram, uint32_t ans_class_lag,
-                                  uint32_t ans_levels, uint64_t n, encode::HuffmanCodebook* storage = nullptr);
+                                  uint32_t ans_levels, uint64_t n, encode::HuffmanCodebook* storage = nullptr,
+                                  uint32_t ans_strip_width = 0);
 
 // The stage's output on the host, as the archive writer takes it.
 struct EncodedCodes {
@@ -122,7 +135,7 @@ struct CodeStagePlan {
     std::optional<encode::AnsStreamView> ans;  // set: rANS sections, no Huffman ones
 };
 CodeStagePlan code_stage_read(const format::Archive& archive, uint32_t radius, uint32_t huffman_chunk_symbols,
-                              uint64_t n, uint32_t ans_levels);
+                              uint64_t n, const encode::AnsContextShape& ans_shape);
 
 // Decodes the stream into codes[0..n).
 void code_stage_decode_cpu(const CodeStagePlan& plan, uint32_t radius, const encode::AnsContextShape& shape,

@@ -269,7 +269,7 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
         plan.lorenzo_tiles =
             interp_tiles_unpack(archive.section(format::SectionKind::interp_tiles), p.layout.num_tiles);
 
-    plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n, interp_ans_shape(p.layout).levels);
+    plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n, interp_ans_shape(p.layout));
 
     if (raw) {
         plan.anchors.raw.resize(p.layout.num_anchors);
@@ -346,7 +346,8 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     // A guard that decided no prediction left the unguarded splines' codes: the
     // archive says so, and its decoders skip the guard's tests.
     if (!enc.jump_taken) p.config.jump = predict::kInterpNoJump;
-    EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, interp_ans_shape(p.layout), params.lossless, threads);
+    EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, interp_ans_shape(p.layout, params.ans_strips), params.lossless,
+                                           threads);
     enc.codes = {};
     InterpAnchorSection<T> section;
     if (anchors.mode == predict::kAnchorsRaw) section.raw = anchors.start;

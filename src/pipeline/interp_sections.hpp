@@ -63,10 +63,15 @@ std::vector<uint8_t> interp_tiles_unpack(std::span<const uint8_t> bytes, uint64_
 
 // The rANS contexts of interp codes: a point's level is the finest grid it
 // lies on (stride 1, 2, ..., the anchors'), known from its raster position.
-inline encode::AnsContextShape interp_ans_shape(const predict::InterpLayout& layout) {
+// `strips`: what compression may choose (gsz_params::ans_strips).
+inline encode::AnsContextShape interp_ans_shape(const predict::InterpLayout& layout,
+                                                gsz_ans_strips strips = GSZ_ANS_STRIPS_AUTO) {
     encode::AnsContextShape s;
     for (int d = 0; d < 3; ++d) s.dims[d] = layout.dims[d];
     s.levels = std::min<uint32_t>(layout.num_levels + 1, encode::kAnsMaxLevels);
+    s.strips = strips == GSZ_ANS_STRIPS_OFF  ? encode::AnsStripsChoice::off
+               : strips == GSZ_ANS_STRIPS_ON ? encode::AnsStripsChoice::on
+                                             : encode::AnsStripsChoice::automatic;
     return s;
 }
 

@@ -76,7 +76,7 @@ LorenzoDecodePlan<T> lorenzo_plan_decode(const format::Archive& archive) {
               "outlier_values: %zu bytes for %llu outliers", outlier_section.size(),
               static_cast<unsigned long long>(lp.num_outliers));
 
-    plan.codes = code_stage_read(archive, lp.radius, lp.huffman_chunk_symbols, n, lorenzo_ans_shape().levels);
+    plan.codes = code_stage_read(archive, lp.radius, lp.huffman_chunk_symbols, n, lorenzo_ans_shape());
 
     plan.outliers.resize(lp.num_outliers);
     if (!plan.outliers.empty()) std::memcpy(plan.outliers.data(), outlier_section.data(), outlier_section.size());

@@ -42,6 +42,9 @@ void params_validate(const gsz_params& p) {
     const int lossless = enum_bits(p.lossless);
     GSZ_CHECK(lossless >= GSZ_LOSSLESS_AUTO && lossless <= GSZ_LOSSLESS_ANS, bad,
               "lossless stage %d is not auto, none, runs or ans", lossless);
+    const int strips = enum_bits(p.ans_strips);
+    GSZ_CHECK(strips >= GSZ_ANS_STRIPS_AUTO && strips <= GSZ_ANS_STRIPS_ON, bad,
+              "ans strips %d is not auto, off or on", strips);
     const int components = enum_bits(p.components);
     GSZ_CHECK(components == GSZ_COMPONENTS_AUTO || components == GSZ_COMPONENTS_OFF, bad,
               "components %d is not auto or off", components);

@@ -237,40 +237,51 @@ std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_
     return {h_hist.data(), alphabet};
 }
 
-// The (context, symbol) histogram of "ans" counted and copied to page-locked
-// memory, without waiting: the codes' histogram's synchronization covers it.
 // "ans"'s (context, symbol) histograms counted and copied to page-locked
 // memory, without waiting (the codes' histogram's synchronization covers the
-// first): of `lag`, or with `both_lags` of lag 1 then lag 2 (the sample the
-// class lag is chosen on, code_stage_encode_cpu), over every
-// `sample_stride`-th chunk of codes.
+// first): one per context layout of `tries` (code_stage_ans_tries: the
+// sample the class lag and the strips are chosen on, code_stage_encode_cpu),
+// one after the other, over every `sample_stride`-th chunk of codes.
+uint32_t ans_bins(const encode::AnsContextShape& shape, const AnsLayoutTry& t) {
+    return shape.with_strips(t.strip_width).num_contexts() * encode::kAnsAlphabet;
+}
+
 void ans_histogram_launch(const uint16_t* d_codes, uint64_t n, uint32_t radius, const encode::AnsContextShape& shape,
-                          bool both_lags, uint32_t lag, uint32_t sample_stride, DeviceCodeStage& out,
+                          std::span<const AnsLayoutTry> tries, uint32_t sample_stride, DeviceCodeStage& out,
                           cudaStream_t stream) {
-    const uint32_t bins = shape.num_contexts() * encode::kAnsAlphabet;
-    const uint32_t counted = both_lags ? 2 * bins : bins;
-    out.ans_hist.allocate(2 * encode::kAnsMaxContexts * encode::kAnsAlphabet + 1, stream);
+    uint64_t counted = 0;
+    for (const AnsLayoutTry& t : tries) counted += ans_bins(shape, t);
+    constexpr uint64_t kMostBins = 2 * (encode::kAnsMaxLevels * encode::kAnsClasses + encode::kAnsMaxContexts) *
+                                   encode::kAnsAlphabet;  // two lags, raster and strips
+    GSZ_CHECK(counted <= kMostBins, GSZ_STATUS_INTERNAL, "ans histograms: %llu bins",
+              static_cast<unsigned long long>(counted));
+    out.ans_hist.allocate(kMostBins + 1, stream);
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(out.ans_hist.data() + counted);  // a bad code's flag
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
-    encode::ans_histogram_cuda(d_codes, n, radius, shape, out.ans_hist.data(), d_bad, stream, both_lags ? 1 : lag,
-                               sample_stride);
-    if (both_lags)
-        encode::ans_histogram_cuda(d_codes, n, radius, shape, out.ans_hist.data() + bins, d_bad, stream, 2,
-                                   sample_stride);
-    out.ans_hist_host.allocate(2 * encode::kAnsMaxContexts * encode::kAnsAlphabet + 1);
+    uint64_t at = 0;
+    for (const AnsLayoutTry& t : tries) {
+        encode::ans_histogram_cuda(d_codes, n, radius, shape.with_strips(t.strip_width), out.ans_hist.data() + at,
+                                   d_bad, stream, t.class_lag, sample_stride);
+        at += ans_bins(shape, t);
+    }
+    out.ans_hist_host.allocate(kMostBins + 1);
     GSZ_CUDA(cudaMemcpyAsync(out.ans_hist_host.data(), out.ans_hist.data(), (counted + 1) * sizeof(uint64_t),
                              cudaMemcpyDeviceToHost, stream));
 }
 
 // The launched histograms, once the stream has been synchronized (in
-// `out.ans_hist_host`, valid until its next use): the first, and with
-// `both_lags` the lag-2 one.
-std::pair<std::span<const uint64_t>, std::span<const uint64_t>> ans_histogram_read(
-    const encode::AnsContextShape& shape, bool both_lags, const DeviceCodeStage& out) {
-    const uint32_t bins = shape.num_contexts() * encode::kAnsAlphabet;
-    const uint64_t* h = out.ans_hist_host.data();
-    GSZ_CHECK(h[both_lags ? 2 * bins : bins] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
-    return {{h, bins}, both_lags ? std::span<const uint64_t>(h + bins, bins) : std::span<const uint64_t>()};
+// `out.ans_hist_host`, valid until its next use), in the order of `tries`.
+std::vector<std::span<const uint64_t>> ans_histogram_read(const encode::AnsContextShape& shape,
+                                                          std::span<const AnsLayoutTry> tries,
+                                                          const DeviceCodeStage& out) {
+    std::vector<std::span<const uint64_t>> h;
+    uint64_t at = 0;
+    for (const AnsLayoutTry& t : tries) {
+        h.emplace_back(out.ans_hist_host.data() + at, ans_bins(shape, t));
+        at += ans_bins(shape, t);
+    }
+    GSZ_CHECK(out.ans_hist_host.data()[at] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
+    return h;
 }
 
 // GSZ_HOST_CODEBOOK=1 in the environment: Huffman-only codebooks built on the
@@ -351,7 +362,9 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     const bool try_ans = code_stage_try_ans(mode);
     const bool try_lag2 = try_ans && code_stage_try_class_lag2(shape);
     const uint32_t lag_stride = try_lag2 ? encode::ans_class_lag_sample_stride(n) : 1u;
-    if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, try_lag2, 1, lag_stride, out, stream);
+    const std::vector<AnsLayoutTry> tries =
+        try_lag2 ? code_stage_ans_tries(shape, n) : std::vector<AnsLayoutTry>{AnsLayoutTry{}};
+    if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, tries, lag_stride, out, stream);
     // The runs' sample, of the zero-error code (the dominant one is not known
     // yet), counted into words after the codes' histogram and read back with it.
     const bool sample_runs = code_stage_sample_runs(mode, radius, n);
@@ -368,30 +381,34 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     // GPU work that overlaps the host's codebook build and the class lag's
     // choice (it may use the histogram).
     if (after_histogram && !after_histogram_done) after_histogram(code_hist[0], stream);
-    // The class lag, as code_stage_encode_cpu: from both lags' histograms;
-    // on a sample, the chosen lag's full histogram is queued next (read
-    // after the next synchronization).
+    // The class lag and the strips, as code_stage_encode_cpu: from every
+    // layout's histogram; on a sample, the chosen layout's full histogram is
+    // queued next (read after the next synchronization).
     std::span<const uint64_t> ans_hist;
-    uint32_t ans_lag = 1;
+    uint32_t ans_lag = 1, ans_strip = 0;
     bool ans_hist_queued = false;
     double ans_bits = 0;  // rANS's estimate for the runs' sample
     if (try_lag2) {
-        const auto [lag1, lag2] = ans_histogram_read(shape, true, out);
+        const std::vector<std::span<const uint64_t>> hists = ans_histogram_read(shape, tries, out);
+        std::vector<encode::AnsCandidate> candidates;
+        for (size_t k = 0; k < tries.size(); ++k) candidates.push_back({hists[k], tries[k].class_lag, tries[k].strip_width});
         uint64_t chosen_bits = 0;
-        ans_lag = encode::ans_choose_class_lag(lag1, lag2, shape.levels, n, &chosen_bits);
-        // (before the chosen lag's full histogram is queued into the same page-locked buffer;
-        // the lag's choice has built its tables: no second build on the stream's path)
-        if (sample_runs)
-            ans_bits = code_stage_ans_bits(ans_lag == 2 ? lag2 : lag1, shape.levels, ans_lag, n, chosen_bits);
+        const size_t chosen = encode::ans_choose_candidate(candidates, shape.levels, n, &chosen_bits);
+        ans_lag = tries[chosen].class_lag;
+        ans_strip = tries[chosen].strip_width;
+        // (before the chosen layout's full histogram is queued into the same page-locked buffer;
+        // the choice has built its tables: no second build on the stream's path)
+        if (sample_runs) ans_bits = code_stage_ans_bits(hists[chosen], shape.levels, ans_lag, n, chosen_bits, ans_strip);
         if (lag_stride > 1) {
-            ans_histogram_launch(d_codes, n, radius, shape, false, ans_lag, 1, out, stream);
+            const AnsLayoutTry full[1] = {tries[chosen]};
+            ans_histogram_launch(d_codes, n, radius, shape, full, 1, out, stream);
             ans_hist_queued = true;
         } else {
-            ans_hist = ans_lag == 2 ? lag2 : lag1;
+            ans_hist = hists[chosen];
         }
         trace.mark("ans class lag");
     } else if (try_ans) {
-        ans_hist = ans_histogram_read(shape, false, out).first;
+        ans_hist = ans_histogram_read(shape, tries, out)[0];
         if (sample_runs) ans_bits = code_stage_ans_bits(ans_hist, shape.levels, 1, n);
     }
     // Run tokens counted, their histogram derived; written only if chosen.
@@ -412,12 +429,13 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     }
     if (ans_hist_queued) {
         if (!synchronized) GSZ_CUDA(cudaStreamSynchronize(stream));
-        ans_hist = ans_histogram_read(shape, false, out).first;
+        const AnsLayoutTry full[1] = {{ans_lag, ans_strip}};
+        ans_hist = ans_histogram_read(shape, full, out)[0];
     }
     // The previous call's book lends its storage (fresh pages cost ~1-2 us each on the lent hosts).
     encode::HuffmanCodebook storage = std::move(out.book);
     CodeStageChoice choice =
-        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, ans_lag, shape.levels, n, &storage);
+        code_stage_choose(mode, code_hist, token_hist, dominant, ans_hist, ans_lag, shape.levels, n, &storage, ans_strip);
     trace.mark("codebook (host)");
     if (choice.ans) {
         encode::ans_encode_cuda(*choice.ans, d_codes, n, radius, shape, choice.ans_lane_symbols, out.ans_stream,
@@ -791,7 +809,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     trace.mark("tiles");
     // The outliers are the zero codes, whose number the codes' histogram gives:
     // selected while the codebook is built (on the device: beside its build).
-    code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p.layout), params.lossless, dc.codes,
+    code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p.layout, params.ans_strips), params.lossless, dc.codes,
                            stream, [&](uint64_t zero_codes, cudaStream_t s) {
                                predict::interp_outliers_cuda(d_data, zero_codes, dc.enc, s);
                            });

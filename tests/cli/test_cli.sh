@@ -22,7 +22,7 @@ SAMPLE=$REPO/data/sperr_wmag_91x91x91.f32
 grep -q "fastest-varying first" "$T/help" && ok || bad "--help does not explain the dims order"
 "$GSZ" compress --help >"$T/help" 2>&1 || true
 for flag in -i -o -t -l -m -e -p --device --json --force --verify --radius --interp-alpha --interp-beta \
-    --interp-spline --interp-order --interp-anchors --interp-anchor-stride --progress; do
+    --interp-spline --interp-order --interp-anchors --interp-anchor-stride --progress --ans-strips; do
     grep -q -- "$flag" "$T/help" && ok || bad "compress --help lacks $flag"
 done
 expect_exit 0 "--version" "$GSZ" --version
@@ -131,8 +131,24 @@ expect_exit 0 "interp 1-D stride 4" "$GSZ" compress -i "$SAMPLE" -o "$T/i4.gsz" 
     --interp-anchor-stride 4 --verify --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "stride 4: $(cat "$T/out")"
 expect_exit 0 "info of stride 4" "$GSZ" info -i "$T/i4.gsz" --json
-python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==11, j" \
+python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==12, j" \
     && ok || bad "info does not show stride 4: $(cat "$T/out")"
+# ans in column strips (format version 12): forced on a 2-D view of the sample (64 columns), off, and refused values
+head -c $((64 * 11774 * 4)) "$SAMPLE" > "$T/s64.f32"
+expect_exit 0 "ans strips on" "$GSZ" compress -i "$T/s64.f32" -o "$T/st.gsz" -t f32 -l 64x11774 -m rel -e 1e-2 -p interp \
+    --ans-strips on --verify --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "strips: $(cat "$T/out")"
+expect_exit 0 "info of strips" "$GSZ" info -i "$T/st.gsz" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['lossless']=='ans' and j['ans_strip_width']==64, j" \
+    && ok || bad "info does not show the strips: $(cat "$T/out")"
+"$GSZ" info -i "$T/st.gsz" | grep -q "row above, in strips of 64 columns" && ok || bad "info text lacks the strips"
+expect_exit 0 "ans strips off" "$GSZ" compress -i "$T/s64.f32" -o "$T/so.gsz" -t f32 -l 64x11774 -m rel -e 1e-2 -p interp \
+    --ans-strips off --lossless ans
+expect_exit 0 "info of strips off" "$GSZ" info -i "$T/so.gsz" --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['ans_strip_width']==0, j" && ok || bad "strips off: $(cat "$T/out")"
+expect_exit 1 "--ans-strips bogus" "$GSZ" compress -i "$T/s64.f32" -o "$T/sb.gsz" -t f32 -l 64x11774 -e 1e-2 -p interp \
+    --ans-strips maybe
+[ ! -e "$T/sb.gsz" ] && ok || bad "a refused --ans-strips left an output"
 expect_exit 0 "interp Lorenzo tiles" "$GSZ" compress -i "$SAMPLE" -o "$T/lt.gsz" -t f32 -l 91x91x91 -m rel -e 1e-4 \
     -p interp --interp-tiles each --verify --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "tiles: $(cat "$T/out")"

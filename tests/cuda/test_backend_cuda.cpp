@@ -1393,6 +1393,123 @@ TEST(CudaBackend, AnsHistogramManyChunksAndBadCode) {
 // it) and a stream cut short (refills past the lane's last word) are
 // rejected as the CPU rejects them; a radius all residuals fit decodes as
 // the CPU decodes.
+// Column strips (format version 12): the three kernels walk blocks of W
+// columns row by row and take the row above as context; the same counts,
+// words and codes as the CPU, and the same verdict on a lying lane.
+TEST(CudaBackend, AnsStripKernelsMatchCpu) {
+    REQUIRE_GPU();
+    using namespace gsz::encode;
+    cudaStream_t s = nullptr;
+    for (const auto& dims : std::vector<std::array<uint64_t, 3>>{{64, 37, 1}, {96, 41, 1}, {128, 20, 3}, {256, 300, 4}})
+    for (const uint32_t radius : {2u, 512u, 32768u}) {
+        const uint64_t n = dims[0] * dims[1] * dims[2];
+        // Busy patches of 4 columns by 16 rows (the row above predicts them), outliers, all residual sizes.
+        std::mt19937_64 rng(n * 3 + radius);
+        std::bernoulli_distribution calm_nonzero(0.03), busy_nonzero(0.9), outlier(0.002), patch(0.3);
+        std::normal_distribution<double> noise(0, 6);
+        const uint64_t px = dims[0] / 4 + 1, rows = dims[1] * dims[2];
+        std::vector<uint8_t> busy(px * (rows / 16 + 1));
+        for (auto& b : busy) b = patch(rng);
+        std::vector<uint16_t> codes(n + 8);
+        for (uint64_t i = 0; i < codes.size(); ++i) {
+            const bool b = busy[(i / dims[0] % rows) / 16 * px + i % dims[0] / 4];
+            int v = (b ? busy_nonzero(rng) : calm_nonzero(rng))
+                        ? static_cast<int>(std::lround(noise(rng) * (radius > 100 ? 20 : 1)))
+                        : 0;
+            v = std::clamp(v, 1 - static_cast<int>(radius), static_cast<int>(radius) - 1);
+            codes[i] = outlier(rng) ? 0 : static_cast<uint16_t>(v + static_cast<int>(radius));
+        }
+        for (const uint32_t levels : {1u, 4u, kAnsMaxStripLevels}) {
+            AnsContextShape shape;
+            std::copy(dims.begin(), dims.end(), shape.dims);
+            shape.levels = levels;
+            const uint32_t strip = ans_strip_width_for(shape);
+            ASSERT_NE(strip, 0u);
+            const AnsContextShape striped = shape.with_strips(strip);
+            for (const size_t shift : {size_t{0}, size_t{1}})   // the codes 16-byte aligned, or not
+            for (const uint32_t lag : {1u, 2u}) {
+                SCOPED_TRACE(std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + "x" + std::to_string(dims[2]) +
+                             " radius " + std::to_string(radius) + " levels " + std::to_string(levels) + " shift " +
+                             std::to_string(shift) + " class lag " + std::to_string(lag));
+                const std::span<const uint16_t> in(codes.data() + shift, n);
+                const auto hist = ans_histogram_cpu(in, radius, striped, 2, lag);
+                gsz::cuda::DeviceBuffer<uint16_t> d_codes(codes.size(), s);
+                ASSERT_EQ(cudaMemcpy(d_codes.data(), codes.data(), codes.size() * 2, cudaMemcpyHostToDevice),
+                          cudaSuccess);
+                gsz::cuda::DeviceBuffer<uint64_t> d_hist(hist.size(), s);
+                gsz::cuda::DeviceBuffer<uint32_t> d_flag(1, s);
+                d_flag.zero(s);
+                std::vector<uint64_t> got_hist(hist.size());
+                for (const uint32_t stride : {1u, kAnsLagSampleStride}) {
+                    ans_histogram_cuda(d_codes.data() + shift, n, radius, striped, d_hist.data(), d_flag.data(), s,
+                                       lag, stride);
+                    ASSERT_EQ(cudaMemcpy(got_hist.data(), d_hist.data(), hist.size() * 8, cudaMemcpyDeviceToHost),
+                              cudaSuccess);
+                    ASSERT_EQ(got_hist, ans_histogram_cpu(in, radius, striped, 2, lag, stride)) << "stride " << stride;
+                }
+                const AnsTables tables = ans_build_tables(hist, levels, true, lag, strip);
+                const uint32_t auto_lane = ans_lane_symbols(n, ans_estimated_bits(tables, hist));
+                for (const uint32_t lane : {auto_lane, 64u, 1000u, 8u}) {
+                    SCOPED_TRACE("lane " + std::to_string(lane));
+                    const AnsStream want = ans_encode_cpu(tables, in, radius, shape, lane, 2);
+                    AnsDeviceStream got;
+                    ans_encode_cuda(tables, d_codes.data() + shift, n, radius, shape, lane, got, s);
+                    std::vector<uint32_t> state, words_per_lane;
+                    std::vector<uint16_t> words;
+                    gsz::cuda::copy_to_host(state, got.lane_state.data(), got.num_lanes, s);
+                    gsz::cuda::copy_to_host(words_per_lane, got.lane_words.data(), got.num_lanes, s);
+                    gsz::cuda::copy_to_host(words, got.words.data(), got.num_words, s);
+                    ASSERT_EQ(state, want.lane_state);
+                    ASSERT_EQ(words_per_lane, want.lane_words);
+                    ASSERT_EQ(words, want.words);
+                    for (const bool lie : {false, true}) {
+                        AnsStream sent = want;
+                        if (lie) sent.lane_state[sent.num_lanes() / 2] ^= 0x00F0F000u;
+                        gsz::ByteWriter t, l, w;
+                        ans_tables_write(tables, lane, t);
+                        AnsStreamView view;
+                        try {
+                            ans_lanes_write(sent, l);
+                            ans_stream_write(sent, w);
+                            view = ans_stream_read(t.bytes(), l.bytes(), w.bytes(), n, shape,
+                                                   AnsLanesLayout::packed_from_one);
+                        } catch (const gsz::Error&) {
+                            continue;  // a state below its floor: rejected before any decoding
+                        }
+                        ASSERT_EQ(view.tables.strip_width, strip);
+                        std::vector<uint16_t> cpu(n);
+                        bool cpu_ok = true;
+                        try {
+                            ans_decode_cpu(view, radius, shape, cpu, 2);
+                        } catch (const gsz::Error&) {
+                            cpu_ok = false;
+                        }
+                        gsz::cuda::DeviceBuffer<uint16_t> d_words(sent.words.size(), s), d_out(n + 1, s);
+                        gsz::cuda::DeviceBuffer<uint32_t> d_state(sent.num_lanes(), s);
+                        gsz::cuda::DeviceBuffer<uint64_t> d_offset(view.lane_word_offset.size(), s);
+                        cudaMemcpy(d_words.data(), sent.words.data(), sent.words.size() * 2, cudaMemcpyHostToDevice);
+                        cudaMemcpy(d_state.data(), sent.lane_state.data(), sent.num_lanes() * 4, cudaMemcpyHostToDevice);
+                        cudaMemcpy(d_offset.data(), view.lane_word_offset.data(), view.lane_word_offset.size() * 8,
+                                   cudaMemcpyHostToDevice);
+                        d_flag.zero(s);
+                        ans_decode_cuda(view.tables, d_words.data(), d_state.data(), d_offset.data(), n, lane, radius,
+                                        shape, view.start_state, d_out.data() + shift, d_flag.data(), s);
+                        uint32_t corrupt = 2;
+                        std::vector<uint16_t> back(n);
+                        ASSERT_EQ(cudaMemcpy(back.data(), d_out.data() + shift, n * 2, cudaMemcpyDeviceToHost),
+                                  cudaSuccess);
+                        ASSERT_EQ(cudaMemcpy(&corrupt, d_flag.data(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+                        EXPECT_EQ(corrupt == 0, cpu_ok) << (lie ? "state changed" : "as encoded");
+                        if (!lie) {
+                            EXPECT_TRUE(std::equal(back.begin(), back.end(), in.begin()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST(CudaBackend, AnsDecoderRejectsWhatTheCpuRejects) {
     REQUIRE_GPU();
     using namespace gsz::encode;

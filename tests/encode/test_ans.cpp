@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -726,4 +727,252 @@ TEST(Ans, AutoChoiceMatchesTheFullComparison) {
 }
 
 }  // namespace
+// Column strips (format version 12): the coding order walks blocks of W
+// columns row by row, and a code's context adds the activity of the row above.
+TEST(AnsStrips, CursorWalksBlocksRowByRowOverEveryIndexOnce) {
+    for (const auto& dims : std::vector<std::array<uint64_t, 3>>{{64, 9, 1}, {96, 7, 1}, {32, 5, 3}, {256, 2, 2}}) {
+        AnsContextShape shape;
+        std::copy(dims.begin(), dims.end(), shape.dims);
+        shape.levels = 3;
+        const uint32_t w = ans_strip_width_for(shape);
+        ASSERT_GE(w, kAnsMinStripWidth);
+        ASSERT_EQ(dims[0] % w, 0u);
+        const uint64_t n = dims[0] * dims[1] * dims[2];
+        AnsCursor c = shape.with_strips(w).cursor();
+        c.seek(0);
+        std::vector<uint8_t> seen(n, 0);
+        for (uint64_t p = 0; p < n; ++p, c.next()) {
+            SCOPED_TRACE("coding index " + std::to_string(p));
+            AnsCursor s = shape.with_strips(w).cursor();
+            s.seek(p);
+            ASSERT_EQ(s.raster(), c.raster());
+            ASSERT_EQ(s.x0, c.x0);
+            // Block p / (w * rows), row by row inside it.
+            const uint64_t rows = dims[1] * dims[2], q = p % (w * rows);
+            ASSERT_EQ(c.x, p / (w * rows) * w + q % w);
+            ASSERT_EQ(c.y + dims[1] * c.z, q / w);
+            ASSERT_EQ(seen[c.raster()]++, 0);
+            if (p > 0) {
+                AnsCursor back = c;
+                back.prev();
+                AnsCursor want = shape.with_strips(w).cursor();
+                want.seek(p - 1);
+                ASSERT_EQ(back.raster(), want.raster());
+                ASSERT_EQ(back.x0, want.x0);
+            }
+        }
+    }
+    // No strips: 1-D data, too many levels, no power of two >= 16 in nx.
+    AnsContextShape s;
+    s.dims[0] = 1024;
+    EXPECT_EQ(ans_strip_width_for(s), 0u);
+    s.dims[1] = 4;
+    EXPECT_EQ(ans_strip_width_for(s), 128u);
+    s.levels = kAnsMaxStripLevels + 1;
+    EXPECT_EQ(ans_strip_width_for(s), 0u);
+    s.levels = 4;
+    s.dims[0] = 4320;
+    EXPECT_EQ(ans_strip_width_for(s), 32u);
+    s.dims[0] = 91;
+    EXPECT_EQ(ans_strip_width_for(s), 0u);
+    s.dims[0] = 48;  // 16 divides it, 32 does not
+    EXPECT_EQ(ans_strip_width_for(s), 0u);
+}
+
+// Codes of a 2-D field busy in patches of 4 columns by 16 rows (as the codes
+// of a smooth field's features are): in raster order each patch starts
+// unannounced every 4 codes, while the row above says where they are.
+std::vector<uint16_t> row_correlated_codes(uint64_t nx, uint64_t ny, uint32_t radius, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    const uint64_t px = (nx + 3) / 4, py = (ny + 15) / 16;
+    std::vector<uint8_t> busy(px * py);
+    for (auto& b : busy) b = u(rng) < 0.3;
+    std::vector<uint16_t> codes(nx * ny);
+    for (uint64_t y = 0; y < ny; ++y)
+        for (uint64_t x = 0; x < nx; ++x) {
+            int32_t v = 0;
+            if (u(rng) < (busy[y / 16 * px + x / 4] ? 0.9 : 0.02))
+                v = static_cast<int32_t>(std::lround(std::normal_distribution<double>(0, 4)(rng)));
+            v = std::clamp<int32_t>(v, -static_cast<int32_t>(radius) + 1, static_cast<int32_t>(radius) - 1);
+            codes[y * nx + x] = u(rng) < 0.001 ? 0 : static_cast<uint16_t>(v + static_cast<int32_t>(radius));
+        }
+    return codes;
+}
+
+struct StripCoded {
+    AnsTables tables;
+    AnsStream stream;
+    ByteWriter t, l, w;
+};
+
+StripCoded strip_encode(const std::vector<uint16_t>& codes, uint32_t radius, const AnsContextShape& shape,
+                        uint32_t strip, uint32_t lag, uint32_t lane_symbols, int threads) {
+    StripCoded c;
+    const auto hist = ans_histogram_cpu(codes, radius, shape.with_strips(strip), threads, lag);
+    c.tables = ans_build_tables(hist, shape.levels, true, lag, strip);
+    c.stream = ans_encode_cpu(c.tables, codes, radius, shape, lane_symbols, threads);
+    ans_tables_write(c.tables, lane_symbols, c.t);
+    ans_lanes_write(c.stream, c.l);
+    ans_stream_write(c.stream, c.w);
+    return c;
+}
+
+TEST(AnsStrips, RoundTripOverShapesLanesLagsAndLevels) {
+    for (const auto& dims : std::vector<std::array<uint64_t, 3>>{{64, 9, 1}, {96, 21, 1}, {32, 5, 3}, {256, 30, 1}}) {
+        AnsContextShape shape;
+        std::copy(dims.begin(), dims.end(), shape.dims);
+        const uint64_t n = dims[0] * dims[1] * dims[2];
+        for (const uint32_t levels : {1u, 4u, kAnsMaxStripLevels}) {
+            shape.levels = levels;
+            const uint32_t strip = ans_strip_width_for(shape);
+            for (const uint32_t radius : {2u, 512u, 32768u}) {
+                const auto codes = row_correlated_codes(dims[0], dims[1] * dims[2], radius, static_cast<uint32_t>(n + levels));
+                for (const uint32_t lag : {1u, 2u})
+                    for (const uint32_t lane : {8u, 64u, 256u, 1000u, 1u << 20}) {
+                        SCOPED_TRACE(std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + "x" +
+                                     std::to_string(dims[2]) + " levels " + std::to_string(levels) + " radius " +
+                                     std::to_string(radius) + " lag " + std::to_string(lag) + " lane " +
+                                     std::to_string(lane));
+                        StripCoded c = strip_encode(codes, radius, shape, strip, lag, lane, 2);
+                        const AnsStreamView view = ans_stream_read(c.t.bytes(), c.l.bytes(), c.w.bytes(), n, shape,
+                                                                   AnsLanesLayout::packed_from_one);
+                        ASSERT_EQ(view.tables.strip_width, strip);
+                        std::vector<uint16_t> out(n, 0xABCD);
+                        ans_decode_cpu(view, radius, shape, out, 2);
+                        ASSERT_EQ(out, codes);
+                    }
+            }
+        }
+    }
+}
+
+TEST(AnsStrips, ThreadsDoNotChangeTheStream) {
+    AnsContextShape shape;
+    shape.dims[0] = 512;
+    shape.dims[1] = 300;
+    shape.levels = 4;
+    const auto codes = row_correlated_codes(512, 300, 512, 3);
+    StripCoded one = strip_encode(codes, 512, shape, 128, 2, 2048, 1);
+    StripCoded two = strip_encode(codes, 512, shape, 128, 2, 2048, 2);
+    EXPECT_EQ(one.t.bytes(), two.t.bytes());
+    EXPECT_EQ(one.l.bytes(), two.l.bytes());
+    EXPECT_EQ(one.w.bytes(), two.w.bytes());
+}
+
+TEST(AnsStrips, TheRowAboveSavesWhereItPredictsAndTheChoiceTakesIt) {
+    AnsContextShape shape;
+    shape.dims[0] = 1024;
+    shape.dims[1] = 512;
+    shape.levels = 1;
+    const uint64_t n = 1024 * 512;
+    const auto codes = row_correlated_codes(1024, 512, 512, 9);
+    const uint32_t strip = ans_strip_width_for(shape);
+    ASSERT_EQ(strip, 128u);
+    const auto raster = ans_histogram_cpu(codes, 512, shape, 2);
+    const auto strips = ans_histogram_cpu(codes, 512, shape.with_strips(strip), 2);
+    uint64_t counted = 0;
+    for (const uint64_t c : strips) counted += c;
+    EXPECT_EQ(counted, n);
+    const AnsTables rt = ans_build_tables(raster, 1), st = ans_build_tables(strips, 1, true, 1, strip);
+    EXPECT_EQ(st.num_contexts(), kAnsAboveClasses * kAnsClasses);
+    const uint64_t raster_bytes = ans_estimated_bytes(rt, raster, n), strip_bytes = ans_estimated_bytes(st, strips, n);
+    EXPECT_LT(strip_bytes * 100, raster_bytes * 95) << raster_bytes << " against " << strip_bytes;
+    // What the coder spends follows the estimate (the lanes' first rows code as "none").
+    const uint32_t lane = ans_lane_symbols(n, ans_estimated_bits(st, strips));
+    StripCoded c = strip_encode(codes, 512, shape, strip, 1, lane, 2);
+    const uint64_t coded = c.t.size() + c.l.size() + c.w.size();
+    EXPECT_LT(coded, strip_bytes * 102 / 100);
+    EXPECT_GT(coded, strip_bytes * 98 / 100);
+    const AnsCandidate candidates[2] = {{raster, 1, 0}, {strips, 1, strip}};
+    EXPECT_EQ(ans_choose_candidate(candidates, 1, n), 1u);
+}
+
+TEST(AnsStrips, NoneTablesHoldEverySymbolTheirClassCounted) {
+    AnsContextShape shape;
+    shape.dims[0] = 64;
+    shape.dims[1] = 200;
+    shape.levels = 3;
+    const auto codes = row_correlated_codes(64, 200, 512, 5);
+    const auto hist = ans_histogram_cpu(codes, 512, shape.with_strips(64), 2, 1);
+    const AnsTables t = ans_build_tables(hist, 3, true, 1, 64);
+    for (uint32_t level = 0; level < 3; ++level)
+        for (uint32_t cls = 0; cls < kAnsClasses; ++cls)
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+                uint64_t any = 0;
+                for (uint32_t a = 0; a < kAnsAboveClasses; ++a)
+                    any += hist[ans_context(level, a, cls, kAnsAboveClasses) * kAnsAlphabet + s];
+                if (cls == kAnsStartClass) continue;
+                if (any) {
+                    EXPECT_NE(t.entry[ans_context(level, 0, cls, kAnsAboveClasses) * kAnsAlphabet + s], 0u);
+                }
+            }
+    // Lane starts only in the none class; the level's start table holds all its symbols.
+    for (uint32_t level = 0; level < 3; ++level) {
+        for (uint32_t a = 1; a < kAnsAboveClasses; ++a)
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+                EXPECT_EQ(t.entry[ans_context(level, a, kAnsStartClass, kAnsAboveClasses) * kAnsAlphabet + s], 0u);
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            uint64_t any = 0;
+            for (uint32_t c = 0; c < kAnsAboveClasses * kAnsClasses; ++c)
+                any += hist[(level * kAnsAboveClasses * kAnsClasses + c) * kAnsAlphabet + s];
+            if (any) {
+                EXPECT_NE(t.entry[ans_context(level, 0, kAnsStartClass, kAnsAboveClasses) * kAnsAlphabet + s], 0u);
+            }
+        }
+    }
+}
+
+TEST(AnsStrips, ReaderChecksTheStripWidthAgainstTheShape) {
+    AnsContextShape shape;
+    shape.dims[0] = 64;
+    shape.dims[1] = 40;
+    shape.levels = 4;
+    const uint64_t n = 64 * 40;
+    const auto codes = row_correlated_codes(64, 40, 512, 6);
+    StripCoded c = strip_encode(codes, 512, shape, 64, 1, 512, 1);
+    const auto read = [&](std::vector<uint8_t> t, const AnsContextShape& s, uint64_t count,
+                          AnsTablesLayout layout = AnsTablesLayout::striped) {
+        return ans_stream_read(t, c.l.bytes(), c.w.bytes(), count, s, AnsLanesLayout::packed_from_one, layout);
+    };
+    EXPECT_NO_THROW(read(c.t.bytes(), shape, n));
+    // The strip byte follows lane length (4), levels, classes, alphabet, scale bits and the class lag.
+    ASSERT_EQ(c.t.bytes()[9], 6u);
+    for (const uint8_t log : {1, 3, 4, 7, 8, 31, 32, 200}) {
+        auto t = c.t.bytes();
+        t[9] = log;
+        EXPECT_THROW(read(t, shape, n), Error) << "2^" << int(log) << " columns";
+    }
+    auto raster = c.t.bytes();
+    raster[9] = 0;  // read as raster tables: a quarter of the contexts, the rest left over
+    EXPECT_THROW(read(raster, shape, n), Error);
+    AnsContextShape other = shape;
+    other.dims[0] = 96;  // 64 does not divide it
+    other.dims[1] = 80 / 3;
+    EXPECT_THROW(read(c.t.bytes(), other, 96 * (80 / 3)), Error);
+    AnsContextShape one_row = shape;
+    one_row.dims[0] = n;
+    one_row.dims[1] = 1;
+    EXPECT_THROW(read(c.t.bytes(), one_row, n), Error);
+    EXPECT_THROW(ans_stream_read(c.t.bytes(), c.l.bytes(), c.w.bytes(), n, 4u, AnsLanesLayout::packed_from_one), Error);
+    // Too many levels for strips' context references.
+    AnsContextShape deep = shape;
+    deep.levels = kAnsMaxStripLevels + 1;
+    EXPECT_THROW(read(c.t.bytes(), deep, n), Error);
+    // Lanes of whole groups of eight only (the GPU coders' groups lie in one row of a strip).
+    EXPECT_THROW(ans_encode_cpu(c.tables, codes, 512, shape, 12, 1), Error);
+    // Strip tables in an older layout cannot be written.
+    ByteWriter old;
+    EXPECT_THROW(ans_tables_write(c.tables, 512, old, AnsTablesLayout::lagged), Error);
+    // The decoder takes the shape apart from the view: strips that do not fit it are refused, not walked.
+    const AnsStreamView view = read(c.t.bytes(), shape, n);
+    std::vector<uint16_t> out(n);
+    ans_decode_cpu(view, 512, shape, out, 1);
+    EXPECT_EQ(out, codes);
+    AnsContextShape transposed = shape;
+    transposed.dims[0] = 40;
+    transposed.dims[1] = 64;
+    EXPECT_THROW(ans_decode_cpu(view, 512, transposed, out, 1), Error);
+}
+
 }  // namespace gsz::encode

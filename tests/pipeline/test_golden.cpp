@@ -37,6 +37,7 @@ struct Golden {
     bool components = false;  // dims {3, N}: three far-apart stretches of the sample as components (golden_input)
     uint32_t stride = 0;      // interp, 1-D: the anchor stride (0 = auto)
     gsz_interp_tiles tiles = GSZ_INTERP_TILES_SPLINE;   // interp: Lorenzo tiles (format version 10)
+    gsz_ans_strips strips = GSZ_ANS_STRIPS_AUTO;         // interp, ans: column strips (format version 12)
 };
 
 const Golden kGoldens[] = {
@@ -102,6 +103,14 @@ const Golden kGoldens[] = {
     {"interp_tiles_each_wmag_91x91x40_f32_rel1e-4.gsz", GSZ_DTYPE_F32, {91, 91, 40}, GSZ_ERROR_REL, 1e-4,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
      GSZ_INTERP_TILES_EACH},
+    // version 11: rANS lanes started at state 1 (every ans golden above pins it)
+    // version 12: rANS in column strips with the row above as context (on: auto keeps raster order here)
+    {"interp_strips_wmag_64x91x8_f32_rel1e-2.gsz", GSZ_DTYPE_F32, {64, 91, 8}, GSZ_ERROR_REL, 1e-2,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
+     GSZ_INTERP_TILES_AUTO, GSZ_ANS_STRIPS_ON},
+    {"interp_strips_wmag_32x91x4_f64_abs1e-1.gsz", GSZ_DTYPE_F64, {32, 91, 4}, GSZ_ERROR_ABS, 1e-1,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_ANS, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
+     GSZ_INTERP_TILES_AUTO, GSZ_ANS_STRIPS_ON},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -197,6 +206,17 @@ const std::vector<OldGolden> kVersion9 = [] {
     return v;
 }();
 
+// Versions 10 and 11 (rANS lanes from 2^16, then from 1; no strips): every
+// golden up to the Lorenzo tiles (their version 12 archives decode to the same bits).
+const std::vector<OldGolden> kVersion10 = [] {
+    std::vector<OldGolden> v = kVersion9;
+    v.push_back({kGoldens[23], 0x1516ed3624b7be97});
+    v.push_back({kGoldens[24], 0xdfb5bfb8a7a5590e});
+    v.push_back({kGoldens[25], 0x3a902778a9221c1f});
+    return v;
+}();
+const std::vector<OldGolden>& kVersion11 = kVersion10;
+
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
 template <class T>
@@ -278,6 +298,7 @@ void check_golden(const Golden& g) {
     params.interp_anchors = g.anchors;
     params.interp_anchor_stride = g.stride;
     params.interp_tiles = g.tiles;
+    params.ans_strips = g.strips;
     const auto fresh = ctx.compress(params, input.data());
     if (std::getenv("GSZ_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),
@@ -296,6 +317,10 @@ void check_golden(const Golden& g) {
     }
     if (g.lossless != GSZ_LOSSLESS_AUTO) {
         EXPECT_EQ(info.lossless, g.lossless);
+    }
+    if (g.strips == GSZ_ANS_STRIPS_ON) {
+        EXPECT_EQ(info.lossless, GSZ_LOSSLESS_ANS);
+        EXPECT_EQ(info.ans_strip_width, g.dims[0]) << "the golden must pin the strips";
     }
     const auto dec = ctx.decompress<T>(golden, GSZ_DEVICE_CPU);
     const auto r = check_bound(input, dec, info.error_bound_abs);
@@ -317,7 +342,7 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
     const auto dec = ctx.decompress<T>(golden, GSZ_DEVICE_CPU);
     EXPECT_EQ(XXH64(dec.data(), dec.size() * sizeof(T), 0), old.output_hash)
         << std::hex << "0x" << XXH64(dec.data(), dec.size() * sizeof(T), 0)
-        << ": a version " << version << " archive no longer decodes to the same bits";
+        << std::dec << ": a version " << version << " archive no longer decodes to the same bits";
     const auto r = check_bound(input, dec, info.error_bound_abs);
     EXPECT_EQ(r.violations, 0u);
     EXPECT_EQ(r.nonfinite_changed, 0u);
@@ -326,7 +351,7 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
 TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
     const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
         {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}, {6, kVersion6}, {7, kVersion7},
-        {8, kVersion8}, {9, kVersion9}};
+        {8, kVersion8}, {9, kVersion9}, {10, kVersion10}, {11, kVersion11}};
     for (const auto& [version, goldens] : versions) {
         for (const OldGolden& g : goldens) {
             SCOPED_TRACE(version_dir(version) + "/" + g.source.file);

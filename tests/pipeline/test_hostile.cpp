@@ -667,7 +667,7 @@ TEST(Hostile, LyingRunTokensAreRejected) {
         // Token streams whose lengths do not add up to the codes: the last
         // token dropped, or repeated, re-encoded with the archive's own book.
         const uint64_t n = parsed.header.num_elements();
-        const auto plan = gsz::pipeline::code_stage_read(parsed, info.radius, 1024, n, 1);
+        const auto plan = gsz::pipeline::code_stage_read(parsed, info.radius, 1024, n, gsz::encode::AnsContextShape{});
         std::vector<uint16_t> tokens(plan.stream.num_symbols);
         gsz::encode::huffman_decode_cpu(plan.book, plan.stream, tokens, 1);
         auto with_tokens = [&](const std::vector<uint16_t>& t) {
