@@ -113,7 +113,7 @@ uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const ui
 }
 
 size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
-                            uint64_t* chosen_bits) {
+                            uint64_t* chosen_bits, uint64_t* chosen_bytes) {
     size_t best = 0;
     uint64_t best_bytes = UINT64_MAX, best_bits = 0;
     for (size_t k = 0; k < candidates.size(); ++k) {
@@ -139,6 +139,7 @@ size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t l
         }
     }
     if (chosen_bits) *chosen_bits = best_bits;
+    if (chosen_bytes) *chosen_bytes = best_bytes;
     return best;
 }
 

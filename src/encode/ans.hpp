@@ -138,9 +138,10 @@ struct AnsCandidate {
 
 // The candidate (its index) whose tables give the smallest estimated stage,
 // the first on ties; `chosen_bits`, when given, receives its
-// ans_estimated_bits.  ans_choose_class_lag is this over two.
+// ans_estimated_bits, `chosen_bytes` the estimate (for n codes, of a sample's
+// histogram too).  ans_choose_class_lag is this over two.
 size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
-                            uint64_t* chosen_bits = nullptr);
+                            uint64_t* chosen_bits = nullptr, uint64_t* chosen_bytes = nullptr);
 
 // The coded size of these counts under these tables, in bits (symbols and
 // uniform bits; lane states and tables not included).

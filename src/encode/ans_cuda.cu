@@ -234,10 +234,19 @@ __device__ __forceinline__ bool histogram_strip_chunk(const uint16_t* __restrict
     uint32_t zf = zero_flags(c2, radius) | zero_flags(c1, radius) << 8 | zero_flags(c0, radius) << 16;
     bool bad = false;
     uint32_t run_bin = 0xFFFFFFFFu, run = 0;
+    uint32_t ab = group_above<true>(codes, cur, begin, 0, radius, vec);
     for (uint32_t q = 0; q < count; q += 8) {
         uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if constexpr (Levels) group_levels(cur, lv);
-        const uint32_t ab = group_above<true>(codes, cur, begin + q, 0, radius, vec);
+        // The next group's codes and above classes, loaded ahead of this group's counting.
+        AnsCursor cur_next = cur;
+        CodeGroup next;
+        uint32_t ab_next = 0;
+        if (q + 8 < count) {
+            strip_next8(cur_next);
+            next = load_eight<true>(codes + cur_next.raster(), vec);
+            ab_next = group_above<true>(codes, cur_next, begin + q + 8, 0, radius, vec);
+        }
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
             const uint32_t raw = c0[j];
@@ -256,9 +265,10 @@ __device__ __forceinline__ bool histogram_strip_chunk(const uint16_t* __restrict
             ++run;
         }
         if (q + 8 >= count) break;
-        strip_next8(cur);
+        cur = cur_next;
         c1 = c0;
-        c0 = load_eight<true>(codes + cur.raster(), vec);
+        c0 = next;
+        ab = ab_next;
         zf = zf >> 8 | zero_flags(c0, radius) << 16;
     }
     if (run) atomicAdd(&s_hist[run_bin], run);
@@ -399,11 +409,21 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
     uint32_t x = start_state;
     uint32_t emitted = 0;
     SlotWriter out{slots + (lane + 1) * slot_words};
+    // Strips: the group's above classes (two bits a code), and the next
+    // group's, whose loads are issued before this group's chain.
+    uint32_t ab = 0, ab_next = 0;
+    if constexpr (Strips) ab = group_above<true>(codes, cur, begin + 8 * static_cast<uint64_t>(g), begin, radius, vec);
     for (;;) {
         uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if constexpr (Levels) group_levels(cur, lv);
-        uint32_t ab = 0;  // strips: the codes' above classes, two bits each
-        if constexpr (Strips) ab = group_above<true>(codes, cur, begin + 8 * static_cast<uint64_t>(g), begin, radius, vec);
+        AnsCursor cur_next = cur;
+        if constexpr (Strips) {
+            if (g > 0) {
+                strip_prev8(cur_next);
+                ab_next = group_above<true>(codes, cur_next, begin + 8 * static_cast<uint64_t>(g - 1), begin, radius,
+                                            vec);
+            }
+        }
         uint32_t entry[8], uniform[8];  // freq | cum << 16; the uniform bits' value | their count << 16
         unsigned long long rcp[8];
 #pragma unroll
@@ -462,7 +482,8 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
         }
         zf = (zf << 8 | zero_flags(c2, radius)) & 0xFFFFFFu;
         if constexpr (Strips) {
-            strip_prev8(cur);
+            cur = cur_next;
+            ab = ab_next;
         } else if constexpr (Levels) {
             if (cur.x >= 8) {
                 cur.x -= 8;
@@ -531,17 +552,41 @@ __device__ __forceinline__ uint32_t load_word_if(bool p, const uint16_t* addr, u
 // the next word is loaded one refill ahead.  Lag2: the next context takes
 // the class of the code before the last (compile-time, as the encoder's).
 //
-// Strips: the codes go to their raster places, each group's above classes
-// come from codes this lane decoded a row earlier (plain loads of its own
-// stores), and the tables (4x the contexts: 96 KB at 4 levels, which would
-// leave an SM two blocks) are read from global memory through the L1
+// Strip (0: raster order): the codes go to their raster places, each
+// group's above classes come from the non-zero flags of the lane's last
+// Strip + 32 codes, kept in registers (AboveHistory: loading the codes it
+// stored a row earlier back from memory cost the chain an L2 round trip a
+// group, run 86), and the tables (4x the contexts: 96 KB at 4 levels, which
+// would leave an SM two blocks) are read from global memory through the L1
 // (run 83: a few percent slower than shared memory on raster tables).
-template <bool Levels, bool Lag2, bool Strips>
+template <uint32_t Strip>
+struct AboveHistory {
+    static constexpr uint32_t kWords = (Strip + 16 + 31) / 32;
+    static constexpr uint32_t kBits = 32 * kWords;
+    // Bit i: the code decoded kBits - i codes before the next group is a non-zero residual (newest on top).
+    uint32_t w[kWords] = {};
+
+    __device__ __forceinline__ void push8(uint32_t flags) {  // bit j: the group's code j
+#pragma unroll
+        for (uint32_t i = 0; i + 1 < kWords; ++i) w[i] = __funnelshift_r(w[i], w[i + 1], 8);
+        w[kWords - 1] = w[kWords - 1] >> 8 | flags << 24;
+    }
+    // above_flags' 12 bits: the window one row up starts Strip + 2 codes before the group.
+    __device__ __forceinline__ uint32_t window() const {
+        constexpr uint32_t b = kBits - Strip - kAnsAboveReach, i = b / 32, sh = b % 32;
+        uint32_t v = w[i] >> sh;
+        if constexpr (sh > 20) v |= w[i + 1] << (32 - sh);
+        return v & 0xFFFu;
+    }
+};
+
+template <bool Levels, bool Lag2, uint32_t Strip>
 __global__ void __launch_bounds__(kLaneMaxThreads)
     ans_decode_kernel(const uint32_t* __restrict__ d_tables, uint32_t table_words, const uint16_t* __restrict__ words,
                       const uint32_t* __restrict__ lane_state, const uint64_t* __restrict__ lane_offset, uint64_t n,
                       uint32_t radius, AnsCursor shape, uint32_t lane_symbols, uint64_t lanes, uint32_t start_state,
                       uint16_t* __restrict__ codes, uint32_t* __restrict__ d_corrupt) {
+    constexpr bool Strips = Strip != 0;
     extern __shared__ uint32_t s_tables[];
     if constexpr (!Strips) {
         for (uint32_t i = threadIdx.x; i < table_words; i += blockDim.x) s_tables[i] = d_tables[i];
@@ -575,15 +620,23 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
         wi += need;
         next_word = load_word_if(need && wi < num_words, lane_words + wi, next_word);
     };
+    AboveHistory<Strips ? Strip : 32> history;
     uint32_t k = 0;  // codes decoded
     while (k < count && !bad) {
         uint32_t lv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if constexpr (Levels) group_levels(cur, lv);
         if constexpr (Strips) {
             out = codes + cur.raster();
-            const uint32_t ab = group_above<false>(codes, cur, begin + k, begin, radius, vec);
+            // above_flags of the window, from the history: columns outside the strip cleared.
+            uint32_t f = history.window();
+            if (cur.x == cur.x0) f &= ~3u;
+            if (cur.x + 8 == cur.x0 + Strip) f &= 0x3FFu;
+            const bool any = cur.y > 0 && k + 7 >= Strip + kAnsAboveReach;
 #pragma unroll
-            for (int j = 0; j < 8; ++j) lv[j] = lv[j] * kAnsAboveClasses + ((ab >> (2 * j)) & 3u);
+            for (int j = 0; j < 8; ++j) {
+                const uint32_t ab = any ? ans_above_class(begin + k + j, begin, cur.y, Strip, __popc((f >> j) & 31u)) : 0u;
+                lv[j] = lv[j] * kAnsAboveClasses + ab;
+            }
         }
         uint32_t code[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         // maybe_start: the group may hold a lane's first 16 codes (a constant
@@ -646,6 +699,10 @@ __global__ void __launch_bounds__(kLaneMaxThreads)
         }
         k = min(k + 8, count);
         if constexpr (Strips) {
+            uint32_t nonzero = 0;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) nonzero |= static_cast<uint32_t>(code[j] != radius) << j;
+            history.push8(nonzero);
             if (k < count) strip_next8(cur);
         } else if constexpr (Levels) {
             if (cur.x + 8 < cur.nx) {
@@ -814,13 +871,16 @@ void ans_decode_cuda(const AnsTables& tables, const uint16_t* d_words, const uin
     const bool strips = tables.strip_width != 0;
     const size_t smem = strips ? 0 : table.size() * sizeof(uint32_t);  // <= 48 KB (8 levels); strips: global
     const bool lag2 = tables.class_lag == 2;
-    using Kernel = decltype(&ans_decode_kernel<true, true, true>);
-    static constexpr Kernel kernels[8] = {
-        ans_decode_kernel<false, false, false>, ans_decode_kernel<false, false, true>,
-        ans_decode_kernel<false, true, false>,  ans_decode_kernel<false, true, true>,
-        ans_decode_kernel<true, false, false>,  ans_decode_kernel<true, false, true>,
-        ans_decode_kernel<true, true, false>,   ans_decode_kernel<true, true, true>};
-    const Kernel kernel = kernels[(shape.levels > 1) * 4 + lag2 * 2 + strips];
+    using Kernel = decltype(&ans_decode_kernel<true, true, 0>);
+    // [levels > 1][lag 2][strip width 0, 32, 64, 128]
+#define GSZ_ANS_DECODERS(L, G) \
+    ans_decode_kernel<L, G, 0>, ans_decode_kernel<L, G, 32>, ans_decode_kernel<L, G, 64>, ans_decode_kernel<L, G, 128>
+    static constexpr Kernel kernels[16] = {GSZ_ANS_DECODERS(false, false), GSZ_ANS_DECODERS(false, true),
+                                           GSZ_ANS_DECODERS(true, false), GSZ_ANS_DECODERS(true, true)};
+#undef GSZ_ANS_DECODERS
+    static_assert(kAnsMinStripWidth == 32 && kAnsMaxStripWidth == 128, "a decoder per strip width");
+    const uint32_t width_index = strips ? ans_floor_log2(tables.strip_width) - 4 : 0u;  // 32 -> 1 .. 128 -> 3
+    const Kernel kernel = kernels[(shape.levels > 1) * 8 + lag2 * 4 + width_index];
     const uint32_t threads = lane_threads(lanes);
     kernel<<<grid_of(lanes, threads), threads, smem, stream>>>(
         d_table.data(), static_cast<uint32_t>(table.size()), d_words, d_lane_state, d_lane_word_offset, n, radius,

@@ -83,6 +83,26 @@ std::vector<AnsLayoutTry> code_stage_ans_tries(const encode::AnsContextShape& sh
     return {{1, 0}, {2, 0}};
 }
 
+size_t code_stage_choose_layout(std::span<const AnsLayoutTry> tries,
+                                std::span<const std::span<const uint64_t>> histograms,
+                                const encode::AnsContextShape& shape, uint64_t n, uint64_t* chosen_bits) {
+    std::vector<encode::AnsCandidate> candidates;
+    for (size_t k = 0; k < tries.size(); ++k)
+        candidates.push_back({histograms[k], tries[k].class_lag, tries[k].strip_width});
+    uint64_t bytes = 0;
+    const size_t best = encode::ans_choose_candidate(candidates, shape.levels, n, chosen_bits, &bytes);
+    if (tries[best].strip_width == 0 || shape.strips != encode::AnsStripsChoice::automatic) return best;
+    // The raster candidates come first (code_stage_ans_tries).
+    size_t raster = 0;
+    while (raster < tries.size() && tries[raster].strip_width == 0) ++raster;
+    uint64_t raster_bits = 0, raster_bytes = 0;
+    const size_t r = encode::ans_choose_candidate(std::span(candidates).first(raster), shape.levels, n, &raster_bits,
+                                                  &raster_bytes);
+    if (bytes + raster_bytes / kStripsMinSaving <= raster_bytes) return best;
+    if (chosen_bits) *chosen_bits = raster_bits;
+    return r;
+}
+
 bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n) {
     return mode == GSZ_LOSSLESS_AUTO && 2 * radius <= encode::kRunMaxAlphabet && encode::run_sample_stride(n) > 1;
 }
@@ -203,13 +223,12 @@ EncodedCodes code_stage_encode_cpu(std::span<const uint16_t> codes, uint32_t rad
         const uint32_t stride = encode::ans_class_lag_sample_stride(n);
         const std::vector<AnsLayoutTry> tries = code_stage_ans_tries(shape, n);
         std::vector<std::vector<uint64_t>> hists;
-        std::vector<encode::AnsCandidate> candidates;
         for (const AnsLayoutTry& t : tries)
             hists.push_back(encode::ans_histogram_cpu(codes, radius, shape.with_strips(t.strip_width), num_threads,
                                                       t.class_lag, stride));
-        for (size_t k = 0; k < tries.size(); ++k) candidates.push_back({hists[k], tries[k].class_lag, tries[k].strip_width});
+        const std::vector<std::span<const uint64_t>> views(hists.begin(), hists.end());
         uint64_t chosen_bits = 0;
-        const size_t chosen = encode::ans_choose_candidate(candidates, shape.levels, n, &chosen_bits);
+        const size_t chosen = code_stage_choose_layout(tries, views, shape, n, &chosen_bits);
         ans_lag = tries[chosen].class_lag;
         ans_strip = tries[chosen].strip_width;
         if (sample_runs)

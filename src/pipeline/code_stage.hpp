@@ -61,6 +61,17 @@ struct AnsLayoutTry {
 };
 std::vector<AnsLayoutTry> code_stage_ans_tries(const encode::AnsContextShape& shape, uint64_t n);
 
+// The layout of `tries` (with their histograms, in order) to code in: the
+// smallest estimate, but with shape.strips automatic, strips only where they
+// save at least 1/kStripsMinSaving of raster order's estimate: their coders
+// cost the GPU's interp a fifth to a third of its speed (H200, etopoT: run
+// 87), which a percent of ratio does not buy.  `chosen_bits`: as
+// ans_choose_candidate's.
+inline constexpr uint32_t kStripsMinSaving = 32;
+size_t code_stage_choose_layout(std::span<const AnsLayoutTry> tries,
+                                std::span<const std::span<const uint64_t>> histograms,
+                                const encode::AnsContextShape& shape, uint64_t n, uint64_t* chosen_bits);
+
 // Whether compression should count a sample of the runs first (auto on
 // large inputs: run_sample_stride), to skip the full count where rANS
 // clearly wins.  The sample counts the runs of the zero-error code (`radius`)

@@ -390,10 +390,8 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     double ans_bits = 0;  // rANS's estimate for the runs' sample
     if (try_lag2) {
         const std::vector<std::span<const uint64_t>> hists = ans_histogram_read(shape, tries, out);
-        std::vector<encode::AnsCandidate> candidates;
-        for (size_t k = 0; k < tries.size(); ++k) candidates.push_back({hists[k], tries[k].class_lag, tries[k].strip_width});
         uint64_t chosen_bits = 0;
-        const size_t chosen = encode::ans_choose_candidate(candidates, shape.levels, n, &chosen_bits);
+        const size_t chosen = code_stage_choose_layout(tries, hists, shape, n, &chosen_bits);
         ans_lag = tries[chosen].class_lag;
         ans_strip = tries[chosen].strip_width;
         // (before the chosen layout's full histogram is queued into the same page-locked buffer;

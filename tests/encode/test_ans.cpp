@@ -888,6 +888,44 @@ TEST(AnsStrips, TheRowAboveSavesWhereItPredictsAndTheChoiceTakesIt) {
     EXPECT_EQ(ans_choose_candidate(candidates, 1, n), 1u);
 }
 
+TEST(AnsStrips, AutoTakesStripsOnlyForASignificantSaving) {
+    AnsContextShape shape;
+    shape.dims[0] = 1024;
+    shape.dims[1] = 512;
+    shape.levels = 1;
+    const uint64_t n = 1024 * 512;
+    const auto codes = row_correlated_codes(1024, 512, 512, 9);
+    const std::vector<pipeline::AnsLayoutTry> tries = pipeline::code_stage_ans_tries(shape, n);
+    ASSERT_EQ(tries.size(), 4u);
+    std::vector<std::vector<uint64_t>> hists;
+    for (const auto& t : tries) hists.push_back(ans_histogram_cpu(codes, 512, shape.with_strips(t.strip_width), 2, t.class_lag));
+    std::vector<std::span<const uint64_t>> views(hists.begin(), hists.end());
+    // These codes save far more than 1/32 in strips: auto takes them.
+    EXPECT_NE(tries[pipeline::code_stage_choose_layout(tries, views, shape, n, nullptr)].strip_width, 0u);
+    // Codes whose rows above help only in their first quarter: strips still estimate smaller, by less than
+    // 1/32, and auto keeps raster order (on would take the strips).
+    auto mixed = markov_codes(n, 512, 10);
+    std::copy_n(codes.begin(), 1024 * 128, mixed.begin());
+    for (size_t k = 0; k < tries.size(); ++k)
+        hists[k] = ans_histogram_cpu(mixed, 512, shape.with_strips(tries[k].strip_width), 2, tries[k].class_lag);
+    views.assign(hists.begin(), hists.end());
+    std::vector<AnsCandidate> all;
+    for (size_t k = 0; k < tries.size(); ++k) all.push_back({hists[k], tries[k].class_lag, tries[k].strip_width});
+    uint64_t best_bytes = 0, raster_bytes = 0;
+    ASSERT_NE(tries[ans_choose_candidate(all, 1, n, nullptr, &best_bytes)].strip_width, 0u);
+    ans_choose_candidate(std::span(all).first(2), 1, n, nullptr, &raster_bytes);
+    ASSERT_GT(best_bytes * pipeline::kStripsMinSaving, raster_bytes * (pipeline::kStripsMinSaving - 1));
+    EXPECT_EQ(tries[pipeline::code_stage_choose_layout(tries, views, shape, n, nullptr)].strip_width, 0u);
+    AnsContextShape forced = shape;
+    forced.strips = AnsStripsChoice::on;
+    const auto on_tries = pipeline::code_stage_ans_tries(forced, n);
+    ASSERT_EQ(on_tries.size(), 2u);
+    EXPECT_NE(on_tries[0].strip_width, 0u);
+    forced.strips = AnsStripsChoice::off;
+    EXPECT_EQ(pipeline::code_stage_ans_tries(forced, n).size(), 2u);
+    EXPECT_EQ(pipeline::code_stage_ans_tries(forced, n)[1].strip_width, 0u);
+}
+
 TEST(AnsStrips, NoneTablesHoldEverySymbolTheirClassCounted) {
     AnsContextShape shape;
     shape.dims[0] = 64;
