@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Seeds for ans_decode_fuzz from the lorenzo archives with rANS sections:
+"""Seeds for ans_decode_fuzz from the lorenzo archives with rANS sections,
+and from the interp archives whose rANS is in column strips (format version 12):
 the fuzzer's 10-byte head (section sizes, levels 1, radius 512, the lanes'
 and tables' layouts, code count; one row of codes, no strip shape)
 followed by the archive's ans_tables, ans_lanes and ans_stream payloads.
@@ -67,9 +68,19 @@ def main():
         if not parsed:
             continue
         version, pipeline, n, found = parsed
-        if pipeline != 1 or ANS_TABLES not in found or n > 1 << 18:
+        if ANS_TABLES not in found or n > 1 << 18:
             continue
         tables, lanes, stream = found[ANS_TABLES], found[ANS_LANES], found[ANS_STREAM]
+        if version >= 12 and tables[9] != 0:
+            # strips (interp): the fuzzer's strip shape (byte 5 bit 6) of rows of 32 << (byte 4 / 8 % 3)
+            # codes and 1 + byte 4 % 8 levels, radius 32768 (3), lanes from state 1, version 12's tables
+            levels, log = tables[4], tables[9]
+            head = struct.pack("<HHBBI", len(tables), len(lanes), 8 * (log - 5) + levels - 1, 3 | 64, n - 1)
+            name = os.path.join(out, "ans_strips_" + os.path.basename(path))
+            open(name, "wb").write(head + tables + lanes + stream)
+            continue
+        if pipeline != 1:
+            continue
         # byte 5: radius 512 (2), bit 2 for the fixed lanes of versions 3 to 6, bit 3 for the tables
         # of versions 3 to 7 (no class lag byte, no references), bit 4 for the packed lanes from
         # state 2^16 of versions 7 to 10 (version 11 on: from state 1), bit 5 for the tables of
