@@ -60,6 +60,11 @@ def sections(blob):
     return version, pipeline, n, found
 
 
+def tag(path):
+    """The archive's folder (tests/golden/v<N>) and name: each version's archive its own seed."""
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) + "_" + os.path.basename(path)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -76,7 +81,7 @@ def main():
             # codes and 1 + byte 4 % 8 levels, radius 32768 (3), lanes from state 1, version 12's tables
             levels, log = tables[4], tables[9]
             head = struct.pack("<HHBBI", len(tables), len(lanes), 8 * (log - 5) + levels - 1, 3 | 64, n - 1)
-            name = os.path.join(out, "ans_strips_" + os.path.basename(path))
+            name = os.path.join(out, "ans_strips_" + tag(path))
             open(name, "wb").write(head + tables + lanes + stream)
             continue
         if pipeline != 1:
@@ -88,7 +93,7 @@ def main():
         flags = (2 | (4 if version < 7 else 0) | (8 if version < 8 else 0) | (16 if 7 <= version < 11 else 0)
                  | (32 if 8 <= version < 12 else 0))
         head = struct.pack("<HHBBI", len(tables), len(lanes), 0, flags, n - 1)
-        name = os.path.join(out, "ans_" + os.path.basename(path))
+        name = os.path.join(out, "ans_" + tag(path))
         open(name, "wb").write(head + tables + lanes + stream)
 
 

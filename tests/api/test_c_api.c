@@ -114,6 +114,24 @@ int main(void) {
         }
         p.interp_tiles = (gsz_interp_tiles)4;
         EXPECT(gsz_compress(ctx, &p, data, arc, cap, &size) == GSZ_STATUS_INVALID_ARGUMENT);
+        p.interp_tiles = GSZ_INTERP_TILES_AUTO;
+    }
+    /* ans strips: off, on and auto compress and decompress (on: where the fastest dim has a power of two
+       >= 32, the archive records the strips); a fourth value is refused */
+    p.lossless = GSZ_LOSSLESS_ANS;
+    {
+        const gsz_ans_strips modes[3] = {GSZ_ANS_STRIPS_OFF, GSZ_ANS_STRIPS_ON, GSZ_ANS_STRIPS_AUTO};
+        for (int m = 0; m < 3; ++m) {
+            gsz_archive_info info;
+            p.ans_strips = modes[m];
+            EXPECT(gsz_compress(ctx, &p, data, arc, cap, &size) == GSZ_STATUS_OK);
+            EXPECT(gsz_decompress(ctx, arc, size, back, N * sizeof(float), GSZ_DEVICE_CPU, 0) == GSZ_STATUS_OK);
+            EXPECT(gsz_archive_inspect(ctx, arc, size, &info) == GSZ_STATUS_OK);
+            EXPECT(modes[m] != GSZ_ANS_STRIPS_OFF || info.ans_strip_width == 0);
+            EXPECT(modes[m] != GSZ_ANS_STRIPS_ON || info.ans_strip_width == NX); /* 64: the largest that divides NX */
+        }
+        p.ans_strips = (gsz_ans_strips)3;
+        EXPECT(gsz_compress(ctx, &p, data, arc, cap, &size) == GSZ_STATUS_INVALID_ARGUMENT);
     }
 
     gsz_ctx_free(ctx);

@@ -740,8 +740,12 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         // Each table: u8 used, the symbols (used <= 7: one byte each; else a 7-byte mask), then used - 1
         // varint frequencies; or 255 and the earlier context it repeats.  Find the first tables listing
         // symbols and by mask, and their frequencies.
+        // Byte 9 (format version 12): the strip width's log2, 0 here; the 20 columns take no strips.
+        ASSERT_EQ(tables[9], 0u);
+        for (const uint8_t log : {uint8_t{4}, uint8_t{5}, uint8_t{7}, uint8_t{8}, uint8_t{255}})
+            expect_corrupt(SectionKind::ans_tables, patched(tables, 9, log), "strips of 2^" + std::to_string(log));
         size_t listed = 0, masked = 0, listed_freq = 0, masked_freq = 0, first_table = 0;
-        for (size_t p = 9; p < tables.size();) {
+        for (size_t p = 10; p < tables.size();) {
             const uint32_t used = tables[p];
             if (used == 0 || used == 255) {
                 p += used ? 2 : 1;
@@ -881,6 +885,50 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, mixed)), GSZ_STATUS_CORRUPT)
             << "ans and Huffman sections together";
     }
+}
+
+// Column strips (format version 12): their sections changed at random (checksums recomputed, so the
+// decoder meets them): a clean error or some values, never a crash (ASan runs this too); lanes of a
+// length the strips' groups cannot take are corrupt.
+TEST(Hostile, LyingStripSectionsNeverCrash) {
+    using gsz::format::SectionKind;
+    const auto all = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    std::vector<float> v;
+    for (size_t z = 0; z < 4; ++z)
+        for (size_t y = 0; y < 24; ++y)
+            for (size_t x = 0; x < 64; ++x) v.push_back(all[x + 91 * (y + 91 * z)]);
+    v[9] = std::numeric_limits<float>::quiet_NaN();
+    auto p = make_params(GSZ_DTYPE_F32, {64, 24, 4}, GSZ_ERROR_REL, 1e-3);
+    p.pipeline = GSZ_PIPELINE_INTERP;
+    p.lossless = GSZ_LOSSLESS_ANS;
+    p.ans_strips = GSZ_ANS_STRIPS_ON;
+    gsz::Context ctx;
+    const auto archive = ctx.compress(p, v.data());
+    ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).ans_strip_width, 64u);
+    std::vector<float> out(v.size());
+    const auto decode = [&](const std::vector<uint8_t>& a) {
+        return gsz_decompress(ctx.get(), a.data(), a.size(), out.data(), out.size() * sizeof(float), GSZ_DEVICE_CPU, 2);
+    };
+    ASSERT_EQ(decode(archive), GSZ_STATUS_OK);
+    std::mt19937 rng(47);
+    int rejected = 0;
+    for (const SectionKind kind : {SectionKind::ans_tables, SectionKind::ans_lanes, SectionKind::ans_stream})
+        for (int trial = 0; trial < 150; ++trial) {
+            auto sec = section_of(archive, kind);
+            const int flips = 1 + static_cast<int>(rng() % 4);
+            for (int f = 0; f < flips; ++f) sec[rng() % sec.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+            rejected += decode(with_section(archive, kind, sec)) != GSZ_STATUS_OK;
+        }
+    EXPECT_GT(rejected, 300);
+    auto tables = section_of(archive, SectionKind::ans_tables);
+    uint32_t lane = 0;
+    std::memcpy(&lane, tables.data(), 4);
+    ASSERT_EQ(lane % 8, 0u);
+    const uint32_t odd = lane + 4;  // not whole groups of eight
+    std::memcpy(tables.data(), &odd, 4);
+    EXPECT_EQ(decode(with_section(archive, SectionKind::ans_tables, tables)), GSZ_STATUS_CORRUPT);
+    EXPECT_NE(std::string(gsz_ctx_last_error(ctx.get())).find("strips"), std::string::npos)
+        << gsz_ctx_last_error(ctx.get());
 }
 
 TEST(Hostile, HugeDimsNeverAllocate) {
