@@ -1,8 +1,10 @@
 // Context-modelled rANS of quant-codes: the "ans" lossless stage.  It spends
 // fractional bits per code (Huffman cannot go below one), and conditions each
-// code on its level and on the previous code (ans_math.hpp).
+// code on its level and on the previous code (ans_math.hpp), and in column
+// strips (format version 12) on the row above as well.
 //
-// The codes are cut into lanes of `lane_symbols` consecutive codes; each lane
+// The codes, in coding order (raster order, or strip after strip), are cut
+// into lanes of `lane_symbols` consecutive codes; each lane
 // is one rANS chain (one GPU thread decodes it), encoded last code first from
 // state 1 and stored as its 16-bit words in decoding order plus the final
 // encoder state and its word count, bit-packed (~36 bits a lane, ~29 net of

@@ -9,9 +9,9 @@
 // in the lane (0, ±1, ±2, ±3..4, ±5..8, ±9..15, larger, outlier), or one of
 // three run classes when the previous 2..3, 4..15 or 16+ codes are all 0
 // residuals, or "lane start" for a lane's first 16 codes; crossed with the
-// point's level, a function of its
-// position known to the decoder (interp: the stride of the finest grid the
-// point lies on; lorenzo: one level).
+// point's level, a function of its position known to the decoder (interp:
+// the stride of the finest grid the point lies on; lorenzo: one level), and
+// in column strips with the activity of the row above (kAnsAboveClasses).
 //
 // rANS (Duda; Giesen's byte-aligned variant with 16-bit words): a 32-bit state
 // kept in [2^16, 2^32), 12-bit frequency tables, at most one 16-bit word out
