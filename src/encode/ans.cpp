@@ -22,6 +22,13 @@ std::pair<uint64_t, uint64_t> lane_range(uint64_t lane, uint32_t lane_symbols, u
 
 uint64_t lane_count(uint64_t n, uint32_t lane_symbols) { return n / lane_symbols + (n % lane_symbols != 0); }
 
+// The stage's archive bytes for `bits` of n codes under these tables: the
+// words, the lanes at kAnsLaneBitsEstimate each, the tables.
+uint64_t stage_bytes(const AnsTables& tables, uint64_t bits, uint64_t n) {
+    const uint64_t lanes = lane_count(n, ans_lane_symbols(n, bits));
+    return bits / 8 + 2 + (lanes * kAnsLaneBitsEstimate + 7) / 8 + 1 + ans_tables_bytes(tables);
+}
+
 }  // namespace
 
 uint32_t ans_strip_width_for(const AnsContextShape& shape) {
@@ -130,8 +137,7 @@ size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t l
                                     ? bits
                                     : static_cast<uint64_t>(static_cast<double>(bits) * static_cast<double>(n) /
                                                             static_cast<double>(counted));
-        const uint64_t lanes = lane_count(n, ans_lane_symbols(n, n_bits));
-        const uint64_t bytes = n_bits / 8 + 2 + (lanes * kAnsLaneBitsEstimate + 7) / 8 + 1 + ans_tables_bytes(t);
+        const uint64_t bytes = stage_bytes(t, n_bits, n);
         if (bytes < best_bytes) {
             best = k;
             best_bytes = bytes;
@@ -399,9 +405,7 @@ uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits) {
 }
 
 uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n) {
-    const uint64_t bits = ans_estimated_bits(tables, histogram);
-    const uint64_t lanes = lane_count(n, ans_lane_symbols(n, bits));
-    return bits / 8 + 2 + (lanes * kAnsLaneBitsEstimate + 7) / 8 + 1 + ans_tables_bytes(tables);
+    return stage_bytes(tables, ans_estimated_bits(tables, histogram), n);
 }
 
 AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,
