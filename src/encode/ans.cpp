@@ -119,33 +119,45 @@ uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const ui
     return ans_choose_candidate(c, levels, n, chosen_bits) == 1 ? 2u : 1u;
 }
 
-size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
-                            uint64_t* chosen_bits, uint64_t* chosen_bytes) {
-    size_t best = 0;
-    uint64_t best_bytes = UINT64_MAX, best_bits = 0;
-    for (size_t k = 0; k < candidates.size(); ++k) {
-        const AnsCandidate& c = candidates[k];
-        uint64_t counted = 0;
-        for (const uint64_t v : c.histogram) counted += v;
-        // Strips' tables (4x the contexts) are compared unshared: sharing's
-        // greedy search over ~200 contexts costs the host tens of
-        // milliseconds, and it only pays on small fields.
-        const AnsTables t = ans_build_tables(c.histogram, levels, c.strip_width == 0, c.class_lag, c.strip_width);
-        const uint64_t bits = ans_estimated_bits(t, c.histogram);
-        // A sample's bits stand for n codes (its tables, whatever their size, are written once).
-        const uint64_t n_bits = counted == 0 || counted == n
-                                    ? bits
-                                    : static_cast<uint64_t>(static_cast<double>(bits) * static_cast<double>(n) /
-                                                            static_cast<double>(counted));
-        const uint64_t bytes = stage_bytes(t, n_bits, n);
-        if (bytes < best_bytes) {
-            best = k;
-            best_bytes = bytes;
-            best_bits = bits;
-        }
+std::vector<AnsCandidateEstimate> ans_estimate_candidates(std::span<const AnsCandidate> candidates, uint32_t levels,
+                                                          uint64_t n, int num_threads) {
+    // Each candidate's tables on a thread of its own: the GPU's compression
+    // waits for this step.
+    const size_t k = candidates.size();
+    std::vector<AnsCandidateEstimate> out(k);
+    const int threads = std::min<int>(resolve_threads(num_threads), static_cast<int>(k));
+    ParallelErrors errors;
+#pragma omp parallel for num_threads(threads) schedule(static, 1) if (threads > 1)
+    for (size_t m = 0; m < k; ++m) {
+        errors.capture([&] {
+            const AnsCandidate& c = candidates[m];
+            uint64_t counted = 0;
+            for (const uint64_t v : c.histogram) counted += v;
+            // Strips' tables (4x the contexts) are compared unshared: sharing's
+            // greedy search over ~200 contexts costs the host tens of
+            // milliseconds, and it only pays on small fields.  A sample's
+            // codes weigh as the n they stand for in the test for sharing.
+            const AnsTables t =
+                ans_build_tables(c.histogram, levels, c.strip_width == 0, c.class_lag, c.strip_width, n, 1);
+            const uint64_t bits = ans_estimated_bits(t, c.histogram);
+            // A sample's bits stand for n codes (its tables, whatever their size, are written once).
+            const uint64_t n_bits = counted == 0 || counted == n
+                                        ? bits
+                                        : static_cast<uint64_t>(static_cast<double>(bits) * static_cast<double>(n) /
+                                                                static_cast<double>(counted));
+            out[m] = {bits, stage_bytes(t, n_bits, n)};
+        });
     }
-    if (chosen_bits) *chosen_bits = best_bits;
-    if (chosen_bytes) *chosen_bytes = best_bytes;
+    errors.rethrow();
+    return out;
+}
+
+size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
+                            uint64_t* chosen_bits, uint64_t* chosen_bytes, int num_threads) {
+    const std::vector<AnsCandidateEstimate> e = ans_estimate_candidates(candidates, levels, n, num_threads);
+    const size_t best = ans_smallest_estimate(e);
+    if (chosen_bits) *chosen_bits = e.empty() ? 0 : e[best].bits;
+    if (chosen_bytes) *chosen_bytes = e.empty() ? UINT64_MAX : e[best].bytes;
     return best;
 }
 
@@ -158,16 +170,32 @@ void normalize(const uint64_t* count, uint32_t* freq) {
     uint64_t total = 0;
     for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
     int64_t sum = 0;
-    for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
-        freq[s] = 0;
-        if (count[s] == 0) continue;
-        // 64-bit where count * scale cannot overflow (every histogram gsz counts), 128-bit otherwise.
-        const auto scaled = count[s] < (uint64_t{1} << 50) && total < (uint64_t{1} << 62)
-                                ? (count[s] * kAnsScale + total / 2) / total
-                                : static_cast<uint64_t>(
-                                      (static_cast<unsigned __int128>(count[s]) * kAnsScale + total / 2) / total);
-        freq[s] = static_cast<uint32_t>(std::max<uint64_t>(1, scaled));
-        sum += freq[s];
+    // Below 2^40 codes a context (every histogram gsz counts): the quotient
+    // through a double reciprocal, then corrected to the exact floor.  The
+    // numerator is below 2^53 (exact as a double) and the estimate is off by
+    // at most one either way; 64-bit divisions were a third of the host's
+    // table builds, which the GPU's compression waits for.
+    if (total < (uint64_t{1} << 40)) {
+        const double inverse = 1.0 / static_cast<double>(total);
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            freq[s] = 0;
+            if (count[s] == 0) continue;
+            const uint64_t a = count[s] * kAnsScale + total / 2;
+            uint64_t q = static_cast<uint64_t>(static_cast<double>(a) * inverse);
+            if (q * total > a) --q;
+            else if ((q + 1) * total <= a) ++q;
+            freq[s] = static_cast<uint32_t>(std::max<uint64_t>(1, q));
+            sum += freq[s];
+        }
+    } else {
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            freq[s] = 0;
+            if (count[s] == 0) continue;
+            const auto scaled = static_cast<uint64_t>(
+                (static_cast<unsigned __int128>(count[s]) * kAnsScale + total / 2) / total);
+            freq[s] = static_cast<uint32_t>(std::max<uint64_t>(1, scaled));
+            sum += freq[s];
+        }
     }
     // At most 56 symbols of at least 1 each: the largest always has room.
     while (sum != kAnsScale) {
@@ -346,7 +374,7 @@ void share_tables(std::span<const uint64_t> histogram, const std::vector<uint32_
 }  // namespace
 
 AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share, uint32_t class_lag,
-                           uint32_t strip_width) {
+                           uint32_t strip_width, uint64_t coded, int num_threads) {
     AnsTables t;
     t.levels = levels;
     t.class_lag = class_lag;
@@ -357,11 +385,15 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
               GSZ_STATUS_INTERNAL, "ans tables: histogram of %zu bins for %u levels, class lag %u, strips of %u",
               histogram.size(), levels, class_lag, strip_width);
     t.entry.assign(histogram.size(), 0);
-    // With `share`: what the own tables cost (their bytes, the codes' bits), and which contexts have one.
+    // Each context's table, and with `share` what it costs (its bytes, the
+    // codes' bits); contexts on threads, their sums joined in context order.
     const auto& cost = freq_cost_q8();
-    uint64_t tables_q8 = 0, codes_q8 = 0;
-    std::vector<uint32_t> used_ctx;
-    for (uint32_t ctx = 0; ctx < t.num_contexts(); ++ctx) {
+    const uint32_t contexts = t.num_contexts();
+    std::vector<uint64_t> own_tables_q8(contexts, 0), own_codes_q8(contexts, 0);
+    std::vector<uint8_t> used(contexts, 0);
+    const int threads = resolve_threads(num_threads);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && contexts >= 48)
+    for (uint32_t ctx = 0; ctx < contexts; ++ctx) {
         uint64_t count[kAnsAlphabet];
         define_counts(histogram, ctx, t.aboves(), count);
         uint64_t total = 0;
@@ -370,15 +402,31 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
         uint32_t freq[kAnsAlphabet];
         normalize(count, freq);
         pack(freq, t.entry.data() + size_t{ctx} * kAnsAlphabet);
+        used[ctx] = 1;
         if (!share) continue;
-        const uint64_t* coded = histogram.data() + size_t{ctx} * kAnsAlphabet;
-        tables_q8 += table_bytes(freq) * 8 * 256;
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s) codes_q8 += coded[s] * cost[std::max<uint32_t>(freq[s], 1)];
+        const uint64_t* coded_counts = histogram.data() + size_t{ctx} * kAnsAlphabet;
+        own_tables_q8[ctx] = table_bytes(freq) * 8 * 256;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+            own_codes_q8[ctx] += coded_counts[s] * cost[std::max<uint32_t>(freq[s], 1)];
+    }
+    if (!share) return t;
+    uint64_t tables_q8 = 0, codes_q8 = 0, counted = 0;
+    std::vector<uint32_t> used_ctx;
+    for (uint32_t ctx = 0; ctx < contexts; ++ctx) {
+        if (!used[ctx]) continue;
+        tables_q8 += own_tables_q8[ctx];
+        codes_q8 += own_codes_q8[ctx];
         used_ctx.push_back(ctx);
     }
+    for (const uint64_t c : histogram) counted += c;
     // Only where the tables weigh: a large field's tables are a few KB of MBs,
-    // and its compression keeps the host step short.
-    if (!share || used_ctx.size() < 2 || tables_q8 * 64 <= codes_q8) return t;
+    // and its compression keeps the host step short.  A sample's codes weigh
+    // as the `coded` codes they stand for (its tables do not shrink with it).
+    const bool weighs = coded > counted && counted > 0
+                            ? static_cast<double>(tables_q8) * 64.0 * static_cast<double>(counted) >
+                                  static_cast<double>(codes_q8) * static_cast<double>(coded)
+                            : tables_q8 * 64 > codes_q8;
+    if (used_ctx.size() < 2 || !weighs) return t;
     share_tables(histogram, used_ctx, t);
     return t;
 }
@@ -548,9 +596,19 @@ void write_tables(const AnsTables& tables, ByteWriter& out) {
 }  // namespace
 
 uint64_t ans_tables_bytes(const AnsTables& tables) {
-    ByteWriter out;
-    write_tables(tables, out);
-    return 10 + out.size();
+    // What write_tables writes, counted (the candidates' choice sizes ~200 tables each).
+    uint64_t bytes = 10;
+    uint32_t freq[kAnsAlphabet];
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
+        if (!tables.source.empty() && tables.source[ctx] != ctx) {
+            bytes += kTableRefBytes;
+            continue;
+        }
+        const uint32_t* e = tables.entry.data() + size_t{ctx} * kAnsAlphabet;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) freq[s] = AnsTables::freq(e[s]);
+        bytes += table_bytes(freq);
+    }
+    return bytes;
 }
 
 void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out, AnsTablesLayout layout) {

@@ -126,9 +126,14 @@ struct AnsTables {
 // field), contexts share tables: greedily, the pair whose merge saves the
 // most bytes (table bytes against the bits the pooled table costs their
 // codes) until no merge saves any (`share`; off: every context its own, as
-// archives before version 8).  Deterministic integer arithmetic.
+// archives before version 8).  Deterministic integer arithmetic.  `coded`:
+// the codes a sample's histogram stands for (their bits weigh that much
+// against the tables in the test for sharing; 0: the histogram's own).
+// Contexts are normalized on up to `num_threads` threads (0: OpenMP's
+// default); the tables do not depend on it.
 AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share = true,
-                           uint32_t class_lag = 1, uint32_t strip_width = 0);
+                           uint32_t class_lag = 1, uint32_t strip_width = 0, uint64_t coded = 0,
+                           int num_threads = 0);
 
 // One candidate context layout of the stage: a histogram and what it was
 // counted with.
@@ -143,7 +148,26 @@ struct AnsCandidate {
 // ans_estimated_bits, `chosen_bytes` the estimate (for n codes, of a sample's
 // histogram too).  ans_choose_class_lag is this over two.
 size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
-                            uint64_t* chosen_bits = nullptr, uint64_t* chosen_bytes = nullptr);
+                            uint64_t* chosen_bits = nullptr, uint64_t* chosen_bytes = nullptr, int num_threads = 0);
+
+// What ans_choose_candidate weighs, per candidate: ans_estimated_bits of its
+// histogram under its tables, and the stage's estimated bytes for n codes.
+// The candidates are estimated on up to `num_threads` threads (0: OpenMP's
+// default); the estimates do not depend on it.
+struct AnsCandidateEstimate {
+    uint64_t bits = 0;
+    uint64_t bytes = UINT64_MAX;
+};
+std::vector<AnsCandidateEstimate> ans_estimate_candidates(std::span<const AnsCandidate> candidates, uint32_t levels,
+                                                          uint64_t n, int num_threads = 0);
+
+// The first of the smallest estimates (0 when there is none).
+inline size_t ans_smallest_estimate(std::span<const AnsCandidateEstimate> e) {
+    size_t best = 0;
+    for (size_t m = 1; m < e.size(); ++m)
+        if (e[m].bytes < e[best].bytes) best = m;
+    return best;
+}
 
 // The coded size of these counts under these tables, in bits (symbols and
 // uniform bits; lane states and tables not included).

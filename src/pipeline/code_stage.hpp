@@ -70,7 +70,8 @@ std::vector<AnsLayoutTry> code_stage_ans_tries(const encode::AnsContextShape& sh
 inline constexpr uint32_t kStripsMinSaving = 32;
 size_t code_stage_choose_layout(std::span<const AnsLayoutTry> tries,
                                 std::span<const std::span<const uint64_t>> histograms,
-                                const encode::AnsContextShape& shape, uint64_t n, uint64_t* chosen_bits);
+                                const encode::AnsContextShape& shape, uint64_t n, uint64_t* chosen_bits,
+                                int num_threads = 0);
 
 // Whether compression should count a sample of the runs first (auto on
 // large inputs: run_sample_stride), to skip the full count where rANS
@@ -84,7 +85,8 @@ bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n);
 // `counted_bits`, when given, is ans_estimated_bits of the histogram under
 // those tables, already known (ans_choose_class_lag's): no tables are built.
 double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n,
-                           std::optional<uint64_t> counted_bits = std::nullopt, uint32_t strip_width = 0);
+                           std::optional<uint64_t> counted_bits = std::nullopt, uint32_t strip_width = 0,
+                           int num_threads = 0);
 
 // Whether the runs' full count is skipped: the tokens' histogram estimated
 // from the codes' (exact) and the sample's run digits (scaled to n codes) has
@@ -114,7 +116,7 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
                                   std::span<const uint64_t> ans_histogram, uint32_t ans_class_lag,
                                   uint32_t ans_levels, uint64_t n, encode::HuffmanCodebook* storage = nullptr,
-                                  uint32_t ans_strip_width = 0);
+                                  uint32_t ans_strip_width = 0, int num_threads = 0);
 
 // The stage's output on the host, as the archive writer takes it.
 struct EncodedCodes {
