@@ -120,41 +120,30 @@ uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const ui
 }
 
 std::vector<AnsCandidateEstimate> ans_estimate_candidates(std::span<const AnsCandidate> candidates, uint32_t levels,
-                                                          uint64_t n, int num_threads) {
-    // Each candidate's tables on a thread of its own: the GPU's compression
-    // waits for this step.
-    const size_t k = candidates.size();
-    std::vector<AnsCandidateEstimate> out(k);
-    const int threads = std::min<int>(resolve_threads(num_threads), static_cast<int>(k));
-    ParallelErrors errors;
-#pragma omp parallel for num_threads(threads) schedule(static, 1) if (threads > 1)
-    for (size_t m = 0; m < k; ++m) {
-        errors.capture([&] {
-            const AnsCandidate& c = candidates[m];
-            uint64_t counted = 0;
-            for (const uint64_t v : c.histogram) counted += v;
-            // Strips' tables (4x the contexts) are compared unshared: sharing's
-            // greedy search over ~200 contexts costs the host tens of
-            // milliseconds, and it only pays on small fields.  A sample's
-            // codes weigh as the n they stand for in the test for sharing.
-            const AnsTables t =
-                ans_build_tables(c.histogram, levels, c.strip_width == 0, c.class_lag, c.strip_width, n, 1);
-            const uint64_t bits = ans_estimated_bits(t, c.histogram);
-            // A sample's bits stand for n codes (its tables, whatever their size, are written once).
-            const uint64_t n_bits = counted == 0 || counted == n
-                                        ? bits
-                                        : static_cast<uint64_t>(static_cast<double>(bits) * static_cast<double>(n) /
-                                                                static_cast<double>(counted));
-            out[m] = {bits, stage_bytes(t, n_bits, n)};
-        });
+                                                          uint64_t n) {
+    std::vector<AnsCandidateEstimate> out;
+    for (const AnsCandidate& c : candidates) {
+        uint64_t counted = 0;
+        for (const uint64_t v : c.histogram) counted += v;
+        // Strips' tables (4x the contexts) are compared unshared: sharing's
+        // greedy search over ~200 contexts costs the host tens of
+        // milliseconds, and it only pays on small fields.  A sample's codes
+        // weigh as the n they stand for in the test for sharing.
+        const AnsTables t = ans_build_tables(c.histogram, levels, c.strip_width == 0, c.class_lag, c.strip_width, n);
+        const uint64_t bits = ans_estimated_bits(t, c.histogram);
+        // A sample's bits stand for n codes (its tables, whatever their size, are written once).
+        const uint64_t n_bits = counted == 0 || counted == n
+                                    ? bits
+                                    : static_cast<uint64_t>(static_cast<double>(bits) * static_cast<double>(n) /
+                                                            static_cast<double>(counted));
+        out.push_back({bits, stage_bytes(t, n_bits, n)});
     }
-    errors.rethrow();
     return out;
 }
 
 size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
-                            uint64_t* chosen_bits, uint64_t* chosen_bytes, int num_threads) {
-    const std::vector<AnsCandidateEstimate> e = ans_estimate_candidates(candidates, levels, n, num_threads);
+                            uint64_t* chosen_bits, uint64_t* chosen_bytes) {
+    const std::vector<AnsCandidateEstimate> e = ans_estimate_candidates(candidates, levels, n);
     const size_t best = ans_smallest_estimate(e);
     if (chosen_bits) *chosen_bits = e.empty() ? 0 : e[best].bits;
     if (chosen_bytes) *chosen_bytes = e.empty() ? UINT64_MAX : e[best].bytes;
@@ -374,7 +363,7 @@ void share_tables(std::span<const uint64_t> histogram, const std::vector<uint32_
 }  // namespace
 
 AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share, uint32_t class_lag,
-                           uint32_t strip_width, uint64_t coded, int num_threads) {
+                           uint32_t strip_width, uint64_t coded) {
     AnsTables t;
     t.levels = levels;
     t.class_lag = class_lag;
@@ -386,14 +375,11 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
               histogram.size(), levels, class_lag, strip_width);
     t.entry.assign(histogram.size(), 0);
     // Each context's table, and with `share` what it costs (its bytes, the
-    // codes' bits); contexts on threads, their sums joined in context order.
+    // codes' bits) and which contexts have one.
     const auto& cost = freq_cost_q8();
-    const uint32_t contexts = t.num_contexts();
-    std::vector<uint64_t> own_tables_q8(contexts, 0), own_codes_q8(contexts, 0);
-    std::vector<uint8_t> used(contexts, 0);
-    const int threads = resolve_threads(num_threads);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && contexts >= 48)
-    for (uint32_t ctx = 0; ctx < contexts; ++ctx) {
+    uint64_t tables_q8 = 0, codes_q8 = 0;
+    std::vector<uint32_t> used_ctx;
+    for (uint32_t ctx = 0; ctx < t.num_contexts(); ++ctx) {
         uint64_t count[kAnsAlphabet];
         define_counts(histogram, ctx, t.aboves(), count);
         uint64_t total = 0;
@@ -402,22 +388,14 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
         uint32_t freq[kAnsAlphabet];
         normalize(count, freq);
         pack(freq, t.entry.data() + size_t{ctx} * kAnsAlphabet);
-        used[ctx] = 1;
         if (!share) continue;
         const uint64_t* coded_counts = histogram.data() + size_t{ctx} * kAnsAlphabet;
-        own_tables_q8[ctx] = table_bytes(freq) * 8 * 256;
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s)
-            own_codes_q8[ctx] += coded_counts[s] * cost[std::max<uint32_t>(freq[s], 1)];
-    }
-    if (!share) return t;
-    uint64_t tables_q8 = 0, codes_q8 = 0, counted = 0;
-    std::vector<uint32_t> used_ctx;
-    for (uint32_t ctx = 0; ctx < contexts; ++ctx) {
-        if (!used[ctx]) continue;
-        tables_q8 += own_tables_q8[ctx];
-        codes_q8 += own_codes_q8[ctx];
+        tables_q8 += table_bytes(freq) * 8 * 256;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) codes_q8 += coded_counts[s] * cost[std::max<uint32_t>(freq[s], 1)];
         used_ctx.push_back(ctx);
     }
+    if (!share) return t;
+    uint64_t counted = 0;
     for (const uint64_t c : histogram) counted += c;
     // Only where the tables weigh: a large field's tables are a few KB of MBs,
     // and its compression keeps the host step short.  A sample's codes weigh
@@ -454,6 +432,10 @@ uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits) {
 
 uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n) {
     return stage_bytes(tables, ans_estimated_bits(tables, histogram), n);
+}
+
+uint64_t ans_estimated_bytes(const AnsTables& tables, uint64_t estimated_bits, uint64_t n) {
+    return stage_bytes(tables, estimated_bits, n);
 }
 
 AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> codes, uint32_t radius,

@@ -129,11 +129,8 @@ struct AnsTables {
 // archives before version 8).  Deterministic integer arithmetic.  `coded`:
 // the codes a sample's histogram stands for (their bits weigh that much
 // against the tables in the test for sharing; 0: the histogram's own).
-// Contexts are normalized on up to `num_threads` threads (0: OpenMP's
-// default); the tables do not depend on it.
 AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels, bool share = true,
-                           uint32_t class_lag = 1, uint32_t strip_width = 0, uint64_t coded = 0,
-                           int num_threads = 0);
+                           uint32_t class_lag = 1, uint32_t strip_width = 0, uint64_t coded = 0);
 
 // One candidate context layout of the stage: a histogram and what it was
 // counted with.
@@ -148,18 +145,16 @@ struct AnsCandidate {
 // ans_estimated_bits, `chosen_bytes` the estimate (for n codes, of a sample's
 // histogram too).  ans_choose_class_lag is this over two.
 size_t ans_choose_candidate(std::span<const AnsCandidate> candidates, uint32_t levels, uint64_t n,
-                            uint64_t* chosen_bits = nullptr, uint64_t* chosen_bytes = nullptr, int num_threads = 0);
+                            uint64_t* chosen_bits = nullptr, uint64_t* chosen_bytes = nullptr);
 
 // What ans_choose_candidate weighs, per candidate: ans_estimated_bits of its
 // histogram under its tables, and the stage's estimated bytes for n codes.
-// The candidates are estimated on up to `num_threads` threads (0: OpenMP's
-// default); the estimates do not depend on it.
 struct AnsCandidateEstimate {
     uint64_t bits = 0;
     uint64_t bytes = UINT64_MAX;
 };
 std::vector<AnsCandidateEstimate> ans_estimate_candidates(std::span<const AnsCandidate> candidates, uint32_t levels,
-                                                          uint64_t n, int num_threads = 0);
+                                                          uint64_t n);
 
 // The first of the smallest estimates (0 when there is none).
 inline size_t ans_smallest_estimate(std::span<const AnsCandidateEstimate> e) {
@@ -203,8 +198,10 @@ uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits);
 // Bytes of the ans_tables section for these tables.
 uint64_t ans_tables_bytes(const AnsTables& tables);
 
-// Archive bytes of the stage (tables, lanes, words) for that estimate.
+// Archive bytes of the stage (tables, lanes, words) for that estimate; the
+// second form from its ans_estimated_bits, already known.
 uint64_t ans_estimated_bytes(const AnsTables& tables, std::span<const uint64_t> histogram, uint64_t n);
+uint64_t ans_estimated_bytes(const AnsTables& tables, uint64_t estimated_bits, uint64_t n);
 
 // The ans_lanes section's layouts: u32 state and u32 word count per lane
 // (format versions 3-6); bit-packed (versions 7-10): the state's bit length

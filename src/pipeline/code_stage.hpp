@@ -65,13 +65,14 @@ std::vector<AnsLayoutTry> code_stage_ans_tries(const encode::AnsContextShape& sh
 // smallest estimate, but with shape.strips automatic, strips only where they
 // save at least 1/kStripsMinSaving of raster order's estimate: their coders
 // cost the GPU's interp a fifth to a third of its speed (H200, etopoT: run
-// 87), which a percent of ratio does not buy.  `chosen_bits`: as
-// ans_choose_candidate's.
+// 87), which a percent of ratio does not buy; nor are they estimated where
+// raster order's codes cost more than kStripsMaxBits bits each, where they
+// save less than that.  `chosen_bits`: as ans_choose_candidate's.
 inline constexpr uint32_t kStripsMinSaving = 32;
+inline constexpr uint64_t kStripsMaxBits = 3;
 size_t code_stage_choose_layout(std::span<const AnsLayoutTry> tries,
                                 std::span<const std::span<const uint64_t>> histograms,
-                                const encode::AnsContextShape& shape, uint64_t n, uint64_t* chosen_bits,
-                                int num_threads = 0);
+                                const encode::AnsContextShape& shape, uint64_t n, uint64_t* chosen_bits);
 
 // Whether compression should count a sample of the runs first (auto on
 // large inputs: run_sample_stride), to skip the full count where rANS
@@ -85,8 +86,7 @@ bool code_stage_sample_runs(gsz_lossless mode, uint32_t radius, uint64_t n);
 // `counted_bits`, when given, is ans_estimated_bits of the histogram under
 // those tables, already known (ans_choose_class_lag's): no tables are built.
 double code_stage_ans_bits(std::span<const uint64_t> ans_histogram, uint32_t levels, uint32_t class_lag, uint64_t n,
-                           std::optional<uint64_t> counted_bits = std::nullopt, uint32_t strip_width = 0,
-                           int num_threads = 0);
+                           std::optional<uint64_t> counted_bits = std::nullopt, uint32_t strip_width = 0);
 
 // Whether the runs' full count is skipped: the tokens' histogram estimated
 // from the codes' (exact) and the sample's run digits (scaled to n codes) has
@@ -116,7 +116,7 @@ CodeStageChoice code_stage_choose(gsz_lossless mode, std::span<const uint64_t> c
                                   std::span<const uint64_t> token_histogram, uint32_t dominant,
                                   std::span<const uint64_t> ans_histogram, uint32_t ans_class_lag,
                                   uint32_t ans_levels, uint64_t n, encode::HuffmanCodebook* storage = nullptr,
-                                  uint32_t ans_strip_width = 0, int num_threads = 0);
+                                  uint32_t ans_strip_width = 0);
 
 // The stage's output on the host, as the archive writer takes it.
 struct EncodedCodes {

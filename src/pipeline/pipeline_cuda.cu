@@ -208,6 +208,7 @@ struct DeviceCodeStage {
     cuda::PinnedBuffer<uint64_t> hist_host;
     cuda::DeviceBuffer<uint64_t> ans_hist;       // "ans": (context, symbol) counts, kept across calls
     cuda::PinnedBuffer<uint64_t> ans_hist_host;
+    cuda::Event ans_sampled;                     // the sampled layouts' histograms are in ans_hist_host
     encode::HuffmanDeviceBook device_book;       // the encoder's table, its buffer kept across calls
     encode::HuffmanDeviceBuilder builder;        // the codebook built on the device (Huffman only)
     bool book_on_device = false;                 // `book` is still on the device (fetch_codes reads it)
@@ -220,10 +221,9 @@ struct DeviceCodeStage {
 // host vector cost ~0.1 ms per call on the lent H100 hosts.  `extra` words
 // after it, zeroed, are lent to `launch_extra` (work of the same batch, such
 // as the runs' sample) and come back with it, at h_hist.data() + alphabet + 1.
-std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
-                                          cudaStream_t stream, cuda::DeviceBuffer<uint64_t>& d_hist,
-                                          cuda::PinnedBuffer<uint64_t>& h_hist, uint32_t extra = 0,
-                                          const std::function<void(uint64_t*)>& launch_extra = {}) {
+void histogram_launch(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, cudaStream_t stream,
+                      cuda::DeviceBuffer<uint64_t>& d_hist, cuda::PinnedBuffer<uint64_t>& h_hist, uint32_t extra = 0,
+                      const std::function<void(uint64_t*)>& launch_extra = {}) {
     const size_t words = size_t{alphabet} + 1 + extra;
     d_hist.allocate(words, stream);  // the entry after the histogram flags a bad symbol
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
@@ -232,9 +232,21 @@ std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_
     encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
     h_hist.allocate(words);
     GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist.data(), words * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
-    GSZ_CUDA(cudaStreamSynchronize(stream));
+}
+
+// histogram_launch's histogram, once the stream has been synchronized.
+std::span<const uint64_t> histogram_read(uint32_t alphabet, const cuda::PinnedBuffer<uint64_t>& h_hist) {
     GSZ_CHECK(h_hist.data()[alphabet] == 0, GSZ_STATUS_INTERNAL, "quant-code outside the alphabet");
     return {h_hist.data(), alphabet};
+}
+
+std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
+                                          cudaStream_t stream, cuda::DeviceBuffer<uint64_t>& d_hist,
+                                          cuda::PinnedBuffer<uint64_t>& h_hist, uint32_t extra = 0,
+                                          const std::function<void(uint64_t*)>& launch_extra = {}) {
+    histogram_launch(d_symbols, n, alphabet, stream, d_hist, h_hist, extra, launch_extra);
+    GSZ_CUDA(cudaStreamSynchronize(stream));
+    return histogram_read(alphabet, h_hist);
 }
 
 // "ans"'s (context, symbol) histograms counted and copied to page-locked
@@ -365,6 +377,12 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     const std::vector<AnsLayoutTry> tries =
         try_lag2 ? code_stage_ans_tries(shape, n) : std::vector<AnsLayoutTry>{AnsLayoutTry{}};
     if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, tries, lag_stride, out, stream);
+    // On a sample, the layout is chosen while the GPU counts the codes'
+    // histogram, which is read after the chosen layout's full one (the
+    // host's choice left the GPU idle: run 91, etopoT rel 1e-4 0.40 -> 0.27
+    // ms from the samples to the full histogram).
+    const bool choose_beside = try_lag2 && lag_stride > 1;
+    if (choose_beside) GSZ_CUDA(cudaEventRecord(out.ans_sampled, stream));
     // The runs' sample, of the zero-error code (the dominant one is not known
     // yet), counted into words after the codes' histogram and read back with it.
     const bool sample_runs = code_stage_sample_runs(mode, radius, n);
@@ -375,12 +393,18 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
             encode::run_digits_cuda(d_codes, n, radius, alphabet, encode::run_sample_stride(n), d_digits, stream,
                                     false);
         };
-    const std::span<const uint64_t> code_hist =
-        histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host, digit_words, count_sample);
-    trace.mark(try_ans ? "histograms" : "histogram");
-    // GPU work that overlaps the host's codebook build and the class lag's
-    // choice (it may use the histogram).
-    if (after_histogram && !after_histogram_done) after_histogram(code_hist[0], stream);
+    std::span<const uint64_t> code_hist;
+    if (choose_beside) {
+        histogram_launch(d_codes, n, alphabet, stream, out.hist, out.hist_host, digit_words, count_sample);
+        GSZ_CUDA(cudaEventSynchronize(out.ans_sampled));
+        trace.mark("ans samples");
+    } else {
+        code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host, digit_words, count_sample);
+        trace.mark(try_ans ? "histograms" : "histogram");
+        // GPU work that overlaps the host's codebook build and the class lag's
+        // choice (it may use the histogram).
+        if (after_histogram && !after_histogram_done) after_histogram(code_hist[0], stream);
+    }
     // The class lag and the strips, as code_stage_encode_cpu: from every
     // layout's histogram; on a sample, the chosen layout's full histogram is
     // queued next (read after the next synchronization).
@@ -409,12 +433,20 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         ans_hist = ans_histogram_read(shape, tries, out)[0];
         if (sample_runs) ans_bits = code_stage_ans_bits(ans_hist, shape.levels, 1, n);
     }
+    bool synchronized = false;
+    if (choose_beside) {
+        // The codes' histogram and the chosen layout's full one, together.
+        GSZ_CUDA(cudaStreamSynchronize(stream));
+        synchronized = true;
+        code_hist = histogram_read(alphabet, out.hist_host);
+        trace.mark("codes' histogram, full layout histogram");
+        if (after_histogram && !after_histogram_done) after_histogram(code_hist[0], stream);
+    }
     // Run tokens counted, their histogram derived; written only if chosen.
     // Skipped where the sample says rANS wins clearly, as code_stage_encode_cpu.
     encode::RunTokenPlan token_plan;
     std::vector<uint64_t> token_hist;
     uint32_t dominant = 0;
-    bool synchronized = false;
     if (code_stage_try_runs(mode, radius, code_hist, n)) {
         dominant = encode::run_dominant_code(code_hist, n);
         encode::RunDigits sample{};
@@ -427,6 +459,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     }
     if (ans_hist_queued) {
         if (!synchronized) GSZ_CUDA(cudaStreamSynchronize(stream));
+        synchronized = true;
         const AnsLayoutTry full[1] = {{ans_lag, ans_strip}};
         ans_hist = ans_histogram_read(shape, full, out)[0];
     }

@@ -888,6 +888,68 @@ TEST(AnsStrips, TheRowAboveSavesWhereItPredictsAndTheChoiceTakesIt) {
     EXPECT_EQ(ans_choose_candidate(candidates, 1, n), 1u);
 }
 
+// Histograms made up for the choice: raster order's codes spread evenly over
+// `raster_symbols` exact symbols in one class; in strips the same codes split
+// over the three above classes, two symbols each (a bit a code).
+std::vector<std::vector<uint64_t>> made_up_layouts(const std::vector<pipeline::AnsLayoutTry>& tries, uint64_t n,
+                                                   uint32_t raster_symbols) {
+    constexpr uint32_t cls = 1;
+    std::vector<std::vector<uint64_t>> hists;
+    for (const auto& t : tries) {
+        const uint32_t aboves = t.strip_width ? kAnsAboveClasses : 1u;
+        std::vector<uint64_t> h(size_t{aboves} * kAnsClasses * kAnsAlphabet, 0);
+        if (t.strip_width == 0) {
+            for (uint32_t s = 0; s < raster_symbols; ++s) h[size_t{cls} * kAnsAlphabet + s] = n / raster_symbols;
+        } else {
+            for (uint32_t a = 1; a < aboves; ++a)
+                for (uint32_t s = 2 * a; s < 2 * a + 2; ++s)
+                    h[size_t{ans_context(0, a, cls, aboves)} * kAnsAlphabet + s] = n / (2 * (aboves - 1));
+        }
+        hists.push_back(std::move(h));
+    }
+    return hists;
+}
+
+TEST(AnsStrips, AutoDoesNotWeighStripsWhereRasterCodesAreDense) {
+    AnsContextShape shape;
+    shape.dims[0] = 1024;
+    shape.dims[1] = 512;
+    shape.levels = 1;
+    const uint64_t n = 1024 * 512;
+    const std::vector<pipeline::AnsLayoutTry> tries = pipeline::code_stage_ans_tries(shape, n);
+    ASSERT_EQ(tries.size(), 4u);
+    ASSERT_LE(16u, kAnsFirstBucket);
+    for (const uint32_t raster_symbols : {4u, 16u}) {  // 2 and 4 bits a code in raster order, 1 in strips
+        SCOPED_TRACE(raster_symbols);
+        const auto hists = made_up_layouts(tries, n, raster_symbols);
+        const std::vector<std::span<const uint64_t>> views(hists.begin(), hists.end());
+        std::vector<AnsCandidate> all;
+        for (size_t k = 0; k < tries.size(); ++k) all.push_back({hists[k], tries[k].class_lag, tries[k].strip_width});
+        uint64_t bits = 0;
+        // Every candidate weighed, the strips save 40% or more ...
+        const std::vector<AnsCandidateEstimate> e = ans_estimate_candidates(all, 1, n);
+        EXPECT_EQ(e[0].bits, n * (raster_symbols == 4 ? 2 : 4));
+        EXPECT_LT(e[2].bytes * 10, e[0].bytes * 6);
+        ASSERT_NE(tries[ans_smallest_estimate(e)].strip_width, 0u);
+        // ... but auto weighs them only below kStripsMaxBits a code in raster order.
+        const size_t chosen = pipeline::code_stage_choose_layout(tries, views, shape, n, &bits);
+        if (raster_symbols * 1u > (1u << pipeline::kStripsMaxBits)) {
+            EXPECT_EQ(chosen, 0u);
+            EXPECT_EQ(bits, e[0].bits);
+        } else {
+            EXPECT_EQ(chosen, 2u);
+            EXPECT_EQ(bits, e[2].bits);
+        }
+        // `on` weighs only strips, whatever raster order costs.
+        AnsContextShape forced = shape;
+        forced.strips = AnsStripsChoice::on;
+        const auto on_tries = pipeline::code_stage_ans_tries(forced, n);
+        const auto on_hists = made_up_layouts(on_tries, n, raster_symbols);
+        const std::vector<std::span<const uint64_t>> on_views(on_hists.begin(), on_hists.end());
+        EXPECT_NE(on_tries[pipeline::code_stage_choose_layout(on_tries, on_views, forced, n, nullptr)].strip_width, 0u);
+    }
+}
+
 TEST(AnsStrips, AutoTakesStripsOnlyForASignificantSaving) {
     AnsContextShape shape;
     shape.dims[0] = 1024;
