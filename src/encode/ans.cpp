@@ -159,32 +159,16 @@ void normalize(const uint64_t* count, uint32_t* freq) {
     uint64_t total = 0;
     for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
     int64_t sum = 0;
-    // Below 2^40 codes a context (every histogram gsz counts): the quotient
-    // through a double reciprocal, then corrected to the exact floor.  The
-    // numerator is below 2^53 (exact as a double) and the estimate is off by
-    // at most one either way; 64-bit divisions were a third of the host's
-    // table builds, which the GPU's compression waits for.
-    if (total < (uint64_t{1} << 40)) {
-        const double inverse = 1.0 / static_cast<double>(total);
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
-            freq[s] = 0;
-            if (count[s] == 0) continue;
-            const uint64_t a = count[s] * kAnsScale + total / 2;
-            uint64_t q = static_cast<uint64_t>(static_cast<double>(a) * inverse);
-            if (q * total > a) --q;
-            else if ((q + 1) * total <= a) ++q;
-            freq[s] = static_cast<uint32_t>(std::max<uint64_t>(1, q));
-            sum += freq[s];
-        }
-    } else {
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
-            freq[s] = 0;
-            if (count[s] == 0) continue;
-            const auto scaled = static_cast<uint64_t>(
-                (static_cast<unsigned __int128>(count[s]) * kAnsScale + total / 2) / total);
-            freq[s] = static_cast<uint32_t>(std::max<uint64_t>(1, scaled));
-            sum += freq[s];
-        }
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+        freq[s] = 0;
+        if (count[s] == 0) continue;
+        // 64-bit where count * scale cannot overflow (every histogram gsz counts), 128-bit otherwise.
+        const auto scaled = count[s] < (uint64_t{1} << 50) && total < (uint64_t{1} << 62)
+                                ? (count[s] * kAnsScale + total / 2) / total
+                                : static_cast<uint64_t>(
+                                      (static_cast<unsigned __int128>(count[s]) * kAnsScale + total / 2) / total);
+        freq[s] = static_cast<uint32_t>(std::max<uint64_t>(1, scaled));
+        sum += freq[s];
     }
     // At most 56 symbols of at least 1 each: the largest always has room.
     while (sum != kAnsScale) {
