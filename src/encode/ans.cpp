@@ -406,9 +406,10 @@ uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> h
 }
 
 uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits) {
-    // ~2% of the payload in lane states and word counts, up to the lanes a
+    // ~4% of the payload in lane states and word counts, up to the lanes a
     // GPU runs at once.
-    const uint64_t lanes = std::clamp<uint64_t>(payload_bits / (50 * kAnsLaneBitsEstimate), 1, kAnsMaxLanes);
+    const uint64_t lanes =
+        std::clamp<uint64_t>(payload_bits / (kAnsLanePayloadShare * kAnsLaneBitsEstimate), 1, kAnsMaxLanes);
     uint64_t s = n / lanes + (n % lanes != 0);
     s = std::clamp<uint64_t>((s + 63) / 64 * 64, 256, kAnsMaxLaneSymbols);
     return static_cast<uint32_t>(s);

@@ -9,7 +9,7 @@
 // state 1 and stored as its 16-bit words in decoding order plus the final
 // encoder state and its word count, bit-packed (~36 bits a lane, ~29 net of
 // what the state holds of the codes; 64 before format version 7).  The lane
-// length is chosen so that the lanes stay near 2% of the payload: few lanes
+// length is chosen so that the lanes stay near 4% of the payload: few lanes
 // for a small or highly compressible field, and as many as that allows for
 // the GPU, whose coders run one lane per thread.
 //
@@ -189,10 +189,16 @@ inline constexpr uint32_t kAnsLaneBitsEstimate = 29;
 // 132K / 230K; bench/NOTES.md, where one case also went the other way).
 inline constexpr uint64_t kAnsMaxLanes = uint64_t{1} << 17;
 
-// Lane length for n codes of about `payload_bits`: lanes of ~50 times
-// kAnsLaneBitsEstimate bits of payload (2% overhead) but at most
-// kAnsMaxLanes of them, a multiple of 64, at least 256, at most
-// kAnsMaxLaneSymbols.
+// Lane length for n codes of about `payload_bits`: lanes of
+// kAnsLanePayloadShare times kAnsLaneBitsEstimate bits of payload but at
+// most kAnsMaxLanes of them, a multiple of 64, at least 256, at most
+// kAnsMaxLaneSymbols.  A share of 25 (4% overhead; 50 before): below the
+// cap the coders are latency-bound, one lane a thread, and twice the lanes
+// bought the GPU's decompression +28-30% at low bit rates for 0.6-1.7% of
+// the ratio there (H200 run 93: interp etopoT rel 1e-2 156-161 -> 203-206
+// GB/s, ratio 76.61 -> 75.31; lorenzo 306-315 -> 371-372, 49.74 -> 49.05;
+// bench/RESULTS.md).  Fields whose lanes are at the cap do not change.
+inline constexpr uint64_t kAnsLanePayloadShare = 25;
 uint32_t ans_lane_symbols(uint64_t n, uint64_t payload_bits);
 
 // Bytes of the ans_tables section for these tables.

@@ -266,24 +266,28 @@ TEST(Ans, SpendsWhatTheModelSaysAndBeatsOrderZero) {
     }
     EXPECT_LT(coded_bits, 1.05 * h1) << "within 5% of the context model's entropy (tables are 12-bit)";
     EXPECT_LT(coded_bits, 0.9 * h0) << "the previous code's context must pay off on a Markov source";
-    // The lanes' states and counts stay near 2% of the payload.
-    EXPECT_LT(lane_bits, 0.03 * coded_bits);
-    EXPECT_GT(lane_bits, 0.005 * coded_bits) << "as many lanes as 2% allows, for the GPU";
+    // The lanes' states and counts stay near 1 / kAnsLanePayloadShare of the
+    // payload (at ~36 bits of section a lane against the 29 the share counts).
+    const double share = 36.0 / (static_cast<double>(kAnsLanePayloadShare) * kAnsLaneBitsEstimate);
+    EXPECT_LT(lane_bits, 1.25 * share * coded_bits);
+    EXPECT_GT(lane_bits, 0.5 * share * coded_bits) << "as many lanes as the share allows, for the GPU";
 }
 
-// Lanes: 2% of the payload at ~29 bits each (the packed layout's ~36 less
+// Lanes: 4% of the payload at ~29 bits each (the packed layout's ~36 less
 // what a state started at 1 holds), at most 2^17 of them (what a GPU decodes
 // at once), lengths a multiple of 64 and at least 256.
-TEST(Ans, LaneLengthKeepsTwoPercentUpToTheGpusLanes) {
+TEST(Ans, LaneLengthKeepsItsShareUpToTheGpusLanes) {
     const auto lanes = [](uint64_t n, uint64_t bits) {
         const uint64_t s = ans_lane_symbols(n, bits);
         EXPECT_EQ(s % 64, 0u);
         EXPECT_GE(s, 256u);
         return (n + s - 1) / s;
     };
-    // etopoT at rel 1e-2 (75M codes at ~0.45 bits): 2% gives ~23.2K lanes.
-    EXPECT_NEAR(static_cast<double>(lanes(74'680'320, 33'600'000)), 33'600'000.0 / 1450, 500);
-    // wmagT at rel 1e-4 (94M codes at ~7.9 bits): 2% would be 413K lanes; the cap holds it to 2^17.
+    // etopoT at rel 1e-2 (75M codes at ~0.45 bits): 4% gives ~46.3K lanes,
+    // less up to 4% where the lane length (~1,600 codes) rounds up to 64.
+    EXPECT_EQ(kAnsLanePayloadShare, 25u);
+    EXPECT_NEAR(static_cast<double>(lanes(74'680'320, 33'600'000)), 33'600'000.0 / 725 * 0.98, 0.02 * 33'600'000.0 / 725);
+    // wmagT at rel 1e-4 (94M codes at ~7.9 bits): 4% would be 826K lanes; the cap holds it to 2^17.
     const uint64_t capped = lanes(94'196'375, 744'000'000);
     EXPECT_LE(capped, kAnsMaxLanes);
     EXPECT_GT(capped, kAnsMaxLanes * 9 / 10);
