@@ -804,6 +804,15 @@ std::vector<uint16_t> row_correlated_codes(uint64_t nx, uint64_t ny, uint32_t ra
     return codes;
 }
 
+// A one-level 1024 x 512 array: strips of 128 columns fit it.
+AnsContextShape one_level_1024x512() {
+    AnsContextShape shape;
+    shape.dims[0] = 1024;
+    shape.dims[1] = 512;
+    shape.levels = 1;
+    return shape;
+}
+
 struct StripCoded {
     AnsTables tables;
     AnsStream stream;
@@ -865,10 +874,7 @@ TEST(AnsStrips, ThreadsDoNotChangeTheStream) {
 }
 
 TEST(AnsStrips, TheRowAboveSavesWhereItPredictsAndTheChoiceTakesIt) {
-    AnsContextShape shape;
-    shape.dims[0] = 1024;
-    shape.dims[1] = 512;
-    shape.levels = 1;
+    const AnsContextShape shape = one_level_1024x512();
     const uint64_t n = 1024 * 512;
     const auto codes = row_correlated_codes(1024, 512, 512, 9);
     const uint32_t strip = ans_strip_width_for(shape);
@@ -915,10 +921,7 @@ std::vector<std::vector<uint64_t>> made_up_layouts(const std::vector<pipeline::A
 }
 
 TEST(AnsStrips, AutoDoesNotWeighStripsWhereRasterCodesAreDense) {
-    AnsContextShape shape;
-    shape.dims[0] = 1024;
-    shape.dims[1] = 512;
-    shape.levels = 1;
+    const AnsContextShape shape = one_level_1024x512();
     const uint64_t n = 1024 * 512;
     const std::vector<pipeline::AnsLayoutTry> tries = pipeline::code_stage_ans_tries(shape, n);
     ASSERT_EQ(tries.size(), 4u);
@@ -955,10 +958,7 @@ TEST(AnsStrips, AutoDoesNotWeighStripsWhereRasterCodesAreDense) {
 }
 
 TEST(AnsStrips, AutoTakesStripsOnlyForASignificantSaving) {
-    AnsContextShape shape;
-    shape.dims[0] = 1024;
-    shape.dims[1] = 512;
-    shape.levels = 1;
+    const AnsContextShape shape = one_level_1024x512();
     const uint64_t n = 1024 * 512;
     const auto codes = row_correlated_codes(1024, 512, 512, 9);
     const std::vector<pipeline::AnsLayoutTry> tries = pipeline::code_stage_ans_tries(shape, n);
