@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 namespace gsz::encode {
 namespace {
@@ -22,12 +23,21 @@ std::pair<uint64_t, uint64_t> lane_range(uint64_t lane, uint32_t lane_symbols, u
 
 uint64_t lane_count(uint64_t n, uint32_t lane_symbols) { return n / lane_symbols + (n % lane_symbols != 0); }
 
-// The stage's archive bytes for `bits` of n codes under these tables: the
-// words, the lanes at kAnsLaneBitsEstimate each, the tables.
-uint64_t stage_bytes(const AnsTables& tables, uint64_t bits, uint64_t n) {
+// The stage's archive bytes for `bits` of n codes under tables of
+// `table_bytes` (ans_tables_bytes): the words, the lanes at
+// kAnsLaneBitsEstimate each, the tables.
+uint64_t stage_bytes(uint64_t table_bytes, uint64_t bits, uint64_t n) {
     const uint64_t lanes = lane_count(n, ans_lane_symbols(n, bits));
-    return bits / 8 + 2 + (lanes * kAnsLaneBitsEstimate + 7) / 8 + 1 + ans_tables_bytes(tables);
+    return bits / 8 + 2 + (lanes * kAnsLaneBitsEstimate + 7) / 8 + 1 + table_bytes;
 }
+
+uint64_t stage_bytes(const AnsTables& tables, uint64_t bits, uint64_t n) {
+    return stage_bytes(ans_tables_bytes(tables), bits, n);
+}
+
+// Defined with ans_build_tables below.
+std::optional<AnsCandidateEstimate> estimate_unshared(const AnsCandidate& c, uint32_t levels, uint64_t n,
+                                                      uint64_t counted);
 
 }  // namespace
 
@@ -111,6 +121,17 @@ std::vector<uint64_t> ans_histogram_cpu(std::span<const uint16_t> codes, uint32_
     return hist;
 }
 
+namespace {
+
+// A sample's bits stand for the n codes (its tables, whatever their size, are written once).
+uint64_t sample_bits_for_n(uint64_t bits, uint64_t counted, uint64_t n) {
+    return counted == 0 || counted == n ? bits
+                                        : static_cast<uint64_t>(static_cast<double>(bits) * static_cast<double>(n) /
+                                                                static_cast<double>(counted));
+}
+
+}  // namespace
+
 uint32_t ans_class_lag_sample_stride(uint64_t n) { return n > kAnsFullLagHistogramCodes ? kAnsLagSampleStride : 1u; }
 
 uint32_t ans_choose_class_lag(std::span<const uint64_t> lag1, std::span<const uint64_t> lag2, uint32_t levels,
@@ -128,15 +149,16 @@ std::vector<AnsCandidateEstimate> ans_estimate_candidates(std::span<const AnsCan
         // Strips' tables (4x the contexts) are compared unshared: sharing's
         // greedy search over ~200 contexts costs the host tens of
         // milliseconds, and it only pays on small fields.  A sample's codes
-        // weigh as the n they stand for in the test for sharing.
+        // weigh as the n they stand for in the test for sharing.  Unshared
+        // tables are estimated without being built; shared ones (small
+        // fields) are built, sharing deciding both numbers.
+        if (const std::optional<AnsCandidateEstimate> e = estimate_unshared(c, levels, n, counted)) {
+            out.push_back(*e);
+            continue;
+        }
         const AnsTables t = ans_build_tables(c.histogram, levels, c.strip_width == 0, c.class_lag, c.strip_width, n);
         const uint64_t bits = ans_estimated_bits(t, c.histogram);
-        // A sample's bits stand for n codes (its tables, whatever their size, are written once).
-        const uint64_t n_bits = counted == 0 || counted == n
-                                    ? bits
-                                    : static_cast<uint64_t>(static_cast<double>(bits) * static_cast<double>(n) /
-                                                            static_cast<double>(counted));
-        out.push_back({bits, stage_bytes(t, n_bits, n)});
+        out.push_back({bits, stage_bytes(t, sample_bits_for_n(bits, counted, n), n)});
     }
     return out;
 }
@@ -226,6 +248,17 @@ uint64_t table_bytes(const uint32_t* freq) {
     for (uint32_t s = 0; s < kAnsAlphabet; ++s)
         if (freq[s] && ++listed < used) bytes += freq[s] - 1 < 128 ? 1 : 2;
     return bytes;
+}
+
+// Whether tables of tables_q8 (their bytes, in 1/256 bits) weigh against
+// the codes' codes_q8 enough for sharing: a large field's tables are a few
+// KB of MBs, and its compression keeps the host step short.  A sample's
+// `counted` codes weigh as the `coded` codes they stand for (its tables do
+// not shrink with it).
+bool sharing_weighs(uint64_t tables_q8, uint64_t codes_q8, uint64_t counted, uint64_t coded) {
+    return coded > counted && counted > 0 ? static_cast<double>(tables_q8) * 64.0 * static_cast<double>(counted) >
+                                                static_cast<double>(codes_q8) * static_cast<double>(coded)
+                                          : tables_q8 * 64 > codes_q8;
 }
 
 // A table repeated by reference: the marker byte and the context it repeats.
@@ -381,17 +414,59 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
     if (!share) return t;
     uint64_t counted = 0;
     for (const uint64_t c : histogram) counted += c;
-    // Only where the tables weigh: a large field's tables are a few KB of MBs,
-    // and its compression keeps the host step short.  A sample's codes weigh
-    // as the `coded` codes they stand for (its tables do not shrink with it).
-    const bool weighs = coded > counted && counted > 0
-                            ? static_cast<double>(tables_q8) * 64.0 * static_cast<double>(counted) >
-                                  static_cast<double>(codes_q8) * static_cast<double>(coded)
-                            : tables_q8 * 64 > codes_q8;
-    if (used_ctx.size() < 2 || !weighs) return t;
+    if (used_ctx.size() < 2 || !sharing_weighs(tables_q8, codes_q8, counted, coded)) return t;
     share_tables(histogram, used_ctx, t);
     return t;
 }
+
+namespace {
+
+std::optional<AnsCandidateEstimate> estimate_unshared(const AnsCandidate& c, uint32_t levels, uint64_t n,
+                                                      uint64_t counted) {
+    // The candidate's tables as ans_build_tables would make them (the same
+    // frequencies), ans_estimated_bits' sum and ans_tables_bytes' count in
+    // one pass without the entries: the host's layout choice, which the
+    // GPU's compression waits for, weighs 2-4 candidates of up to 240
+    // contexts each.
+    AnsTables shape;
+    shape.levels = levels;
+    shape.class_lag = c.class_lag;
+    shape.strip_width = c.strip_width;
+    GSZ_CHECK(levels >= 1 && levels <= kAnsMaxLevels && c.class_lag >= 1 && c.class_lag <= kAnsMaxClassLag &&
+                  (c.strip_width == 0 || levels <= kAnsMaxStripLevels) &&
+                  c.histogram.size() == size_t{shape.num_contexts()} * kAnsAlphabet,
+              GSZ_STATUS_INTERNAL, "ans estimate: histogram of %zu bins for %u levels, class lag %u, strips of %u",
+              c.histogram.size(), levels, c.class_lag, c.strip_width);
+    const bool share = c.strip_width == 0;  // ans_estimate_candidates' rule
+    const auto& cost = freq_cost_q8();
+    uint64_t bits_q8 = 0, table_bytes_total = 10, tables_q8 = 0, codes_q8 = 0;  // 10: ans_tables_bytes' header
+    uint32_t used = 0;
+    for (uint32_t ctx = 0; ctx < shape.num_contexts(); ++ctx) {
+        uint64_t count[kAnsAlphabet];
+        define_counts(c.histogram, ctx, shape.aboves(), count);
+        uint64_t total = 0;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
+        uint32_t freq[kAnsAlphabet] = {};
+        if (total != 0) normalize(count, freq);
+        const uint64_t bytes = table_bytes(freq);  // 1 for a context without a table
+        table_bytes_total += bytes;
+        if (total == 0) continue;
+        const uint64_t* own = c.histogram.data() + size_t{ctx} * kAnsAlphabet;
+        for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
+            if (own[s] == 0) continue;
+            const uint64_t q8 = own[s] * cost[std::max<uint32_t>(freq[s], 1)];
+            codes_q8 += q8;
+            bits_q8 += q8 + own[s] * 256u * ans_extra_bits(s);
+        }
+        tables_q8 += bytes * 8 * 256;
+        ++used;
+    }
+    if (share && used >= 2 && sharing_weighs(tables_q8, codes_q8, counted, n)) return std::nullopt;
+    const uint64_t bits = bits_q8 / 256;
+    return AnsCandidateEstimate{bits, stage_bytes(table_bytes_total, sample_bits_for_n(bits, counted, n), n)};
+}
+
+}  // namespace
 
 uint64_t ans_estimated_bits(const AnsTables& tables, std::span<const uint64_t> histogram) {
     const auto& cost = freq_cost_q8();

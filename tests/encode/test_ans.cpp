@@ -564,6 +564,46 @@ TEST(Ans, ClassLagSampleAndChoice) {
     EXPECT_EQ(chosen_bits, ans_estimated_bits(ans_build_tables(h1, shape.levels, true, 1), h1));
 }
 
+// The candidates' estimates (the layout choice's numbers) are what their
+// built tables give, whether estimated without the tables (unshared) or from
+// them (shared, small fields), for full histograms and samples, raster and
+// strips, both class lags.
+TEST(Ans, CandidateEstimatesAreTheBuiltTables) {
+    const uint32_t radius = 512;
+    for (const auto& [nx, ny, levels] : std::vector<std::tuple<uint64_t, uint64_t, uint32_t>>{
+             {1000, 300, 4}, {256, 64, 3}, {64, 16, 1}, {4096, 40, 5}}) {
+        const AnsContextShape shape = plane(nx, ny, levels);
+        auto codes = markov_codes(nx * ny, radius, static_cast<uint32_t>(nx + ny));
+        for (size_t i = 0; i < codes.size(); i += 37)  // residuals beyond the exact ones (uniform bits)
+            if (codes[i] != 0) codes[i] = static_cast<uint16_t>(radius + 20 + i % 300);
+        const uint32_t strip = ans_strip_width_for(shape);
+        for (const uint32_t width : {0u, strip})
+        for (const uint32_t lag : {1u, 2u})
+        for (const uint32_t stride : {1u, kAnsLagSampleStride}) {
+            SCOPED_TRACE(std::to_string(nx) + "x" + std::to_string(ny) + " levels " + std::to_string(levels) +
+                         " strips " + std::to_string(width) + " lag " + std::to_string(lag) + " stride " +
+                         std::to_string(stride));
+            const AnsContextShape coded = shape.with_strips(width);
+            const auto hist = ans_histogram_cpu(codes, radius, coded, 2, lag, stride);
+            uint64_t counted = 0;
+            for (const uint64_t c : hist) counted += c;
+            for (const uint64_t n : {uint64_t{codes.size()}, uint64_t{codes.size()} * 1000}) {
+                const AnsCandidate candidate{hist, lag, width};
+                const auto e = ans_estimate_candidates(std::span(&candidate, 1), levels, n);
+                ASSERT_EQ(e.size(), 1u);
+                const AnsTables t = ans_build_tables(hist, levels, width == 0, lag, width, n);
+                const uint64_t bits = ans_estimated_bits(t, hist);
+                const uint64_t n_bits = counted == n ? bits
+                                                     : static_cast<uint64_t>(static_cast<double>(bits) *
+                                                                             static_cast<double>(n) /
+                                                                             static_cast<double>(counted));
+                EXPECT_EQ(e[0].bits, bits) << "n " << n;
+                EXPECT_EQ(e[0].bytes, ans_estimated_bytes(t, n_bits, n)) << "n " << n;
+            }
+        }
+    }
+}
+
 TEST(Ans, TableReferencesAreChecked) {
     const auto codes = markov_codes(3000, 512, 9);
     const AnsTables base = ans_build_tables(ans_histogram_cpu(codes, 512, AnsContextShape{}, 1), 1, false);
