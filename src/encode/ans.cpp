@@ -983,16 +983,22 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
     return v;
 }
 
-std::vector<uint8_t> ans_decode_lut(const AnsTables& tables) {
-    std::vector<uint8_t> lut(size_t{tables.num_contexts()} * kAnsScale, 0xFF);
+AnsDecodeTable ans_decode_table(const AnsTables& tables) {
+    constexpr uint32_t buckets = kAnsScale >> kAnsDecodeBucketBits, width = 1u << kAnsDecodeBucketBits;
+    AnsDecodeTable t;
+    t.bucket.assign(size_t{tables.num_contexts()} * buckets, 0xFF);
+    t.end.assign(size_t{tables.num_contexts()} * kAnsAlphabet, 0);
     for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx)
         for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
             const uint32_t e = tables.entry[size_t{ctx} * kAnsAlphabet + s];
             if (!e) continue;
-            std::fill_n(lut.begin() + size_t{ctx} * kAnsScale + AnsTables::cum(e), AnsTables::freq(e),
-                        static_cast<uint8_t>(s));
+            // The reader's tables tile [0, kAnsScale) in symbol order (ans_stream_read).
+            const uint32_t cum = AnsTables::cum(e), end = cum + AnsTables::freq(e);
+            t.end[size_t{ctx} * kAnsAlphabet + s] = static_cast<uint16_t>(end);
+            for (uint32_t b = (cum + width - 1) / width; b * width < end; ++b)
+                t.bucket[size_t{ctx} * buckets + b] = static_cast<uint8_t>(s);
         }
-    return lut;
+    return t;
 }
 
 void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsContextShape& shape,
@@ -1008,7 +1014,7 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
               "ans decode: strips of %u columns over %llu codes of another shape", stream.tables.strip_width,
               static_cast<unsigned long long>(n));
     const uint32_t aboves = stream.tables.aboves(), strip = stream.tables.strip_width;
-    const std::vector<uint8_t> lut = ans_decode_lut(stream.tables);
+    const AnsDecodeTable table = ans_decode_table(stream.tables);
     const uint32_t* entry = stream.tables.entry.data();
     std::vector<uint8_t> bad(lanes, 0);
     const int threads = resolve_threads(num_threads);
@@ -1046,8 +1052,8 @@ void ans_decode_cpu(const AnsStreamView& stream, uint32_t radius, const AnsConte
                                              ans_context_class(i - begin, zeros, lag2 ? prev2_class : prev_class),
                                              aboves);
             const uint32_t slot = x & (kAnsScale - 1);
-            const uint32_t s = lut[size_t{ctx} * kAnsScale + slot];
-            if (s == 0xFF) {
+            const uint32_t s = ans_decode_symbol(table, ctx, slot);
+            if (s == 0xFF) {  // a context without a table
                 ok = false;
                 break;
             }

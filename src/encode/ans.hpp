@@ -293,9 +293,29 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
                               std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
                               AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::striped);
 
-// Slot -> symbol per context ([context * kAnsScale + slot]; 0xFF where a
-// context has no table): the decoders' lookup.
-std::vector<uint8_t> ans_decode_lut(const AnsTables& tables);
+// The CPU decoder's lookup, per context: the symbol whose slots hold the
+// first slot of each bucket of kAnsDecodeBucket slots (0xFF where the context
+// has no table), and each symbol's end of slots (cum + frequency, 0 for an
+// unused symbol).  A slot's symbol is the bucket's, or the first after it
+// whose end lies above the slot: 384 bytes a context where a slot table
+// took 4 KB (strips of 3 levels: 144 contexts, 576 KB, most lookups a cache
+// miss).
+inline constexpr uint32_t kAnsDecodeBucketBits = 4;
+struct AnsDecodeTable {
+    std::vector<uint8_t> bucket;  // [context * (kAnsScale >> kAnsDecodeBucketBits) + slot >> kAnsDecodeBucketBits]
+    std::vector<uint16_t> end;    // [context * kAnsAlphabet + symbol]
+};
+AnsDecodeTable ans_decode_table(const AnsTables& tables);
+
+// The symbol whose slots hold `slot` in context ctx (0xFF: the context has no table).
+inline uint32_t ans_decode_symbol(const AnsDecodeTable& t, uint32_t ctx, uint32_t slot) {
+    const uint32_t s = t.bucket[(size_t{ctx} << (kAnsScaleBits - kAnsDecodeBucketBits)) + (slot >> kAnsDecodeBucketBits)];
+    if (s == 0xFF) return s;
+    const uint16_t* ends = t.end.data() + size_t{ctx} * kAnsAlphabet;
+    uint32_t k = s;
+    while (slot >= ends[k]) ++k;  // stops at the context's last symbol, whose end is kAnsScale
+    return k;
+}
 
 // Decodes every lane (OpenMP over lanes).  A lane that meets an unused
 // context, a residual outside the radius, runs out of words, or does not end

@@ -604,6 +604,37 @@ TEST(Ans, CandidateEstimatesAreTheBuiltTables) {
     }
 }
 
+// The CPU decoder's lookup gives every slot the symbol whose slots hold it,
+// and none in a context without a table.
+TEST(Ans, DecodeTableFindsEverySlotsSymbol) {
+    const uint32_t radius = 512;
+    auto codes = markov_codes(200000, radius, 9);
+    for (size_t i = 0; i < codes.size(); i += 13)  // many symbols: bucket residuals, outliers
+        codes[i] = static_cast<uint16_t>(i % 29 == 0 ? 0 : radius - 300 + i % 600);
+    const AnsContextShape shape = plane(500, 400, 3);
+    auto hist = ans_histogram_cpu(codes, radius, shape, 2, 1);
+    std::fill_n(hist.begin() + (2 * kAnsClasses + 3) * kAnsAlphabet, kAnsAlphabet, 0);  // a context without a table
+    const AnsTables tables = ans_build_tables(hist, shape.levels, false, 1);
+    const AnsDecodeTable table = ans_decode_table(tables);
+    uint32_t with_table = 0, walked = 0;
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
+        const uint32_t* e = tables.entry.data() + size_t{ctx} * kAnsAlphabet;
+        const bool has = std::any_of(e, e + kAnsAlphabet, [](uint32_t v) { return v != 0; });
+        with_table += has;
+        for (uint32_t slot = 0; slot < kAnsScale; ++slot) {
+            uint32_t want = 0xFF;
+            for (uint32_t s = 0; s < kAnsAlphabet; ++s)
+                if (e[s] && AnsTables::cum(e[s]) <= slot && slot < AnsTables::cum(e[s]) + AnsTables::freq(e[s])) want = s;
+            ASSERT_EQ(ans_decode_symbol(table, ctx, slot), want) << "context " << ctx << " slot " << slot;
+            walked += want != 0xFF && want != table.bucket[size_t{ctx} * (kAnsScale >> kAnsDecodeBucketBits) +
+                                                           (slot >> kAnsDecodeBucketBits)];
+        }
+    }
+    EXPECT_GT(with_table, 10u);
+    EXPECT_LT(with_table, tables.num_contexts()) << "some contexts without a table";
+    EXPECT_GT(walked, 0u) << "buckets holding several symbols";
+}
+
 TEST(Ans, TableReferencesAreChecked) {
     const auto codes = markov_codes(3000, 512, 9);
     const AnsTables base = ans_build_tables(ans_histogram_cpu(codes, 512, AnsContextShape{}, 1), 1, false);
