@@ -287,6 +287,21 @@ void define_counts(std::span<const uint64_t> histogram, uint32_t ctx, uint32_t a
     }
 }
 
+// Context ctx's own table's frequencies (ans_build_tables'), all 0 when it
+// has none; whether it has one.
+bool context_frequencies(std::span<const uint64_t> histogram, uint32_t ctx, uint32_t aboves, uint32_t* freq) {
+    uint64_t count[kAnsAlphabet];
+    define_counts(histogram, ctx, aboves, count);
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
+    if (total == 0) {
+        std::fill_n(freq, kAnsAlphabet, 0u);
+        return false;
+    }
+    normalize(count, freq);
+    return true;
+}
+
 // Contexts that share one table: the counts it is normalized from (a lane
 // start's are its level's, so it holds every symbol), the counts coded with
 // it, and what it costs them in 1/256 bits: its bytes, a reference for every
@@ -397,13 +412,8 @@ AnsTables ans_build_tables(std::span<const uint64_t> histogram, uint32_t levels,
     uint64_t tables_q8 = 0, codes_q8 = 0;
     std::vector<uint32_t> used_ctx;
     for (uint32_t ctx = 0; ctx < t.num_contexts(); ++ctx) {
-        uint64_t count[kAnsAlphabet];
-        define_counts(histogram, ctx, t.aboves(), count);
-        uint64_t total = 0;
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
-        if (total == 0) continue;
         uint32_t freq[kAnsAlphabet];
-        normalize(count, freq);
+        if (!context_frequencies(histogram, ctx, t.aboves(), freq)) continue;
         pack(freq, t.entry.data() + size_t{ctx} * kAnsAlphabet);
         if (!share) continue;
         const uint64_t* coded_counts = histogram.data() + size_t{ctx} * kAnsAlphabet;
@@ -442,15 +452,11 @@ std::optional<AnsCandidateEstimate> estimate_unshared(const AnsCandidate& c, uin
     uint64_t bits_q8 = 0, table_bytes_total = 10, tables_q8 = 0, codes_q8 = 0;  // 10: ans_tables_bytes' header
     uint32_t used = 0;
     for (uint32_t ctx = 0; ctx < shape.num_contexts(); ++ctx) {
-        uint64_t count[kAnsAlphabet];
-        define_counts(c.histogram, ctx, shape.aboves(), count);
-        uint64_t total = 0;
-        for (uint32_t s = 0; s < kAnsAlphabet; ++s) total += count[s];
-        uint32_t freq[kAnsAlphabet] = {};
-        if (total != 0) normalize(count, freq);
+        uint32_t freq[kAnsAlphabet];
+        const bool has = context_frequencies(c.histogram, ctx, shape.aboves(), freq);
         const uint64_t bytes = table_bytes(freq);  // 1 for a context without a table
         table_bytes_total += bytes;
-        if (total == 0) continue;
+        if (!has) continue;
         const uint64_t* own = c.histogram.data() + size_t{ctx} * kAnsAlphabet;
         for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
             if (own[s] == 0) continue;
