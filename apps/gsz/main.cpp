@@ -335,6 +335,12 @@ json info_json(const gsz_archive_info& a) {
         j["interp_jump"] = a.interp_jump;   // 0: no jump guard recorded (off, or it decided nothing)
         j["interp_tiles"] = a.interp_tiles;
         j["interp_lorenzo_tiles"] = a.interp_lorenzo_tiles;
+        j["fill"] = a.has_fill != 0;
+        if (a.has_fill) {
+            j["fill_value"] = a.fill_value;
+            j["fill_points"] = a.fill_points;
+            j["fill_mask_bytes"] = a.fill_mask_bytes;
+        }
     }
     if (a.pipeline == GSZ_PIPELINE_FAST) {
         j["block_size"] = a.block_size;
@@ -357,7 +363,7 @@ struct ArrayArgs {
     uint32_t block = 128;
     double interp_alpha = 0, interp_beta = 0;
     std::string interp_spline = "auto", interp_order = "auto", interp_anchors = "auto", lossless = "auto";
-    std::string interp_jump_guard = "on", interp_tiles = "auto", ans_strips = "auto";
+    std::string interp_jump_guard = "on", interp_tiles = "auto", ans_strips = "auto", fill_value = "auto";
     std::string interp_anchor_stride = "auto";
     std::string components = "auto";
     int threads = 0;
@@ -406,6 +412,13 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "copy the nearer one across the jump and predict linearly next to it (on), or keep the paper's "
                   "splines everywhere as cuSZ-i does (off); an archive records the guard only where it decided a "
                   "prediction, so fields without such jumps compress to the same bytes and decompress at full speed")
+        ->capture_default_str();
+    c->add_option("--fill-value", a.fill_value,
+                  "interp: a missing-value marker stored in place of data (land cells): its points are not coded but "
+                  "kept exactly, by a mask of where they are (a few bits per coastline corner). auto: the minimum or "
+                  "maximum where it is at least 1/64 of a sample of the values and lies apart from the others (4 "
+                  "times their span away); off: every point coded as data; or the value itself (rounded to the "
+                  "dtype). The relative bound still takes the range with the fill value in it")
         ->capture_default_str();
     c->add_option("--interp-tiles", a.interp_tiles,
                   "interp: code every tile (32x8x8, 64x16 or 2048 points) by the spline hierarchy (spline), each "
@@ -473,6 +486,15 @@ gsz_params params_from(const ArrayArgs& a, const std::vector<uint64_t>& dims) {
     if (a.interp_jump_guard == "on") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_ON;
     else if (a.interp_jump_guard == "off") p.interp_jump_guard = GSZ_INTERP_JUMP_GUARD_OFF;
     else die("--interp-jump-guard " + a.interp_jump_guard + ": expected on or off");
+    if (a.fill_value == "auto") p.fill = GSZ_FILL_AUTO;
+    else if (a.fill_value == "off") p.fill = GSZ_FILL_OFF;
+    else {
+        p.fill = GSZ_FILL_VALUE;
+        char* end = nullptr;
+        p.fill_value = std::strtod(a.fill_value.c_str(), &end);
+        if (a.fill_value.empty() || *end != '\0')
+            die("--fill-value " + a.fill_value + ": expected auto, off or a number");
+    }
     if (a.interp_tiles == "auto") p.interp_tiles = GSZ_INTERP_TILES_AUTO;
     else if (a.interp_tiles == "spline") p.interp_tiles = GSZ_INTERP_TILES_SPLINE;
     else if (a.interp_tiles == "lorenzo") p.interp_tiles = GSZ_INTERP_TILES_LORENZO;
@@ -767,6 +789,12 @@ int run_info(const std::string& input, bool as_json) {
         std::printf("interp tiles    %llu, of which %llu Lorenzo-coded\n",
                     static_cast<unsigned long long>(info.interp_tiles),
                     static_cast<unsigned long long>(info.interp_lorenzo_tiles));
+        if (info.has_fill)
+            std::printf("fill value      %.9g at %llu points, kept exactly (their mask: %llu bytes)\n", info.fill_value,
+                        static_cast<unsigned long long>(info.fill_points),
+                        static_cast<unsigned long long>(info.fill_mask_bytes));
+        else
+            std::printf("fill value      none\n");
     }
     if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP) {
         if (info.lossless == GSZ_LOSSLESS_ANS)

@@ -53,7 +53,8 @@ void store(uint8_t* p, T value) {
 
 // Kinds 14..16 (rANS) exist from version 3 on, 17 (interp tiles) from 10.
 bool kind_known(uint32_t kind, uint32_t version) {
-    const auto last = version >= 10 ? SectionKind::interp_tiles
+    const auto last = version >= 13 ? SectionKind::fill_mask
+                      : version >= 10 ? SectionKind::interp_tiles
                       : version >= 3 ? SectionKind::ans_stream
                                      : SectionKind::run_tokens;
     return kind >= static_cast<uint32_t>(SectionKind::pipeline_params) && kind <= static_cast<uint32_t>(last);
@@ -150,6 +151,7 @@ const char* section_kind_name(SectionKind kind) {
         case SectionKind::ans_lanes: return "ans_lanes";
         case SectionKind::ans_stream: return "ans_stream";
         case SectionKind::interp_tiles: return "interp_tiles";
+        case SectionKind::fill_mask: return "fill_mask";
     }
     return "unknown";
 }

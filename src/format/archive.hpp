@@ -13,7 +13,7 @@
 
 namespace gsz::format {
 
-inline constexpr uint8_t kFormatVersion = 12;       // what this gsz writes
+inline constexpr uint8_t kFormatVersion = 13;       // what this gsz writes
 inline constexpr uint8_t kOldestFormatVersion = 1;  // the oldest it reads (docs/FORMAT.md, "Versions")
 inline constexpr uint32_t kMaxSections = 64;
 
@@ -52,6 +52,7 @@ enum class SectionKind : uint32_t {
     ans_lanes = 15,         // lorenzo, interp (version >= 3): final state and word count per rANS lane (packed from 7)
     ans_stream = 16,        // lorenzo, interp (version >= 3): the lanes' 16-bit words
     interp_tiles = 17,      // interp (version >= 10): one bit per tile, 1 = Lorenzo-coded
+    fill_mask = 18,         // interp (version >= 13): where the fill value is (predict/fill/fill_mask.hpp)
 };
 
 const char* section_kind_name(SectionKind kind);

@@ -25,11 +25,12 @@ void InterpParams::write(ByteWriter& out) const {
     for (uint32_t l = 0; l < layout.num_levels; ++l) out.put(config.level_eb[l]);
     out.put(huffman_chunk_symbols);
     const bool guard = config.jump != predict::kInterpNoJump;
-    out.put((guard ? kInterpFlagJumpGuard : 0u) |
-            (lorenzo_tiles ? kInterpFlagLorenzoTiles : 0u));   // flags (format version 5; reserved before)
+    out.put((guard ? kInterpFlagJumpGuard : 0u) | (lorenzo_tiles ? kInterpFlagLorenzoTiles : 0u) |
+            (config.fill.on ? kInterpFlagFill : 0u));   // flags (format version 5; reserved before)
     out.put(num_outliers);
     if (guard) out.put(config.jump);
     if (lorenzo_tiles) out.put(config.lorenzo_eb);
+    if (config.fill.on) out.put(config.fill.bits);
 }
 
 InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::Header& h) {
@@ -62,14 +63,16 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     p.huffman_chunk_symbols = in.get<uint32_t>("huffman chunk symbols");
     const uint32_t flags = in.get<uint32_t>("flags");
     p.num_outliers = in.get<uint64_t>("outlier count");
-    const uint32_t known = h.format_version >= 10 ? kInterpFlagJumpGuard | kInterpFlagLorenzoTiles
-                           : h.format_version >= 5 ? kInterpFlagJumpGuard
-                                                   : 0u;
+    const uint32_t known = h.format_version >= 13   ? kInterpFlagJumpGuard | kInterpFlagLorenzoTiles | kInterpFlagFill
+                           : h.format_version >= 10 ? kInterpFlagJumpGuard | kInterpFlagLorenzoTiles
+                           : h.format_version >= 5  ? kInterpFlagJumpGuard
+                                                    : 0u;
     GSZ_CHECK((flags & ~known) == 0, bad, "pipeline_params: flags %#x (format version %u knows %s)", flags,
               h.format_version,
-              h.format_version >= 10  ? "0x1, the jump guard, and 0x2, Lorenzo tiles"
-              : h.format_version >= 5 ? "only 0x1, the jump guard"
-                                      : "none");
+              h.format_version >= 13   ? "0x1, the jump guard, 0x2, Lorenzo tiles, and 0x4, a fill value"
+              : h.format_version >= 10 ? "0x1, the jump guard, and 0x2, Lorenzo tiles"
+              : h.format_version >= 5  ? "only 0x1, the jump guard"
+                                       : "none");
     p.lorenzo_tiles = flags & kInterpFlagLorenzoTiles;
     if (flags & kInterpFlagJumpGuard) {
         p.config.jump = in.get<double>("jump threshold");
@@ -81,6 +84,12 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
         const double e = p.config.lorenzo_eb;
         GSZ_CHECK(e > 0 && e <= h.error_bound_abs && std::isfinite(1.0 / (2.0 * e)), bad,
                   "pipeline_params: Lorenzo tiles' bound %g (archive bound %g)", e, h.error_bound_abs);
+    }
+    if (flags & kInterpFlagFill) {
+        p.config.fill = {true, in.get<uint64_t>("fill value")};
+        GSZ_CHECK(h.dtype == GSZ_DTYPE_F64 || p.config.fill.bits >> 32 == 0, bad,
+                  "pipeline_params: fill value bits %#llx are wider than float32",
+                  static_cast<unsigned long long>(p.config.fill.bits));
     }
     in.expect_end();
 
@@ -118,6 +127,20 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
               static_cast<unsigned long long>(p.num_outliers));
     return p;
 }
+
+template <class T>
+predict::FillValue interp_fill(const gsz_params& params, std::span<const T> sample, const format::Header& header) {
+    switch (enum_bits(params.fill)) {
+        case GSZ_FILL_AUTO: return predict::fill_detect<T>(sample, header.value_min, header.value_max);
+        case GSZ_FILL_OFF: return {};
+        case GSZ_FILL_VALUE: return predict::fill_from_value<T>(params.fill_value, sample);
+        default: fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("fill %d is not auto, off or value",
+                                                                  enum_bits(params.fill)));
+    }
+}
+
+template predict::FillValue interp_fill<float>(const gsz_params&, std::span<const float>, const format::Header&);
+template predict::FillValue interp_fill<double>(const gsz_params&, std::span<const double>, const format::Header&);
 
 predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t rank) {
     constexpr gsz_status bad = GSZ_STATUS_INVALID_ARGUMENT;
@@ -186,7 +209,7 @@ template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
                                      const EncodedCodes& codes, const InterpAnchorSection<T>& anchors,
                                      std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
-                                     std::span<const uint8_t> lorenzo_tiles) {
+                                     std::span<const uint8_t> lorenzo_tiles, const predict::FillMask& fill_mask) {
     ByteWriter params_bytes, anchor_bytes, index_bytes, value_bytes;
     CodeStageSections cs;
     InterpParams p = params;
@@ -218,6 +241,8 @@ std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpP
     sections.push_back({format::SectionKind::outlier_values, value_bytes.bytes()});
     const std::vector<uint8_t> tile_bits = interp_tiles_pack(lorenzo_tiles);
     if (p.lorenzo_tiles) sections.push_back({format::SectionKind::interp_tiles, tile_bits});
+    const std::vector<uint8_t> mask_bytes = p.config.fill.on ? predict::fill_mask_write(fill_mask) : std::vector<uint8_t>{};
+    if (p.config.fill.on) sections.push_back({format::SectionKind::fill_mask, mask_bytes});
     return format::archive_write(header, sections);
 }
 
@@ -269,6 +294,11 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
         plan.lorenzo_tiles =
             interp_tiles_unpack(archive.section(format::SectionKind::interp_tiles), p.layout.num_tiles);
 
+    GSZ_CHECK(p.config.fill.on == archive.has(format::SectionKind::fill_mask), bad,
+              "fill_mask: the section is %s but pipeline_params %s a fill value", p.config.fill.on ? "missing" : "present",
+              p.config.fill.on ? "records" : "records no");
+    if (p.config.fill.on) plan.fill_mask = predict::fill_mask_read(archive.section(format::SectionKind::fill_mask), n);
+
     plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n, interp_ans_shape(p.layout));
 
     if (raw) {
@@ -303,10 +333,12 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
 
 template std::vector<uint8_t> interp_assemble<float>(const format::Header&, const InterpParams&, const EncodedCodes&,
                                                      const InterpAnchorSection<float>&, std::span<const uint64_t>,
-                                                     std::span<const float>, std::span<const uint8_t>);
+                                                     std::span<const float>, std::span<const uint8_t>,
+                                                     const predict::FillMask&);
 template std::vector<uint8_t> interp_assemble<double>(const format::Header&, const InterpParams&, const EncodedCodes&,
                                                      const InterpAnchorSection<double>&, std::span<const uint64_t>,
-                                                      std::span<const double>, std::span<const uint8_t>);
+                                                      std::span<const double>, std::span<const uint8_t>,
+                                                      const predict::FillMask&);
 template InterpDecodePlan<float> interp_plan_decode<float>(const format::Archive&);
 template InterpDecodePlan<double> interp_plan_decode<double>(const format::Archive&);
 
@@ -331,18 +363,28 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
         p.layout = predict::interp_layout(header.rank, header.dims, stride);
     }
     const std::vector<uint64_t> idx = predict::interp_tune_indices(p.layout);
-    std::vector<double> samples(idx.size());
-    for (size_t i = 0; i < idx.size(); ++i) samples[i] = static_cast<double>(data[idx[i]]);
-    p.config = predict::interp_configure(p.layout, samples, header.error_bound_abs,
-                                         header.value_max - header.value_min,
+    std::vector<T> samples(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i) samples[i] = data[idx[i]];
+    p.config = predict::interp_configure(p.layout, std::vector<double>(samples.begin(), samples.end()),
+                                         header.error_bound_abs, header.value_max - header.value_min,
                                          interp_overrides(params, p.layout.rank));
+    p.config.fill = interp_fill<T>(params, samples, header);
+    predict::FillMask fill_mask = predict::fill_mask_encode_cpu(data, p.layout.dims, p.config.fill, threads);
+    if (fill_mask.points == 0) p.config.fill = {};   // no point holds it: nothing to record
 
+    // With a fill value, what the encoder codes as values holds its stand-in;
+    // the spline stages see the original (their fill points take the prediction).
+    std::vector<T> stand_ins;
+    if (p.config.fill.on) stand_ins = predict::fill_substitute_cpu(data, header.num_elements(), p.config.fill, threads);
+    const T* coded = p.config.fill.on ? stand_ins.data() : data;
     const predict::InterpAnchors<T> anchors =
-        predict::interp_anchors_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius,
+        predict::interp_anchors_encode_cpu(coded, p.layout, p.config, header.error_bound_abs, p.radius,
                                            interp_overrides(params, p.layout.rank).anchors, threads);
     p.config.anchors = anchors.mode;
     predict::InterpEncoded<T> enc;
-    predict::interp_encode_cpu(data, p.layout, p.config, header.error_bound_abs, p.radius, anchors, enc, threads);
+    predict::interp_encode_cpu(coded, p.layout, p.config, header.error_bound_abs, p.radius, anchors, enc, threads,
+                               data);
+    stand_ins = {};
     // A guard that decided no prediction left the unguarded splines' codes: the
     // archive says so, and its decoders skip the guard's tests.
     if (!enc.jump_taken) p.config.jump = predict::kInterpNoJump;
@@ -353,7 +395,8 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     if (anchors.mode == predict::kAnchorsRaw) section.raw = anchors.start;
     section.listed = anchors.listed;
     section.listed_residual = anchors.listed_residual;
-    return interp_assemble<T>(header, p, ec, section, enc.outlier_index, enc.outlier_value, enc.lorenzo_tiles);
+    return interp_assemble<T>(header, p, ec, section, enc.outlier_index, enc.outlier_value, enc.lorenzo_tiles,
+                              fill_mask);
 }
 
 template <class T>
@@ -366,6 +409,8 @@ void decompress_typed(const format::Archive& archive, T* out, int threads) {
         plan.outlier_value, plan.params.layout, plan.params.config, plan.params.radius);
     predict::interp_decode_cpu<T>(codes, anchors, plan.outlier_index, plan.outlier_value, plan.lorenzo_tiles,
                                   plan.params.layout, plan.params.config, plan.params.radius, out, threads);
+    if (plan.params.config.fill.on)
+        predict::fill_mask_apply_cpu(plan.fill_mask, plan.params.layout.dims, plan.params.config.fill, out, threads);
 }
 
 }  // namespace
@@ -402,6 +447,14 @@ void interp_describe(const format::Archive& archive, gsz_archive_info& info) {
         for (const uint8_t t : interp_tiles_unpack(archive.section(format::SectionKind::interp_tiles),
                                                    p.layout.num_tiles))
             info.interp_lorenzo_tiles += t;
+    info.has_fill = p.config.fill.on;
+    if (p.config.fill.on) {
+        const auto mask = archive.section(format::SectionKind::fill_mask);
+        info.fill_value = archive.header.dtype == GSZ_DTYPE_F32 ? predict::fill_value_as<float>(p.config.fill)
+                                                                : predict::fill_value_as<double>(p.config.fill);
+        info.fill_mask_bytes = mask.size();
+        info.fill_points = predict::fill_mask_read(mask, archive.header.num_elements()).points;
+    }
     std::memset(info.interp_order, 0, sizeof info.interp_order);
     std::memset(info.interp_spline, 0, sizeof info.interp_spline);
     for (uint32_t k = 0; k < p.layout.rank; ++k) {

@@ -5,6 +5,7 @@
 #include "encode/huffman.hpp"
 #include "pipeline/code_stage.hpp"
 #include "format/archive.hpp"
+#include "predict/fill/fill_mask.hpp"
 #include "predict/interp/interp.hpp"
 #include "runtime/byte_io.hpp"
 
@@ -25,6 +26,9 @@ inline constexpr uint32_t kInterpFlagJumpGuard = 1;
 // Bit 1 (format version 10): some tiles are Lorenzo-coded; the interp_tiles
 // section holds one bit per tile (interp_lorenzo_tiles.hpp).
 inline constexpr uint32_t kInterpFlagLorenzoTiles = 2;
+// Bit 2 (format version 13): a fill value (its bits as a u64 after the
+// flags' other fields); the fill_mask section says where it is.
+inline constexpr uint32_t kInterpFlagFill = 4;
 
 struct InterpParams {
     uint32_t radius = 0;
@@ -38,6 +42,11 @@ struct InterpParams {
     // Throws GSZ_STATUS_CORRUPT; `header` gives the geometry and the bound.
     static InterpParams read(std::span<const uint8_t> bytes, const format::Header& header);
 };
+
+// The fill value the caller asked for, or found on the tuner's sample
+// (predict::fill_detect) with the header's finite range.
+template <class T>
+predict::FillValue interp_fill(const gsz_params& params, std::span<const T> sample, const format::Header& header);
 
 // The tuner's overrides from the caller's parameters (validated here:
 // GSZ_STATUS_INVALID_ARGUMENT names a bad one).
@@ -54,7 +63,7 @@ template <class T>
 std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpParams& params,
                                      const EncodedCodes& codes, const InterpAnchorSection<T>& anchors,
                                      std::span<const uint64_t> outlier_index, std::span<const T> outlier_value,
-                                     std::span<const uint8_t> lorenzo_tiles);
+                                     std::span<const uint8_t> lorenzo_tiles, const predict::FillMask& fill_mask);
 
 // The interp_tiles section: bit t (LSB first) of byte t / 8 set where tile t
 // is Lorenzo-coded; the unused bits of the last byte are 0.
@@ -85,6 +94,7 @@ struct InterpDecodePlan {
     std::vector<uint64_t> outlier_index;
     std::vector<T> outlier_value;
     std::vector<uint8_t> lorenzo_tiles;   // per tile 1 where Lorenzo-coded; empty where none is
+    predict::FillMask fill_mask;          // params.config.fill.on: its residual, checked inside the array
 };
 
 template <class T>

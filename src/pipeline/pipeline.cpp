@@ -208,7 +208,7 @@ void check_section_set(const format::Archive& archive) {
         case GSZ_PIPELINE_INTERP:
             allowed = bits({K::pipeline_params, K::huffman_codebook, K::huffman_chunks, K::huffman_bitstream,
                             K::outlier_values, K::interp_anchors, K::outlier_indices, K::run_tokens, K::ans_tables,
-                            K::ans_lanes, K::ans_stream, K::interp_tiles});
+                            K::ans_lanes, K::ans_stream, K::interp_tiles, K::fill_mask});
             break;
     }
     for (const format::Section& s : archive.sections)

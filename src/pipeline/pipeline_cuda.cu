@@ -14,6 +14,7 @@
 #include "encode/huffman_cuda.hpp"
 #include "encode/run_tokens_cuda.hpp"
 #include "predict/fast/fast_cuda.hpp"
+#include "predict/fill/fill_mask_cuda.hpp"
 #include "predict/interp/interp_cuda.hpp"
 #include "runtime/cuda/stage_trace.hpp"
 #include "predict/lorenzo/lorenzo_cuda.hpp"
@@ -777,6 +778,8 @@ struct InterpDeviceCompressed {
     cuda::PinnedBuffer<T> stride_host;   // 1-D: the anchor stride's sample (predict::interp_stride_segments)
     cuda::Event sample_ready;            // the tuner's sample is in tune_host
     std::vector<uint8_t> lorenzo_tiles;
+    cuda::DeviceBuffer<T> stand_ins;     // with a fill value: what the anchors, Lorenzo tiles and outliers code
+    predict::FillMask fill_mask;
 };
 
 // The range and the tuner's sample come back together (one synchronization);
@@ -826,23 +829,33 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     }
     // The anchor stage needs only the level bounds, which need no sample: its
     // kernels run while the host tunes (the GPU idled 0.05-0.11 ms here).
+    // A fill value: the anchors, Lorenzo tiles and outliers code its stand-ins (interp_pipeline.cpp).
+    const predict::FillValue fill =
+        interp_fill<T>(params, std::span<const T>(dc.tune_host.data(), num_samples), dc.header);
+    const T* coded = d_data;
+    if (fill.on) {
+        dc.stand_ins.allocate(n, stream);
+        predict::fill_substitute_cuda(d_data, n, fill, dc.stand_ins.data(), stream);
+        coded = dc.stand_ins.data();
+    }
     const predict::InterpConfig bounds = predict::interp_level_bounds(p.layout, eb, range, overrides);
-    predict::interp_anchors_launch_cuda(d_data, p.layout, bounds, eb, p.radius, overrides.anchors, dc.enc, stream);
+    predict::interp_anchors_launch_cuda(coded, p.layout, bounds, eb, p.radius, overrides.anchors, dc.enc, stream);
     p.config = predict::interp_configure(p.layout, choice, eb, range, overrides);
+    p.config.fill = fill;
     GSZ_CHECK(p.config.level_eb[p.layout.num_levels - 1] == bounds.level_eb[p.layout.num_levels - 1],
               GSZ_STATUS_INTERNAL, "interp: the anchors' level bound differs from the tuned one");
     trace.mark("configuration");
-    predict::interp_anchors_finish_cuda(d_data, p.layout, overrides.anchors, dc.enc, stream);
+    predict::interp_anchors_finish_cuda(coded, p.layout, overrides.anchors, dc.enc, stream);
     p.config.anchors = dc.enc.anchor_mode;
     trace.mark("anchors");
-    predict::interp_encode_tiles_cuda(d_data, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc,
-                                      stream);
+    predict::interp_encode_tiles_cuda(coded, p.layout, p.config, dc.header.error_bound_abs, p.radius, dc.enc,
+                                      stream, fill.on ? d_data : nullptr);
     trace.mark("tiles");
     // The outliers are the zero codes, whose number the codes' histogram gives:
     // selected while the codebook is built (on the device: beside its build).
     code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p.layout, params.ans_strips), params.lossless, dc.codes,
                            stream, [&](uint64_t zero_codes, cudaStream_t s) {
-                               predict::interp_outliers_cuda(d_data, zero_codes, dc.enc, s);
+                               predict::interp_outliers_cuda(coded, zero_codes, dc.enc, s);
                            });
 }
 
@@ -876,8 +889,11 @@ std::vector<uint8_t> interp_fetch_archive(InterpDeviceCompressed<T>& dc, const T
     }
     cuda::copy_to_host(outlier_index, dc.enc.outlier_index.data(), dc.enc.num_outliers, stream);
     cuda::copy_to_host(outlier_value, dc.enc.outlier_value.data(), dc.enc.num_outliers, stream);
-    std::vector<uint8_t> archive =
-        interp_assemble<T>(dc.header, dc.params, codes, anchors, outlier_index, outlier_value, dc.lorenzo_tiles);
+    // As the CPU's pipeline: a fill value no point holds is not recorded (it changed no code).
+    dc.fill_mask = predict::fill_mask_encode_cuda(d_data, dc.params.layout.dims, dc.params.config.fill, stream);
+    if (dc.fill_mask.points == 0) dc.params.config.fill = {};
+    std::vector<uint8_t> archive = interp_assemble<T>(dc.header, dc.params, codes, anchors, outlier_index,
+                                                      outlier_value, dc.lorenzo_tiles, dc.fill_mask);
     if (archive.size() <= n * sizeof(T)) return archive;
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
@@ -926,6 +942,10 @@ void interp_decode_on_device(InterpDeviceArchive<T>& da, uint64_t n, T* d_out, c
                                    plan.lorenzo_tiles.empty() ? nullptr : da.lorenzo_tiles.data(), plan.params.layout,
                                    plan.params.config, plan.params.radius, d_out, d_corrupt.data() + 1, stream);
     trace.mark("tiles");
+    if (plan.params.config.fill.on) {
+        predict::fill_mask_apply_cuda(plan.fill_mask, plan.params.layout.dims, plan.params.config.fill, d_out, stream);
+        trace.mark("fill mask");
+    }
     std::vector<uint32_t> corrupt;
     cuda::copy_to_host(corrupt, d_corrupt.data(), 2, stream);
     GSZ_CHECK(corrupt[0] == 0, GSZ_STATUS_CORRUPT,

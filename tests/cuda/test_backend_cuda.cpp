@@ -644,6 +644,56 @@ TEST(CudaBackend, InterpHuffmanOnlyWithOutliersByteIdentical) {
     }
 }
 
+// Fill values (format version 13) on both backends: the same archives and
+// the fill points back exactly.  A land disc at -1e34 (found by auto), a
+// value inside the data's range named by the caller (its tiles cannot be
+// quiet: a fill point's prediction is not bounded by the loaded values), on
+// 3-D, 2-D and 1-D layouts, float and double.
+TEST(CudaBackend, InterpFillValuesByteIdentical) {
+    REQUIRE_GPU();
+    const auto wmag = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
+    std::vector<float> land(wmag), dotted(wmag);
+    for (size_t i = 0; i < land.size(); ++i) {
+        const double x = double(i % 91) - 30, y = double(i / 91 % 91) - 40;
+        if (x * x + y * y < 400 || i / 91 % 91 > 80) land[i] = -1e34f;
+        if (i % 7 == 0) dotted[i] = 0.5f;
+    }
+    const std::vector<double> land64(land.begin(), land.end());
+    gsz::Context ctx;
+    const auto check = [&](const auto& v, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
+                           gsz_fill fill, double value) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        SCOPED_TRACE(testing::Message() << dims.size() << "-D " << sizeof(T) * 8 << " bits, mode " << mode << " eb "
+                                        << eb << " fill " << fill << " " << value);
+        auto p = make_params(dtype_of<T>(), dims, mode, eb);
+        p.pipeline = GSZ_PIPELINE_INTERP;
+        p.fill = fill;
+        p.fill_value = value;
+        p.device = GSZ_DEVICE_CPU;
+        const auto cpu = ctx.compress(p, v.data());
+        p.device = GSZ_DEVICE_CUDA;
+        const auto gpu = ctx.compress(p, v.data());
+        ASSERT_TRUE(cpu == gpu) << "archives differ: " << cpu.size() << " / " << gpu.size();
+        ASSERT_EQ(ctx.inspect(cpu.data(), cpu.size()).has_fill, 1u);
+        const auto on_cpu = ctx.decompress<T>(gpu, GSZ_DEVICE_CPU);
+        const auto on_gpu = ctx.decompress<T>(cpu, GSZ_DEVICE_CUDA);
+        ASSERT_EQ(0, std::memcmp(on_cpu.data(), on_gpu.data(), on_cpu.size() * sizeof(T))) << "decoded values differ";
+        const T f = static_cast<T>(value);
+        for (size_t i = 0; i < v.size(); ++i)
+            if (v[i] == f) ASSERT_EQ(on_gpu[i], f) << i;
+        const auto r = check_bound(v, on_gpu, ctx.inspect(cpu.data(), cpu.size()).error_bound_abs);
+        EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
+    };
+    for (const auto& dims : {std::vector<uint64_t>{91, 91, 91}, std::vector<uint64_t>{91 * 91, 91},
+                             std::vector<uint64_t>{land.size()}}) {
+        check(land, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_AUTO, -1e34);
+        check(land, dims, GSZ_ERROR_ABS, 1e-3, GSZ_FILL_AUTO, -1e34);
+        check(land64, dims, GSZ_ERROR_ABS, 1e-5, GSZ_FILL_AUTO, double(-1e34f));
+        check(dotted, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_VALUE, 0.5);
+        check(dotted, dims, GSZ_ERROR_ABS, 1e-4, GSZ_FILL_VALUE, 0.5);
+    }
+}
+
 TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
     REQUIRE_GPU();
     // Partial last tiles along every dim, size-1 dims, 4-D, 1-D longer than a tile.

@@ -206,7 +206,8 @@ TEST(Archive, SectionKindNames) {
     EXPECT_STREQ(section_kind_name(SectionKind::ans_lanes), "ans_lanes");
     EXPECT_STREQ(section_kind_name(SectionKind::ans_stream), "ans_stream");
     EXPECT_STREQ(section_kind_name(SectionKind::interp_tiles), "interp_tiles");
-    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(18)), "unknown");
+    EXPECT_STREQ(section_kind_name(SectionKind::fill_mask), "fill_mask");
+    EXPECT_STREQ(section_kind_name(static_cast<SectionKind>(19)), "unknown");
 }
 
 TEST(Archive, EveryTruncationIsCorrupt) {

@@ -114,6 +114,44 @@ std::vector<uint8_t> section_of(const std::vector<uint8_t>& archive, gsz::format
     return {s.begin(), s.end()};
 }
 
+// A fill value's archive (format version 13): the flag without the mask,
+// the mask without the flag, and damaged masks are refused.
+TEST(Hostile, LyingFillMasksAreRejected) {
+    using gsz::format::SectionKind;
+    auto v = small_field();
+    for (size_t i = 0; i < v.size(); i += 9) v[i] = -1e30f;
+    gsz::Context ctx;
+    auto p = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_REL, 1e-3);
+    p.pipeline = GSZ_PIPELINE_INTERP;
+    p.fill = GSZ_FILL_VALUE;   // named: the field's 1e35 keeps auto from taking -1e30 as one
+    p.fill_value = -1e30;
+    const auto archive = ctx.compress(p, v.data());
+    ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).has_fill, 1u);
+    ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
+    const auto mask = section_of(archive, SectionKind::fill_mask);
+    // Without the section.
+    const auto parsed = gsz::format::archive_parse(archive);
+    std::vector<gsz::format::SectionData> sections;
+    for (const auto& s : parsed.sections)
+        if (s.kind != SectionKind::fill_mask) sections.push_back({s.kind, s.bytes});
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, sections)), GSZ_STATUS_CORRUPT);
+    // The flag cleared: the section left over, and the fill value's 8 bytes after the params' end.
+    auto params = section_of(archive, SectionKind::pipeline_params);
+    params[80] &= static_cast<uint8_t>(~4u);
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, params)), GSZ_STATUS_CORRUPT);
+    // Damaged masks: cut, padded, a count changed.
+    for (size_t len : {size_t{0}, size_t{15}, mask.size() - 1}) {
+        const std::vector<uint8_t> cut(mask.begin(), mask.begin() + len);
+        EXPECT_EQ(try_decompress(with_section(archive, SectionKind::fill_mask, cut)), GSZ_STATUS_CORRUPT) << len;
+    }
+    auto padded = mask;
+    padded.push_back(0);
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::fill_mask, padded)), GSZ_STATUS_CORRUPT);
+    auto count = mask;
+    count[0] ^= 2;
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::fill_mask, count)), GSZ_STATUS_CORRUPT);
+}
+
 TEST(Hostile, LyingParamsAreRejected) {
     using gsz::format::SectionKind;
     const auto archive = small_archive();
@@ -225,6 +263,7 @@ std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCH
     p.interp_anchors = anchors;
     p.lossless = lossless;
     p.interp_tiles = GSZ_INTERP_TILES_SPLINE;   // the layout below; Lorenzo tiles have their own test
+    p.fill = GSZ_FILL_OFF;                      // the jumps coded as data; the fill mask has its own test
     return ctx.compress(p, v.data());
 }
 

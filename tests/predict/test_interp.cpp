@@ -495,30 +495,30 @@ TEST(InterpSpline, QuietHalfSpanNeverTakesTheGuard) {
 TEST(InterpQuantize, CodesOutliersAndRounding) {
     const auto lq = InterpLevelQuant::from_bound(0.5);   // lattice step 1
     float rec = 0;
-    EXPECT_EQ(interp_quantize(12.4f, 10.0, lq, 0.5, 512, rec), 512 + 2);
+    EXPECT_EQ(interp_quantize(12.4f, 10.0, lq, 0.5, 512, rec, {}), 512 + 2);
     EXPECT_EQ(rec, 12.0f);
     EXPECT_EQ(interp_reconstruct<float>(514, 10.0, lq, 512), 12.0f);
-    EXPECT_EQ(interp_quantize(-1.0f, 10.0, lq, 0.5, 512, rec), 512 - 11);
+    EXPECT_EQ(interp_quantize(-1.0f, 10.0, lq, 0.5, 512, rec, {}), 512 - 11);
     EXPECT_EQ(rec, -1.0f);
     // Residual at the radius: outlier, value kept.
-    EXPECT_EQ(interp_quantize(522.0f, 10.0, lq, 0.5, 512, rec), 0);
+    EXPECT_EQ(interp_quantize(522.0f, 10.0, lq, 0.5, 512, rec, {}), 0);
     EXPECT_EQ(rec, 522.0f);
-    EXPECT_EQ(interp_quantize(520.9f, 10.0, lq, 0.5, 512, rec), 512 + 511);
+    EXPECT_EQ(interp_quantize(520.9f, 10.0, lq, 0.5, 512, rec, {}), 512 + 511);
     // radius 1: only a zero residual is a code.
-    EXPECT_EQ(interp_quantize(10.3f, 10.0, lq, 0.5, 1, rec), 1);
-    EXPECT_EQ(interp_quantize(11.0f, 10.0, lq, 0.5, 1, rec), 0);
+    EXPECT_EQ(interp_quantize(10.3f, 10.0, lq, 0.5, 1, rec, {}), 1);
+    EXPECT_EQ(interp_quantize(11.0f, 10.0, lq, 0.5, 1, rec, {}), 0);
     // Non-finite values are outliers.
-    EXPECT_EQ(interp_quantize(std::numeric_limits<float>::quiet_NaN(), 0.0, lq, 0.5, 512, rec), 0);
+    EXPECT_EQ(interp_quantize(std::numeric_limits<float>::quiet_NaN(), 0.0, lq, 0.5, 512, rec, {}), 0);
     EXPECT_TRUE(std::isnan(rec));
-    EXPECT_EQ(interp_quantize(-std::numeric_limits<float>::infinity(), 0.0, lq, 0.5, 512, rec), 0);
+    EXPECT_EQ(interp_quantize(-std::numeric_limits<float>::infinity(), 0.0, lq, 0.5, 512, rec, {}), 0);
     // A bound of 0.75 ulp(x): the nearest lattice point (0.7 ulp below x)
     // rounds to the float 1 ulp below x, past the bound, so x is an outlier.
     const double ulp = 0.00006103515625;   // of 1000.0f
     const auto fine = InterpLevelQuant::from_bound(0.75 * ulp);
-    EXPECT_EQ(interp_quantize(1000.0f, 1000.0 - 0.7 * ulp, fine, 0.75 * ulp, 512, rec), 0);
+    EXPECT_EQ(interp_quantize(1000.0f, 1000.0 - 0.7 * ulp, fine, 0.75 * ulp, 512, rec, {}), 0);
     EXPECT_EQ(rec, 1000.0f);
     // 0.2 ulp below x rounds to x itself: a code.
-    EXPECT_EQ(interp_quantize(1000.0f, 1000.0 - 0.2 * ulp, fine, 0.75 * ulp, 512, rec), 512);
+    EXPECT_EQ(interp_quantize(1000.0f, 1000.0 - 0.2 * ulp, fine, 0.75 * ulp, 512, rec, {}), 512);
     EXPECT_EQ(rec, 1000.0f);
 }
 

@@ -47,6 +47,7 @@ struct InterpConfig {
     double jump = kInterpNoJump;              // jump guard threshold (interp_spline); kInterpNoJump = off
     uint8_t tiles = kTilesSpline;             // the encoder's request (InterpTileMode); the archive keeps its choices
     double lorenzo_eb = 0;                    // the bound of Lorenzo tiles' points (interp_lorenzo_bound)
+    FillValue fill;                           // points holding it take their prediction (format version 13)
 };
 
 // Caller's choices; a field left at its "auto" value is tuned.
@@ -191,7 +192,8 @@ struct InterpEncoded {
 // `config.anchors` must be `anchors.mode`.
 template <class T>
 void interp_encode_cpu(const T* data, const InterpLayout& layout, const InterpConfig& config, double eb,
-                       uint32_t radius, const InterpAnchors<T>& anchors, InterpEncoded<T>& out, int num_threads);
+                       uint32_t radius, const InterpAnchors<T>& anchors, InterpEncoded<T>& out, int num_threads,
+                       const T* original = nullptr);
 
 // The anchors' start values from the archive: raw values (whose codes must be
 // `radius`), or the coded anchors' codes, listed residuals and, for code 0,

@@ -602,7 +602,10 @@ std::vector<T> interp_anchors_decode_cpu(std::span<const uint16_t> codes, std::s
 
 template <class T>
 void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig& cfg, double eb, uint32_t radius,
-                       const InterpAnchors<T>& anchors, InterpEncoded<T>& out, int num_threads) {
+                       const InterpAnchors<T>& anchors, InterpEncoded<T>& out, int num_threads, const T* original) {
+    // The stages see the original values (a fill point takes its prediction);
+    // the Lorenzo phase and the outliers code `data` (stand-ins for the fill).
+    const T* loads = original ? original : data;
     GSZ_CHECK(anchors.mode == cfg.anchors && anchors.start.size() == L.num_anchors &&
                   (anchors.mode == kAnchorsRaw || anchors.codes.size() == L.num_anchors),
               GSZ_STATUS_INTERNAL, "interp_encode_cpu: the anchor stage does not match the config");
@@ -619,7 +622,7 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
                                InterpGateSums* sums, bool& jump_taken) {
         const auto box = L.tile_box(t);
         StageSpan span;
-        for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = data[g]; });
+        for_each_ws_point(L, box, false, [&](uint32_t w, uint64_t g) { ws[w] = loads[g]; });
         for_each_ws_anchor(L, box, [&](uint32_t w, uint64_t a) {
             ws[w] = anchors.start[a];
             span.add(ws[w]);
@@ -629,7 +632,7 @@ void interp_encode_cpu(const T* data, const InterpLayout& L, const InterpConfig&
                              [&](const InterpStage& s, uint32_t w, uint32_t along, uint32_t u, uint32_t spline,
                                  double jump, uint32_t l) {
                                  tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline, jump, lq[l], eb, R,
-                                                                     &jump_taken);
+                                                                     cfg.fill, &jump_taken);
                              });
         bool lorenzo = false;
         if (mode != kTilesSpline)
@@ -783,9 +786,9 @@ template std::vector<double> interp_anchors_decode_cpu<double>(std::span<const u
                                                                std::span<const uint64_t>, std::span<const double>,
                                                                const InterpLayout&, const InterpConfig&, uint32_t);
 template void interp_encode_cpu<float>(const float*, const InterpLayout&, const InterpConfig&, double, uint32_t,
-                                       const InterpAnchors<float>&, InterpEncoded<float>&, int);
+                                       const InterpAnchors<float>&, InterpEncoded<float>&, int, const float*);
 template void interp_encode_cpu<double>(const double*, const InterpLayout&, const InterpConfig&, double, uint32_t,
-                                        const InterpAnchors<double>&, InterpEncoded<double>&, int);
+                                        const InterpAnchors<double>&, InterpEncoded<double>&, int, const double*);
 template void interp_decode_cpu<float>(std::span<const uint16_t>, std::span<const float>, std::span<const uint64_t>,
                                        std::span<const float>, std::span<const uint8_t>, const InterpLayout&,
                                        const InterpConfig&, uint32_t, float*, int);

@@ -48,7 +48,24 @@ struct KernelConfig {
     // Lorenzo phase only if they say it pays (lorenzo_phase), so the decision
     // stays on the device.
     const unsigned long long* gate_sums;
+    FillValue fill;   // InterpConfig's: fill points take their prediction
+    // Encoder with a fill value: what the stages load (the original values;
+    // `data` then holds the stand-ins the Lorenzo phase codes), else null.
+    const void* original;
 };
+
+// The values a tile's stages load: the original ones where a fill value has stand-ins.
+template <class T>
+__device__ __forceinline__ const T* stage_loads(const KernelConfig& cfg, const T* data) {
+    return cfg.original ? static_cast<const T*>(cfg.original) : data;
+}
+
+// A load's value for the quiet test: a fill point's prediction is not
+// bounded by the loaded values, so it makes the tile loud (NaN fails the test).
+template <class T>
+__device__ __forceinline__ T span_value(const KernelConfig& cfg, T v) {
+    return fill_holds(cfg.fill, v) ? static_cast<T>(NAN) : v;
+}
 
 // Whether the encoder's tiles take the Lorenzo phase (lorenzo_tile_encode).
 __device__ __forceinline__ bool lorenzo_phase(const KernelConfig& cfg) {
@@ -71,6 +88,8 @@ KernelConfig kernel_config(const InterpLayout& L, const InterpConfig& cfg) {
     k.lorenzo_tiles = nullptr;
     k.gate = nullptr;
     k.gate_sums = nullptr;
+    k.fill = cfg.fill;
+    k.original = nullptr;
     return k;
 }
 
@@ -611,10 +630,10 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
                 v = anchor_start[a];
                 if (anchor_codes) tile_codes[i] = anchor_codes[a];
             } else {
-                v = data[L.global_index(box.origin, c)];
+                v = stage_loads(cfg, data)[L.global_index(box.origin, c)];
             }
             ws[i] = v;
-            if constexpr (!Guard) span.add(v);
+            if constexpr (!Guard) span.add(span_value(cfg, v));
         });
         if constexpr (!Guard) {
             if (test) span.publish(extremes);
@@ -631,7 +650,7 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
                                  uint32_t spline, uint32_t l) {
                                  tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline,
                                                                      Guard ? cfg.jump : kInterpNoJump, cfg.level[l],
-                                                                     eb, radius, Guard ? &taken : nullptr);
+                                                                     eb, radius, cfg.fill, Guard ? &taken : nullptr);
                              });
         if (lorenzo_phase(cfg)) lorenzo_tile_encode(data, L, box, ws, tile_codes, cfg, k, radius);
         // Written codes, counting the zeros (a warp adds its count once): with
@@ -689,10 +708,10 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         // Every point but the anchors gets its code from its stage.
         Span span;
         full_tile::load_workspace<G>(
-            L, box, [&](uint64_t g) { return data[g]; },
+            L, box, [&](uint64_t g) { return stage_loads(cfg, data)[g]; },
             [&](uint32_t i, T v) {
                 ws[i] = v;
-                if constexpr (!Guard) span.add(v);
+                if constexpr (!Guard) span.add(span_value(cfg, v));
             },
             [&](uint32_t i, uint64_t a) {
                 const T v = anchor_start[a];
@@ -715,7 +734,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
             full_tile_lorenzo_estimate<G>(L, box, ws, cfg.lorenzo.r, estimate_slots);
         full_tile::predict_stages<G, Code, Guard>(ws, cfg, taken, [&](uint32_t w, double pred, InterpLevelQuant lq) {
             T recon;
-            tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon);
+            tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon, cfg.fill);
             ws[w] = recon;
         });
         if (lorenzo_phase(cfg))   // after the last stage's barrier
@@ -1221,12 +1240,14 @@ void lorenzo_tiles_gate(const T* d_data, InterpDeviceEncoded<T>& out, const uint
 
 template <class T>
 void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const InterpConfig& config, double eb,
-                              uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream) {
+                              uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream,
+                              const T* d_original) {
     check_grid(L);
     GSZ_CHECK(config.anchors == out.anchor_mode && out.anchor_start.size() == L.num_anchors, GSZ_STATUS_INTERNAL,
               "interp_encode_cuda: the anchor stage does not match the config");
     const uint64_t n = L.num_elements;
     KernelConfig cfg = kernel_config(L, config, eb);
+    cfg.original = d_original;
     if (config.tiles != kTilesSpline) {
         out.lorenzo_tiles.allocate(L.num_tiles, stream);
         cfg.lorenzo_tiles = out.lorenzo_tiles.data();
@@ -1487,9 +1508,9 @@ template void interp_anchors_decode_cuda<double>(const uint16_t*, const double*,
 template void interp_encode_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double, uint32_t,
                                         InterpDeviceEncoded<float>&, cudaStream_t);
 template void interp_encode_tiles_cuda<float>(const float*, const InterpLayout&, const InterpConfig&, double,
-                                              uint32_t, InterpDeviceEncoded<float>&, cudaStream_t);
+                                              uint32_t, InterpDeviceEncoded<float>&, cudaStream_t, const float*);
 template void interp_encode_tiles_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double,
-                                               uint32_t, InterpDeviceEncoded<double>&, cudaStream_t);
+                                               uint32_t, InterpDeviceEncoded<double>&, cudaStream_t, const double*);
 template void interp_outliers_cuda<float>(const float*, uint64_t, InterpDeviceEncoded<float>&, cudaStream_t);
 template void interp_outliers_cuda<double>(const double*, uint64_t, InterpDeviceEncoded<double>&, cudaStream_t);
 template void interp_encode_cuda<double>(const double*, const InterpLayout&, const InterpConfig&, double, uint32_t,

@@ -76,10 +76,13 @@ void interp_encode_cuda(const T* d_data, const InterpLayout& layout, const Inter
 // number of zero codes into out.zero_codes on the device), and the outliers
 // (indices of the zero codes in raster order and their values) given that
 // number, which must be exact (the pipeline has it from the codes' histogram;
-// out.count receives the count selected).
+// out.count receives the count selected).  With a fill value (config.fill),
+// d_data holds its stand-ins and d_original the array (what the stages load);
+// else d_original is null.
 template <class T>
 void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& layout, const InterpConfig& config, double eb,
-                              uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream);
+                              uint32_t radius, InterpDeviceEncoded<T>& out, cudaStream_t stream,
+                              const T* d_original = nullptr);
 template <class T>
 void interp_outliers_cuda(const T* d_data, uint64_t num_zero_codes, InterpDeviceEncoded<T>& out, cudaStream_t stream);
 

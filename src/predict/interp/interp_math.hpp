@@ -21,6 +21,7 @@
 // GPU, predict the very same bits.
 #pragma once
 
+#include "predict/fill/fill_mask.hpp"
 #include "predict/lorenzo/lorenzo_math.hpp"
 #include "runtime/host_device.hpp"
 
@@ -388,9 +389,16 @@ GSZ_HD double interp_predict(const T* at, int64_t stride, uint32_t p, uint32_t u
 // q + radius in [1, 2·radius - 1] and the reconstructed value (what the
 // decoder rebuilds and later predictions read), or 0 for an outlier, whose
 // exact value is stored (recon = x): non-finite x, |q| >= radius, or a
-// reconstruction that rounding to T pushed past the bound eb.
+// reconstruction that rounding to T pushed past the bound eb.  A point
+// holding the fill value takes its prediction (q = 0, reconstructed as the
+// decoder does): the archive's mask restores its value.
 template <class T>
-GSZ_HD uint16_t interp_quantize(T x, double pred, const InterpLevelQuant& lq, double eb, int64_t radius, T& recon) {
+GSZ_HD uint16_t interp_quantize(T x, double pred, const InterpLevelQuant& lq, double eb, int64_t radius, T& recon,
+                                const FillValue& fill) {
+    if (fill_holds(fill, x)) {
+        recon = static_cast<T>(pred + 0.0 * lq.ebx2);   // interp_reconstruct's of the code `radius`
+        return static_cast<uint16_t>(radius);
+    }
     const double v = (static_cast<double>(x) - pred) * lq.r;
     if (::fabs(v) < static_cast<double>(radius)) {   // false for NaN and Inf
         const int64_t q = static_cast<int64_t>(::llrint(v));
@@ -424,11 +432,11 @@ GSZ_HD uint32_t interp_level_index(uint32_t u) {
 template <class T>
 GSZ_HD uint16_t interp_encode_point(T* ws, const InterpStage& s, uint32_t offset, uint32_t along, uint32_t u,
                                     uint32_t spline, double jump, const InterpLevelQuant& lq, double eb,
-                                    int64_t radius, bool* taken = nullptr) {
+                                    int64_t radius, const FillValue& fill, bool* taken = nullptr) {
     T* at = ws + offset;
     const double pred = interp_predict(at, s.neighbour_stride, along, u, s.last_along, spline, jump, taken);
     T recon;
-    const uint16_t code = interp_quantize(*at, pred, lq, eb, radius, recon);
+    const uint16_t code = interp_quantize(*at, pred, lq, eb, radius, recon, fill);
     *at = recon;
     return code;
 }
