@@ -688,9 +688,10 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
                              std::vector<uint64_t>{land.size()}}) {
         check(land, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_AUTO, -1e34);
         check(land, dims, GSZ_ERROR_ABS, 1e-3, GSZ_FILL_AUTO, -1e34);
-        check(land64, dims, GSZ_ERROR_ABS, 1e-5, GSZ_FILL_AUTO, double(-1e34f));
+        // (Bounds where interp beats storing the values: tighter ones on these fall back to store.)
+        check(land64, dims, GSZ_ERROR_ABS, 1e-3, GSZ_FILL_AUTO, double(-1e34f));
         check(dotted, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_VALUE, 0.5);
-        check(dotted, dims, GSZ_ERROR_ABS, 1e-4, GSZ_FILL_VALUE, 0.5);
+        check(dotted, dims, GSZ_ERROR_ABS, 1e-2, GSZ_FILL_VALUE, 0.5);
     }
 }
 
