@@ -584,8 +584,9 @@ TEST(FillValue, LandKeptExactlyAndNotCoded) {
         EXPECT_EQ(on.info.fill_points, land);
         EXPECT_GT(on.info.fill_mask_bytes, 16u);
         const auto out = ctx.decompress<float>(on.archive, GSZ_DEVICE_CPU);
-        for (size_t i = 0; i < v.size(); ++i)
+        for (size_t i = 0; i < v.size(); ++i) {
             if (v[i] == -1e34f) ASSERT_EQ(std::memcmp(&out[i], &v[i], 4), 0) << i;
+        }
         p.fill = GSZ_FILL_OFF;
         const auto off = interp_run(p, v);
         EXPECT_EQ(off.info.has_fill, 0u);
