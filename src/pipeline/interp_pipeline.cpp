@@ -365,10 +365,12 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     const std::vector<uint64_t> idx = predict::interp_tune_indices(p.layout);
     std::vector<T> samples(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) samples[i] = data[idx[i]];
+    const predict::FillValue fill = interp_fill<T>(params, samples, header);
+    // The tuner leaves out sample points next to the fill value (the GPU's pipeline tunes again where one is found).
     p.config = predict::interp_configure(p.layout, std::vector<double>(samples.begin(), samples.end()),
                                          header.error_bound_abs, header.value_max - header.value_min,
-                                         interp_overrides(params, p.layout.rank));
-    p.config.fill = interp_fill<T>(params, samples, header);
+                                         interp_overrides(params, p.layout.rank), interp_tune_skip<T>(fill));
+    p.config.fill = fill;
     predict::FillMask fill_mask = predict::fill_mask_encode_cpu(data, p.layout.dims, p.config.fill, threads);
     if (fill_mask.points == 0) p.config.fill = {};   // no point holds it: nothing to record
 

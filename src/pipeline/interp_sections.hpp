@@ -11,6 +11,7 @@
 
 #include <gsz/gsz.h>
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <algorithm>
@@ -47,6 +48,12 @@ struct InterpParams {
 // (predict::fill_detect) with the header's finite range.
 template <class T>
 predict::FillValue interp_fill(const gsz_params& params, std::span<const T> sample, const format::Header& header);
+
+// What the tuner leaves out for a fill value: the value as double, or NaN.
+template <class T>
+double interp_tune_skip(const predict::FillValue& fill) {
+    return fill.on ? static_cast<double>(predict::fill_value_as<T>(fill)) : NAN;
+}
 
 // The tuner's overrides from the caller's parameters (validated here:
 // GSZ_STATUS_INVALID_ARGUMENT names a bad one).

@@ -832,6 +832,11 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     // A fill value: the anchors, Lorenzo tiles and outliers code its stand-ins (interp_pipeline.cpp).
     const predict::FillValue fill =
         interp_fill<T>(params, std::span<const T>(dc.tune_host.data(), num_samples), dc.header);
+    // As the CPU's pipeline: tuned without the sample points next to the fill value.
+    const predict::InterpTuneChoice tuned =
+        fill.on ? predict::interp_tune(p.layout, std::span<const T>(dc.tune_host.data(), num_samples), overrides,
+                                       interp_tune_skip<T>(fill))
+                : choice;
     const T* coded = d_data;
     if (fill.on) {
         dc.stand_ins.allocate(n, stream);
@@ -840,7 +845,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     }
     const predict::InterpConfig bounds = predict::interp_level_bounds(p.layout, eb, range, overrides);
     predict::interp_anchors_launch_cuda(coded, p.layout, bounds, eb, p.radius, overrides.anchors, dc.enc, stream);
-    p.config = predict::interp_configure(p.layout, choice, eb, range, overrides);
+    p.config = predict::interp_configure(p.layout, tuned, eb, range, overrides);
     p.config.fill = fill;
     GSZ_CHECK(p.config.level_eb[p.layout.num_levels - 1] == bounds.level_eb[p.layout.num_levels - 1],
               GSZ_STATUS_INTERNAL, "interp: the anchors' level bound differs from the tuned one");

@@ -602,6 +602,24 @@ TEST(InterpConfigure, TuneThenConfigureIsConfigure) {
     EXPECT_EQ(choice.order[2], 0);
 }
 
+// A fill value in stripes across x: its jumps would make x look roughest;
+// left out (the pipeline's skip), the order is the field's own, x last.
+TEST(InterpConfigure, TunerLeavesOutTheFillValue) {
+    const std::vector<uint64_t> dims = {64, 48, 40};
+    auto v = anisotropic_field(dims[0], dims[1], dims[2]);
+    for (size_t i = 0; i < v.size(); ++i)
+        if (i % 64 / 5 % 2 == 0) v[i] = 1e20;
+    const auto L = layout_of(dims);
+    const auto s = gather_samples(L, v);
+    EXPECT_EQ(interp_tune(L, std::span<const double>(s), {}).order[0], 0);
+    const InterpTuneChoice skipped = interp_tune(L, std::span<const double>(s), {}, 1e20);
+    EXPECT_EQ(skipped.order[0], 2);
+    EXPECT_EQ(skipped.order[2], 0);
+    std::vector<float> sf(s.begin(), s.end());
+    const InterpTuneChoice from_float = interp_tune(L, std::span<const float>(sf), {}, double(1e20f));
+    EXPECT_EQ(from_float.order[2], 0);
+}
+
 TEST(InterpConfigure, OrderLeastToMostSmoothDeterministic) {
     const std::vector<uint64_t> dims = {64, 48, 40};
     const auto v = anisotropic_field(dims[0], dims[1], dims[2]);

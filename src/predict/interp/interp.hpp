@@ -14,6 +14,7 @@
 #include "predict/interp/interp_math.hpp"
 #include "predict/interp/interp_lorenzo_tiles.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -124,19 +125,21 @@ struct InterpTuneChoice {
     uint8_t spline[3] = {kSplineNotAKnot, kSplineNotAKnot, kSplineNotAKnot};
     uint8_t order[3] = {0, 1, 2};
 };
+// `skip`: a fill value (as double; NaN = none): sample points with it among
+// their values are left out, as those with non-finite ones.
 InterpTuneChoice interp_tune(const InterpLayout& layout, std::span<const double> samples,
-                             const InterpOverrides& overrides);
+                             const InterpOverrides& overrides, double skip = NAN);
 InterpTuneChoice interp_tune(const InterpLayout& layout, std::span<const float> samples,
-                             const InterpOverrides& overrides);
+                             const InterpOverrides& overrides, double skip = NAN);
 // The configuration: the tuner's choice, alpha (cuSZ-i's Eq. 1 unless
 // overridden), the level bounds e_l = eb / min(alpha^l, beta) and the jump
 // guard's threshold.  The sample overloads tune first.
 InterpConfig interp_configure(const InterpLayout& layout, const InterpTuneChoice& choice, double eb_abs,
                               double value_range, const InterpOverrides& overrides);
 InterpConfig interp_configure(const InterpLayout& layout, std::span<const double> samples, double eb_abs,
-                              double value_range, const InterpOverrides& overrides);
+                              double value_range, const InterpOverrides& overrides, double skip = NAN);
 InterpConfig interp_configure(const InterpLayout& layout, std::span<const float> samples, double eb_abs,
-                              double value_range, const InterpOverrides& overrides);
+                              double value_range, const InterpOverrides& overrides, double skip = NAN);
 // The part of interp_configure that needs no sample: alpha, beta, the level
 // bounds and the jump guard's threshold (spline and order left at their
 // defaults).  interp_configure derives them here too, so the GPU pipeline can

@@ -256,7 +256,7 @@ std::vector<uint64_t> interp_tune_indices(const InterpLayout& L) {
 namespace {
 
 template <class S>
-InterpTuneChoice tune(const InterpLayout& L, std::span<const S> samples, const InterpOverrides& ov) {
+InterpTuneChoice tune(const InterpLayout& L, std::span<const S> samples, const InterpOverrides& ov, double skip) {
     InterpTuneChoice cfg;
     // Per dim and spline, the summed |prediction - value| at unit stride,
     // over the sample points with room on both sides and finite neighbours.
@@ -272,6 +272,7 @@ InterpTuneChoice tune(const InterpLayout& L, std::span<const S> samples, const I
             const double x = v[0], a = v[1 + 4 * d], b = v[2 + 4 * d], c = v[3 + 4 * d], e = v[4 + 4 * d];
             if (!std::isfinite(x) || !std::isfinite(a) || !std::isfinite(b) || !std::isfinite(c) || !std::isfinite(e))
                 continue;
+            if (x == skip || a == skip || b == skip || c == skip || e == skip) continue;
             err[d][kSplineNotAKnot] += std::fabs((9.0 * (b + c) - (a + e)) * 0.0625 - x);
             err[d][kSplineNatural] += std::fabs((23.0 * (b + c) - 3.0 * (a + e)) / 40.0 - x);
         }
@@ -467,12 +468,14 @@ uint32_t interp_choose_stride_1d(std::span<const double> sample, uint64_t segmen
     return choose_stride_1d(sample, segment, eb_abs, value_range, overrides);
 }
 
-InterpTuneChoice interp_tune(const InterpLayout& L, std::span<const double> samples, const InterpOverrides& ov) {
-    return tune(L, samples, ov);
+InterpTuneChoice interp_tune(const InterpLayout& L, std::span<const double> samples, const InterpOverrides& ov,
+                             double skip) {
+    return tune(L, samples, ov, skip);
 }
 
-InterpTuneChoice interp_tune(const InterpLayout& L, std::span<const float> samples, const InterpOverrides& ov) {
-    return tune(L, samples, ov);
+InterpTuneChoice interp_tune(const InterpLayout& L, std::span<const float> samples, const InterpOverrides& ov,
+                             double skip) {
+    return tune(L, samples, ov, skip);
 }
 
 InterpConfig interp_configure(const InterpLayout& L, const InterpTuneChoice& choice, double eb_abs,
@@ -484,13 +487,13 @@ InterpConfig interp_configure(const InterpLayout& L, const InterpTuneChoice& cho
 }
 
 InterpConfig interp_configure(const InterpLayout& L, std::span<const double> samples, double eb_abs,
-                              double value_range, const InterpOverrides& ov) {
-    return interp_configure(L, tune(L, samples, ov), eb_abs, value_range, ov);
+                              double value_range, const InterpOverrides& ov, double skip) {
+    return interp_configure(L, tune(L, samples, ov, skip), eb_abs, value_range, ov);
 }
 
 InterpConfig interp_configure(const InterpLayout& L, std::span<const float> samples, double eb_abs,
-                              double value_range, const InterpOverrides& ov) {
-    return interp_configure(L, tune(L, samples, ov), eb_abs, value_range, ov);
+                              double value_range, const InterpOverrides& ov, double skip) {
+    return interp_configure(L, tune(L, samples, ov, skip), eb_abs, value_range, ov);
 }
 
 namespace {
