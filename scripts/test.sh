@@ -31,7 +31,7 @@ echo "== 3/3 libFuzzer (clang)"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DGSZ_ENABLE_CUDA=OFF -DGSZ_BUILD_TESTS=OFF -DGSZ_BUILD_FUZZ=ON -DGSZ_SANITIZE=address,undefined \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
-cmake --build build-fuzz -j"$jobs" --target decompress_fuzz archive_parse_fuzz huffman_decode_fuzz fast_decode_fuzz ans_decode_fuzz
+cmake --build build-fuzz -j"$jobs" --target decompress_fuzz archive_parse_fuzz huffman_decode_fuzz fast_decode_fuzz ans_decode_fuzz fill_mask_fuzz
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 for f in tests/golden/v*/*.gsz; do   # every version the reader supports (same names in each)
@@ -41,6 +41,7 @@ done
 ./build-fuzz/fuzz/archive_parse_fuzz -max_total_time=20 -rss_limit_mb=2048 "$corpus" 2>&1 | tail -n 1
 ./build-fuzz/fuzz/huffman_decode_fuzz -max_total_time=20 -rss_limit_mb=2048 2>&1 | tail -n 1
 ./build-fuzz/fuzz/fast_decode_fuzz -max_total_time=20 -rss_limit_mb=2048 2>&1 | tail -n 1
+./build-fuzz/fuzz/fill_mask_fuzz -max_total_time=20 -rss_limit_mb=2048 2>&1 | tail -n 1
 ans_corpus="$corpus/ans"   # seeded with the rANS sections of the golden lorenzo archives
 python3 fuzz/ans_seeds.py "$ans_corpus" tests/golden/v*/*.gsz
 ./build-fuzz/fuzz/ans_decode_fuzz -max_total_time=20 -rss_limit_mb=2048 "$ans_corpus" 2>&1 | tail -n 1
