@@ -661,12 +661,13 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
     const std::vector<double> land64(land.begin(), land.end());
     gsz::Context ctx;
     const auto check = [&](const auto& v, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
-                           gsz_fill fill, double value) {
+                           gsz_fill fill, double value, gsz_interp_tiles tiles = GSZ_INTERP_TILES_AUTO) {
         using T = typename std::decay_t<decltype(v)>::value_type;
         SCOPED_TRACE(testing::Message() << dims.size() << "-D " << sizeof(T) * 8 << " bits, mode " << mode << " eb "
-                                        << eb << " fill " << fill << " " << value);
+                                        << eb << " fill " << fill << " " << value << " tiles " << tiles);
         auto p = make_params(dtype_of<T>(), dims, mode, eb);
         p.pipeline = GSZ_PIPELINE_INTERP;
+        p.interp_tiles = tiles;
         p.fill = fill;
         p.fill_value = value;
         p.device = GSZ_DEVICE_CPU;
@@ -693,6 +694,9 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
         check(land64, dims, GSZ_ERROR_ABS, 1e-3, GSZ_FILL_AUTO, double(-1e34f));
         check(dotted, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_VALUE, 0.5);
         check(dotted, dims, GSZ_ERROR_ABS, 1e-2, GSZ_FILL_VALUE, 0.5);
+        // Every tile weighed for Lorenzo: the full tiles' estimate reads the stand-ins as the CPU's does.
+        check(land, dims, GSZ_ERROR_ABS, 1e-3, GSZ_FILL_AUTO, -1e34, GSZ_INTERP_TILES_EACH);
+        check(dotted, dims, GSZ_ERROR_ABS, 1e-2, GSZ_FILL_VALUE, 0.5, GSZ_INTERP_TILES_EACH);
     }
 }
 

@@ -322,9 +322,14 @@ __device__ __forceinline__ bool full_tile_lorenzo_point(const InterpLayout::Tile
 // sum goes to slots[warp] (below 2^32: 32 threads of at most 16 points of at
 // most 96·256), which the phase reads after the stages' barriers; the block
 // waits for every warp before the first stage overwrites the workspace.
+// With a fill value the workspace holds the original values where the
+// estimate is defined on the stand-ins (interp_lorenzo_estimate reads the
+// encoder's `data`): a point that is not an anchor is read through
+// fill_stand_in (a Lorenzo point never is one; anchors hold their start values).
 template <class G, class T>
 __device__ __forceinline__ void full_tile_lorenzo_estimate(const InterpLayout& L, const InterpLayout::TileBox& box,
-                                                           const T* ws, double r, uint32_t* slots) {
+                                                           const T* ws, double r, const FillValue& fill,
+                                                           uint32_t* slots) {
     using Sh = full_tile::Shape<G>;
     constexpr uint32_t S1 = Sh::ws_stride(1), S2 = Sh::ws_stride(2);
     uint32_t estimate = 0;
@@ -333,9 +338,13 @@ __device__ __forceinline__ void full_tile_lorenzo_estimate(const InterpLayout& L
         if (!full_tile_lorenzo_point<G>(box, x, y, z)) return;
         const uint32_t c[3] = {x, y, z};
         const auto at = [&](bool has, uint32_t dx, uint32_t dy, uint32_t dz) -> T {
-            return has ? ws[w - dx - dy * S1 - dz * S2] : T(0);
+            if (!has) return T(0);
+            const T v = ws[w - dx - dy * S1 - dz * S2];
+            if (!fill.on) return v;
+            const bool anchor = (x - dx) % Sh::S == 0 && (y - dy) % Sh::S == 0 && (z - dz) % Sh::S == 0;
+            return anchor ? v : fill_stand_in(fill, v);
         };
-        estimate += interp_lorenzo_estimate_of(ws[w], c, G::rank, at, r);
+        estimate += interp_lorenzo_estimate_of(fill_stand_in(fill, ws[w]), c, G::rank, at, r);
     });
     estimate = __reduce_add_sync(~0u, estimate);
     if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = estimate;
@@ -731,7 +740,7 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         }
         // The phase's pre-test reads the workspace as loaded; the stages' barriers publish its sums.
         if (lorenzo_phase(cfg) && interp_tiles_choose(cfg.tiles))
-            full_tile_lorenzo_estimate<G>(L, box, ws, cfg.lorenzo.r, estimate_slots);
+            full_tile_lorenzo_estimate<G>(L, box, ws, cfg.lorenzo.r, cfg.fill, estimate_slots);
         full_tile::predict_stages<G, Code, Guard>(ws, cfg, taken, [&](uint32_t w, double pred, InterpLevelQuant lq) {
             T recon;
             tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon, cfg.fill);
