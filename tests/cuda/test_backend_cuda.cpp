@@ -681,7 +681,7 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
         ASSERT_EQ(0, std::memcmp(on_cpu.data(), on_gpu.data(), on_cpu.size() * sizeof(T))) << "decoded values differ";
         const T f = static_cast<T>(value);
         for (size_t i = 0; i < v.size(); ++i) {
-            if (v[i] == f) ASSERT_EQ(on_gpu[i], f) << i;
+            if (v[i] == f) { ASSERT_EQ(on_gpu[i], f) << i; }
         }
         const auto r = check_bound(v, on_gpu, ctx.inspect(cpu.data(), cpu.size()).error_bound_abs);
         EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;

@@ -585,7 +585,7 @@ TEST(FillValue, LandKeptExactlyAndNotCoded) {
         EXPECT_GT(on.info.fill_mask_bytes, 16u);
         const auto out = ctx.decompress<float>(on.archive, GSZ_DEVICE_CPU);
         for (size_t i = 0; i < v.size(); ++i) {
-            if (v[i] == -1e34f) ASSERT_EQ(std::memcmp(&out[i], &v[i], 4), 0) << i;
+            if (v[i] == -1e34f) { ASSERT_EQ(std::memcmp(&out[i], &v[i], 4), 0) << i; }
         }
         p.fill = GSZ_FILL_OFF;
         const auto off = interp_run(p, v);
