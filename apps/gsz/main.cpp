@@ -405,7 +405,8 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
     c->add_option("--interp-anchor-stride", a.interp_anchor_stride,
                   "interp, 1-D arrays: anchors every N points, a power of two 2..512 (512: the paper's 512-point "
                   "chunks, best on smooth series; shorter: rough ones such as mesh cells in storage order), or auto "
-                  "(chosen on a sample; 2-D and 3-D arrays keep 16 and 8)")
+                  "(chosen on a sample; with --interp-tiles auto, rough records whose neighbours predict best take "
+                  "every tile Lorenzo-coded at the full bound instead; 2-D and 3-D arrays keep 16 and 8)")
         ->capture_default_str();
     c->add_option("--interp-jump-guard", a.interp_jump_guard,
                   "interp: where neighbours differ by more than 95% of the value range (fill values next to data), "

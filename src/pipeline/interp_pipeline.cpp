@@ -6,36 +6,79 @@
 
 #include "runtime/status.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
 namespace gsz::pipeline {
 
-void InterpParams::write(ByteWriter& out) const {
-    out.put(radius);
-    out.put(layout.rank);
-    out.put(layout.anchor_stride);
-    out.put(layout.num_levels);
-    for (uint32_t t : layout.tile) out.put(t);
-    for (uint8_t o : config.order) out.put(o);
-    for (uint8_t s : config.spline) out.put(s);
-    out.put(uint16_t{config.anchors});
-    out.put(config.alpha);
-    out.put(config.beta);
-    for (uint32_t l = 0; l < layout.num_levels; ++l) out.put(config.level_eb[l]);
-    out.put(huffman_chunk_symbols);
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// What a version-14 decoder derives where pipeline_params leaves a value out:
+// alpha, beta and the level bounds as the encoder's defaults give them
+// (predict::interp_level_bounds), the guard's threshold of the value range,
+// and the Lorenzo tiles' bound of those level bounds (level 0's where every
+// tile is Lorenzo-coded).  Integer-free but deterministic IEEE arithmetic
+// (products, one quotient and one square root a value): every backend and
+// machine derives the same bits, and the encoder writes a value whenever its
+// own differs from this.
+predict::InterpConfig interp_derived(const predict::InterpLayout& L, const format::Header& h, bool all_lorenzo) {
+    predict::InterpOverrides defaults;
+    defaults.tiles = all_lorenzo ? predict::kTilesLorenzo : predict::kTilesEach;
+    return predict::interp_level_bounds(L, h.error_bound_abs, h.value_max - h.value_min, defaults);
+}
+
+}  // namespace
+
+void InterpParams::write(ByteWriter& out, const format::Header& h) const {
     const bool guard = config.jump != predict::kInterpNoJump;
-    out.put((guard ? kInterpFlagJumpGuard : 0u) | (lorenzo_tiles ? kInterpFlagLorenzoTiles : 0u) |
-            (config.fill.on ? kInterpFlagFill : 0u));   // flags (format version 5; reserved before)
+    const bool all = all_lorenzo();
+    GSZ_CHECK(!all || config.lorenzo_eb == config.level_eb[0], GSZ_STATUS_INTERNAL,
+              "interp: every tile Lorenzo-coded at bound %g, not level 0's %g", config.lorenzo_eb, config.level_eb[0]);
+    GSZ_CHECK(radius >= 1 && radius <= 32768 && huffman_chunk_symbols == kHuffmanChunkSymbols, GSZ_STATUS_INTERNAL,
+              "interp: radius %u, Huffman chunks of %u", radius, huffman_chunk_symbols);
+    const predict::InterpConfig derived = interp_derived(layout, h, all);
+    bool bounds = !same_bits(config.alpha, derived.alpha) || !same_bits(config.beta, derived.beta);
+    for (uint32_t l = 0; l < layout.num_levels; ++l) bounds |= !same_bits(config.level_eb[l], derived.level_eb[l]);
+    const bool jump = guard && !same_bits(config.jump, derived.jump);
+    const bool some = lorenzo_tiles && !all;
+    // The Lorenzo bound is derived from the level bounds as written.
+    predict::InterpConfig as_read = derived;
+    std::copy_n(config.level_eb, layout.num_levels, as_read.level_eb);
+    const bool lorenzo_eb = some && !same_bits(config.lorenzo_eb, predict::interp_lorenzo_bound(layout, as_read));
+    out.put(static_cast<uint16_t>(radius == 32768 ? 0 : radius));   // 32768 as 0
+    out.put(static_cast<uint8_t>(std::countr_zero(layout.anchor_stride)));
+    for (uint8_t o : config.order) out.put(o);
+    for (uint8_t sp : config.spline) out.put(sp);
+    out.put(config.anchors);
+    out.put(static_cast<uint8_t>((guard ? kInterpFlagJumpGuard : 0u) | (some ? kInterpFlagLorenzoTiles : 0u) |
+                                 (config.fill.on ? kInterpFlagFill : 0u) | (all ? kInterpFlagAllLorenzo : 0u) |
+                                 (bounds ? kInterpFlagBounds : 0u) | (jump ? kInterpFlagJump : 0u) |
+                                 (lorenzo_eb ? kInterpFlagLorenzoBound : 0u)));
     out.put(num_outliers);
-    if (guard) out.put(config.jump);
-    if (lorenzo_tiles) out.put(config.lorenzo_eb);
+    if (bounds) {
+        out.put(config.alpha);
+        out.put(config.beta);
+        for (uint32_t l = 0; l < layout.num_levels; ++l) out.put(config.level_eb[l]);
+    }
+    if (jump) out.put(config.jump);
+    if (lorenzo_eb) out.put(config.lorenzo_eb);
     if (config.fill.on) out.put(config.fill.bits);
 }
 
-InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::Header& h) {
+namespace {
+
+void check_jump(double jump) {
+    GSZ_CHECK(jump > 0 && jump < HUGE_VAL, GSZ_STATUS_CORRUPT, "pipeline_params: jump threshold %g is not finite and > 0",
+              jump);
+}
+
+// Version 13's layout and before (docs/FORMAT.md, "pipeline_params ... before version 14").
+InterpParams read_params_v13(ByteReader& in, const format::Header& h) {
     constexpr gsz_status bad = GSZ_STATUS_CORRUPT;
-    ByteReader in(bytes, "pipeline_params");
     InterpParams p;
     p.radius = in.get<uint32_t>("radius");
     const uint32_t rank = in.get<uint32_t>("rank");
@@ -74,26 +117,10 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
               : h.format_version >= 5  ? "only 0x1, the jump guard"
                                        : "none");
     p.lorenzo_tiles = flags & kInterpFlagLorenzoTiles;
-    if (flags & kInterpFlagJumpGuard) {
-        p.config.jump = in.get<double>("jump threshold");
-        GSZ_CHECK(p.config.jump > 0 && p.config.jump < HUGE_VAL, bad,
-                  "pipeline_params: jump threshold %g is not finite and > 0", p.config.jump);
-    }
-    if (p.lorenzo_tiles) {
-        p.config.lorenzo_eb = in.get<double>("Lorenzo tiles' bound");
-        const double e = p.config.lorenzo_eb;
-        GSZ_CHECK(e > 0 && e <= h.error_bound_abs && std::isfinite(1.0 / (2.0 * e)), bad,
-                  "pipeline_params: Lorenzo tiles' bound %g (archive bound %g)", e, h.error_bound_abs);
-    }
-    if (flags & kInterpFlagFill) {
-        p.config.fill = {true, in.get<uint64_t>("fill value")};
-        GSZ_CHECK(h.dtype == GSZ_DTYPE_F64 || p.config.fill.bits >> 32 == 0, bad,
-                  "pipeline_params: fill value bits %#llx are wider than float32",
-                  static_cast<unsigned long long>(p.config.fill.bits));
-    }
-    in.expect_end();
-
-    GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, bad, "pipeline_params: radius %u out of range", p.radius);
+    if (flags & kInterpFlagJumpGuard) p.config.jump = in.get<double>("jump threshold");
+    if (flags & kInterpFlagJumpGuard) check_jump(p.config.jump);
+    if (p.lorenzo_tiles) p.config.lorenzo_eb = in.get<double>("Lorenzo tiles' bound");
+    if (flags & kInterpFlagFill) p.config.fill = {true, in.get<uint64_t>("fill value")};
     GSZ_CHECK(anchors <= predict::kAnchorsCoded, bad, "pipeline_params: anchor coding %u is not 0 (raw) or 1 (coded)",
               anchors);
     GSZ_CHECK(anchors == predict::kAnchorsRaw || h.format_version >= 2, bad,
@@ -105,6 +132,92 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     for (int d = 0; d < 3; ++d)
         GSZ_CHECK(tile[d] == L.tile[d], bad, "pipeline_params: tile extent %u along dim %d, expected %u", tile[d], d,
                   L.tile[d]);
+    return p;
+}
+
+// Version 14's compact layout: the geometry from the dims and the stride's
+// log2, the defaults' values left out (interp_derived).
+InterpParams read_params_v14(ByteReader& in, const format::Header& h) {
+    constexpr gsz_status bad = GSZ_STATUS_CORRUPT;
+    InterpParams p;
+    const uint16_t radius = in.get<uint16_t>("radius");
+    p.radius = radius == 0 ? 32768u : radius;
+    const uint8_t stride_log2 = in.get<uint8_t>("anchor stride");
+    p.layout = predict::interp_layout(h.rank, h.dims);
+    if (p.layout.rank == 1) {
+        GSZ_CHECK(stride_log2 >= 1 && stride_log2 <= 9, bad,
+                  "pipeline_params: anchor stride 2^%u is not a power of two from %u to %u", stride_log2,
+                  predict::kInterpMinStride1d, predict::kInterpGeometry1d.stride);
+        p.layout = predict::interp_layout(h.rank, h.dims, 1u << stride_log2);
+    }
+    GSZ_CHECK(stride_log2 < 32 && (1u << stride_log2) == p.layout.anchor_stride, bad,
+              "pipeline_params: anchor stride 2^%u; the dims give %u", stride_log2, p.layout.anchor_stride);
+    for (uint8_t& o : p.config.order) o = in.get<uint8_t>("order");
+    for (uint8_t& s : p.config.spline) s = in.get<uint8_t>("spline");
+    p.config.anchors = in.get<uint8_t>("anchor coding");
+    GSZ_CHECK(p.config.anchors <= predict::kAnchorsCoded, bad,
+              "pipeline_params: anchor coding %u is not 0 (raw) or 1 (coded)", p.config.anchors);
+    const uint8_t flags = in.get<uint8_t>("flags");
+    constexpr uint32_t known = kInterpFlagJumpGuard | kInterpFlagLorenzoTiles | kInterpFlagFill | kInterpFlagAllLorenzo |
+                               kInterpFlagBounds | kInterpFlagJump | kInterpFlagLorenzoBound;
+    GSZ_CHECK((flags & ~known) == 0, bad, "pipeline_params: flags %#x (format version %u knows 0x1 to 0x40)", flags,
+              h.format_version);
+    GSZ_CHECK(!((flags & kInterpFlagLorenzoTiles) && (flags & kInterpFlagAllLorenzo)), bad,
+              "pipeline_params: flags %#x say both some tiles (0x2) and every tile (0x8) Lorenzo-coded", flags);
+    GSZ_CHECK(!(flags & kInterpFlagJump) || (flags & kInterpFlagJumpGuard), bad,
+              "pipeline_params: flags %#x give a jump threshold (0x20) without the guard (0x1)", flags);
+    GSZ_CHECK(!(flags & kInterpFlagLorenzoBound) || (flags & kInterpFlagLorenzoTiles), bad,
+              "pipeline_params: flags %#x give a Lorenzo bound (0x40) without Lorenzo tiles (0x2)", flags);
+    p.num_outliers = in.get<uint64_t>("outlier count");
+    p.huffman_chunk_symbols = kHuffmanChunkSymbols;
+    p.lorenzo_tiles = flags & kInterpFlagLorenzoTiles;
+    const bool all = flags & kInterpFlagAllLorenzo;
+    const predict::InterpConfig derived = interp_derived(p.layout, h, all);
+    if (all) p.config.tiles = predict::kTilesLorenzo;
+    if (flags & kInterpFlagBounds) {
+        p.config.alpha = in.get<double>("alpha");
+        p.config.beta = in.get<double>("beta");
+        for (uint32_t l = 0; l < p.layout.num_levels; ++l) p.config.level_eb[l] = in.get<double>("level bound");
+    } else {
+        p.config.alpha = derived.alpha;
+        p.config.beta = derived.beta;
+        std::copy_n(derived.level_eb, p.layout.num_levels, p.config.level_eb);
+    }
+    if (flags & kInterpFlagJumpGuard) {
+        p.config.jump = flags & kInterpFlagJump ? in.get<double>("jump threshold") : derived.jump;
+        check_jump(p.config.jump);
+    }
+    if (p.lorenzo_tiles) {
+        predict::InterpConfig as_read = derived;
+        std::copy_n(p.config.level_eb, p.layout.num_levels, as_read.level_eb);
+        p.config.lorenzo_eb = flags & kInterpFlagLorenzoBound ? in.get<double>("Lorenzo tiles' bound")
+                                                               : predict::interp_lorenzo_bound(p.layout, as_read);
+    }
+    if (flags & kInterpFlagFill) p.config.fill = {true, in.get<uint64_t>("fill value")};
+    return p;
+}
+
+}  // namespace
+
+InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::Header& h) {
+    constexpr gsz_status bad = GSZ_STATUS_CORRUPT;
+    ByteReader in(bytes, "pipeline_params");
+    InterpParams p = h.format_version >= 14 ? read_params_v14(in, h) : read_params_v13(in, h);
+    in.expect_end();
+    const predict::InterpLayout& L = p.layout;
+    const uint32_t rank = L.rank;
+    const uint32_t levels = L.num_levels;
+    if (p.lorenzo_tiles) {
+        const double e = p.config.lorenzo_eb;
+        GSZ_CHECK(e > 0 && e <= h.error_bound_abs && std::isfinite(1.0 / (2.0 * e)), bad,
+                  "pipeline_params: Lorenzo tiles' bound %g (archive bound %g)", e, h.error_bound_abs);
+    }
+    if (p.config.fill.on)
+        GSZ_CHECK(h.dtype == GSZ_DTYPE_F64 || p.config.fill.bits >> 32 == 0, bad,
+                  "pipeline_params: fill value bits %#llx are wider than float32",
+                  static_cast<unsigned long long>(p.config.fill.bits));
+
+    GSZ_CHECK(p.radius >= 1 && p.radius <= 32768, bad, "pipeline_params: radius %u out of range", p.radius);
     uint32_t seen = 0;
     for (uint32_t k = 0; k < 3; ++k) {
         const uint32_t o = p.config.order[k];
@@ -125,6 +238,7 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     }
     GSZ_CHECK(p.num_outliers <= h.num_elements(), bad, "pipeline_params: %llu outliers",
               static_cast<unsigned long long>(p.num_outliers));
+    if (p.all_lorenzo()) p.config.lorenzo_eb = p.config.level_eb[0];
     return p;
 }
 
@@ -215,11 +329,14 @@ std::vector<uint8_t> interp_assemble(const format::Header& header, const InterpP
     InterpParams p = params;
     p.huffman_chunk_symbols = kHuffmanChunkSymbols;
     p.num_outliers = outlier_index.size();
-    p.lorenzo_tiles = !lorenzo_tiles.empty();
     GSZ_CHECK(lorenzo_tiles.empty() || lorenzo_tiles.size() == p.layout.num_tiles, GSZ_STATUS_INTERNAL,
               "interp_assemble: %zu tile choices for %llu tiles", lorenzo_tiles.size(),
               static_cast<unsigned long long>(p.layout.num_tiles));
-    p.write(params_bytes);
+    GSZ_CHECK(!p.all_lorenzo() || std::count(lorenzo_tiles.begin(), lorenzo_tiles.end(), uint8_t{1}) ==
+                                      static_cast<std::ptrdiff_t>(p.layout.num_tiles),
+              GSZ_STATUS_INTERNAL, "interp_assemble: every tile asked Lorenzo-coded, not every tile is");
+    p.lorenzo_tiles = !lorenzo_tiles.empty() && !p.all_lorenzo();
+    p.write(params_bytes, header);
     code_stage_write(codes, cs);
     if (p.config.anchors == predict::kAnchorsRaw) {
         anchor_bytes.put_array(std::span<const T>(anchors.raw));
@@ -288,18 +405,20 @@ InterpDecodePlan<T> interp_plan_decode(const format::Archive& archive) {
               static_cast<unsigned long long>(p.num_outliers));
 
     GSZ_CHECK(p.lorenzo_tiles == archive.has(format::SectionKind::interp_tiles), bad,
-              "interp_tiles: the section is %s but pipeline_params %s Lorenzo tiles",
-              p.lorenzo_tiles ? "missing" : "present", p.lorenzo_tiles ? "records" : "records no");
+              "interp_tiles: the section is %s but pipeline_params %s", p.lorenzo_tiles ? "missing" : "present",
+              p.lorenzo_tiles ? "records Lorenzo tiles" : p.all_lorenzo() ? "records every tile Lorenzo-coded"
+                                                                         : "records no Lorenzo tiles");
     if (p.lorenzo_tiles)
         plan.lorenzo_tiles =
             interp_tiles_unpack(archive.section(format::SectionKind::interp_tiles), p.layout.num_tiles);
+    if (p.all_lorenzo()) plan.lorenzo_tiles.assign(p.layout.num_tiles, 1);
 
     GSZ_CHECK(p.config.fill.on == archive.has(format::SectionKind::fill_mask), bad,
               "fill_mask: the section is %s but pipeline_params %s a fill value", p.config.fill.on ? "missing" : "present",
               p.config.fill.on ? "records" : "records no");
     if (p.config.fill.on) plan.fill_mask = predict::fill_mask_read(archive.section(format::SectionKind::fill_mask), n);
 
-    plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n, interp_ans_shape(p.layout));
+    plan.codes = code_stage_read(archive, p.radius, p.huffman_chunk_symbols, n, interp_ans_shape(p));
 
     if (raw) {
         plan.anchors.raw.resize(p.layout.num_anchors);
@@ -350,6 +469,7 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     InterpParams p;
     p.radius = quant_radius(params);
     p.layout = predict::interp_layout(header.rank, header.dims);
+    predict::InterpOverrides overrides = interp_overrides(params, p.layout.rank);
     if (p.layout.rank == 1) {
         const uint64_t n = p.layout.dims[0];
         const std::vector<uint64_t> starts = predict::interp_stride_segments(n);
@@ -357,10 +477,11 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
         std::vector<T> sample;
         sample.reserve(starts.size() * len);
         for (const uint64_t s : starts) sample.insert(sample.end(), data + s, data + s + len);
-        const uint32_t stride = predict::interp_choose_stride_1d(
-            std::span<const T>(sample), len, header.error_bound_abs, header.value_max - header.value_min,
-            interp_overrides(params, 1));
-        p.layout = predict::interp_layout(header.rank, header.dims, stride);
+        const predict::InterpChoice1d choice = predict::interp_choose_stride_1d(
+            std::span<const T>(sample), len, header.error_bound_abs, header.value_max - header.value_min, p.radius,
+            overrides);
+        p.layout = predict::interp_layout(header.rank, header.dims, choice.stride);
+        if (choice.lorenzo) overrides.tiles = predict::kTilesLorenzo;
     }
     const std::vector<uint64_t> idx = predict::interp_tune_indices(p.layout);
     std::vector<T> samples(idx.size());
@@ -368,8 +489,8 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     const predict::FillValue fill = interp_fill<T>(params, samples, header);
     // The tuner leaves out sample points next to the fill value (the GPU's pipeline tunes again where one is found).
     p.config = predict::interp_configure(p.layout, std::vector<double>(samples.begin(), samples.end()),
-                                         header.error_bound_abs, header.value_max - header.value_min,
-                                         interp_overrides(params, p.layout.rank), interp_tune_skip<T>(fill));
+                                         header.error_bound_abs, header.value_max - header.value_min, overrides,
+                                         interp_tune_skip<T>(fill));
     p.config.fill = fill;
     predict::FillMask fill_mask = predict::fill_mask_encode_cpu(data, p.layout.dims, p.config.fill, threads);
     if (fill_mask.points == 0) p.config.fill = {};   // no point holds it: nothing to record
@@ -381,7 +502,7 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     const T* coded = p.config.fill.on ? stand_ins.data() : data;
     const predict::InterpAnchors<T> anchors =
         predict::interp_anchors_encode_cpu(coded, p.layout, p.config, header.error_bound_abs, p.radius,
-                                           interp_overrides(params, p.layout.rank).anchors, threads);
+                                           overrides.anchors, threads);
     p.config.anchors = anchors.mode;
     predict::InterpEncoded<T> enc;
     predict::interp_encode_cpu(coded, p.layout, p.config, header.error_bound_abs, p.radius, anchors, enc, threads,
@@ -390,7 +511,7 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     // A guard that decided no prediction left the unguarded splines' codes: the
     // archive says so, and its decoders skip the guard's tests.
     if (!enc.jump_taken) p.config.jump = predict::kInterpNoJump;
-    EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, interp_ans_shape(p.layout, params.ans_strips), params.lossless,
+    EncodedCodes ec = code_stage_encode_cpu(enc.codes, p.radius, interp_ans_shape(p, params.ans_strips), params.lossless,
                                            threads);
     enc.codes = {};
     InterpAnchorSection<T> section;
@@ -405,7 +526,7 @@ template <class T>
 void decompress_typed(const format::Archive& archive, T* out, int threads) {
     const InterpDecodePlan<T> plan = interp_plan_decode<T>(archive);
     std::vector<uint16_t> codes(archive.header.num_elements());
-    code_stage_decode_cpu(plan.codes, plan.params.radius, interp_ans_shape(plan.params.layout), codes, threads);
+    code_stage_decode_cpu(plan.codes, plan.params.radius, interp_ans_shape(plan.params), codes, threads);
     const std::vector<T> anchors = predict::interp_anchors_decode_cpu<T>(
         codes, plan.anchors.raw, plan.anchors.listed, plan.anchors.listed_residual, plan.outlier_index,
         plan.outlier_value, plan.params.layout, plan.params.config, plan.params.radius);
@@ -444,7 +565,7 @@ void interp_describe(const format::Archive& archive, gsz_archive_info& info) {
     info.interp_listed_anchors = raw ? 0 : archive.section(format::SectionKind::interp_anchors).size() / 16;
     info.interp_jump = p.config.jump == predict::kInterpNoJump ? 0.0 : p.config.jump;
     info.interp_tiles = p.layout.num_tiles;
-    info.interp_lorenzo_tiles = 0;
+    info.interp_lorenzo_tiles = p.all_lorenzo() ? p.layout.num_tiles : 0;
     if (p.lorenzo_tiles)
         for (const uint8_t t : interp_tiles_unpack(archive.section(format::SectionKind::interp_tiles),
                                                    p.layout.num_tiles))

@@ -30,6 +30,22 @@ inline constexpr uint32_t kInterpFlagLorenzoTiles = 2;
 // Bit 2 (format version 13): a fill value (its bits as a u64 after the
 // flags' other fields); the fill_mask section says where it is.
 inline constexpr uint32_t kInterpFlagFill = 4;
+// Bit 3 (format version 14): every tile is Lorenzo-coded at the full bound
+// (level 0's; predict::kTilesLorenzo, which the 1-D stride choice takes on
+// rough records): no interp_tiles section and no Lorenzo bound are written,
+// and the codes' rANS contexts have one level (interp_ans_shape), since no
+// spline level tells their statistics apart.  Not with bit 1.
+inline constexpr uint32_t kInterpFlagAllLorenzo = 8;
+// Version 14 writes pipeline_params compactly (docs/FORMAT.md): the geometry
+// follows from the dims and the stride, and a value that the decoder derives
+// (interp_derived in interp_pipeline.cpp) is written only where the encoder's
+// differs, under these flags: bit 4, alpha, beta and the level bounds; bit 5,
+// the guard's threshold; bit 6, the Lorenzo tiles' bound.  (An interp archive
+// of a small field paid 100-150 bytes for them: a 12,000-value record's
+// archive is 5.5 KB.)
+inline constexpr uint32_t kInterpFlagBounds = 16;
+inline constexpr uint32_t kInterpFlagJump = 32;
+inline constexpr uint32_t kInterpFlagLorenzoBound = 64;
 
 struct InterpParams {
     uint32_t radius = 0;
@@ -38,8 +54,12 @@ struct InterpParams {
     uint32_t huffman_chunk_symbols = 0;
     uint64_t num_outliers = 0;
     bool lorenzo_tiles = false;   // kInterpFlagLorenzoTiles
+    // kInterpFlagAllLorenzo: written where config.tiles is kTilesLorenzo, and
+    // read back as that request.
+    bool all_lorenzo() const { return config.tiles == predict::kTilesLorenzo; }
 
-    void write(ByteWriter& out) const;
+    // The current version's layout; `header`: the archive's (bound, value range).
+    void write(ByteWriter& out, const format::Header& header) const;
     // Throws GSZ_STATUS_CORRUPT; `header` gives the geometry and the bound.
     static InterpParams read(std::span<const uint8_t> bytes, const format::Header& header);
 };
@@ -78,13 +98,15 @@ std::vector<uint8_t> interp_tiles_pack(std::span<const uint8_t> lorenzo_tiles);
 std::vector<uint8_t> interp_tiles_unpack(std::span<const uint8_t> bytes, uint64_t num_tiles);
 
 // The rANS contexts of interp codes: a point's level is the finest grid it
-// lies on (stride 1, 2, ..., the anchors'), known from its raster position.
+// lies on (stride 1, 2, ..., the anchors'), known from its raster position;
+// one level where every tile is Lorenzo-coded (kInterpFlagAllLorenzo).
 // `strips`: what compression may choose (gsz_params::ans_strips).
-inline encode::AnsContextShape interp_ans_shape(const predict::InterpLayout& layout,
+inline encode::AnsContextShape interp_ans_shape(const InterpParams& params,
                                                 gsz_ans_strips strips = GSZ_ANS_STRIPS_AUTO) {
+    const predict::InterpLayout& layout = params.layout;
     encode::AnsContextShape s;
     for (int d = 0; d < 3; ++d) s.dims[d] = layout.dims[d];
-    s.levels = std::min<uint32_t>(layout.num_levels + 1, encode::kAnsMaxLevels);
+    s.levels = params.all_lorenzo() ? 1u : std::min<uint32_t>(layout.num_levels + 1, encode::kAnsMaxLevels);
     s.strips = strips == GSZ_ANS_STRIPS_OFF  ? encode::AnsStripsChoice::off
                : strips == GSZ_ANS_STRIPS_ON ? encode::AnsStripsChoice::on
                                              : encode::AnsStripsChoice::automatic;

@@ -812,7 +812,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     // range pass reads the data (the GPU idled 0.1-0.18 ms while the host tuned).
     // Read where they lie: a host copy (0.4 MB as double) cost ~0.2 ms on the lent hosts.
     GSZ_CUDA(cudaEventSynchronize(dc.sample_ready));
-    const predict::InterpOverrides overrides = interp_overrides(params, p.layout.rank);
+    predict::InterpOverrides overrides = interp_overrides(params, p.layout.rank);
     const predict::InterpTuneChoice choice =
         predict::interp_tune(p.layout, std::span<const T>(dc.tune_host.data(), num_samples), overrides);
     GSZ_CUDA(cudaStreamSynchronize(stream));
@@ -822,10 +822,11 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     p.radius = quant_radius(params);
     const double eb = dc.header.error_bound_abs, range = dc.header.value_max - dc.header.value_min;
     if (p.layout.rank == 1) {
-        const uint32_t stride = predict::interp_choose_stride_1d(
+        const predict::InterpChoice1d choice = predict::interp_choose_stride_1d(
             std::span<const T>(dc.stride_host.data(), stride_starts.size() * stride_len), stride_len, eb, range,
-            overrides);
-        p.layout = predict::interp_layout(params.rank, params.dims, stride);
+            p.radius, overrides);
+        p.layout = predict::interp_layout(params.rank, params.dims, choice.stride);
+        if (choice.lorenzo) overrides.tiles = predict::kTilesLorenzo;   // as the CPU's pipeline
     }
     // The anchor stage needs only the level bounds, which need no sample: its
     // kernels run while the host tunes (the GPU idled 0.05-0.11 ms here).
@@ -858,7 +859,7 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     trace.mark("tiles");
     // The outliers are the zero codes, whose number the codes' histogram gives:
     // selected while the codebook is built (on the device: beside its build).
-    code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p.layout, params.ans_strips), params.lossless, dc.codes,
+    code_stage_encode_cuda(dc.enc.codes.data(), n, p.radius, interp_ans_shape(p, params.ans_strips), params.lossless, dc.codes,
                            stream, [&](uint64_t zero_codes, cudaStream_t s) {
                                predict::interp_outliers_cuda(coded, zero_codes, dc.enc, s);
                            });
@@ -932,7 +933,7 @@ void interp_decode_on_device(InterpDeviceArchive<T>& da, uint64_t n, T* d_out, c
     cuda::DeviceBuffer<uint32_t> d_corrupt(2, stream);
     d_corrupt.zero(stream);
     cuda::StageTrace trace(stream, "interp decompress");
-    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, interp_ans_shape(plan.params.layout),
+    code_stage_decode_cuda(plan.codes, da.code_sections, plan.params.radius, interp_ans_shape(plan.params),
                            d_codes.data(), n, d_corrupt.data(), stream);
     trace.mark("codes");
     cuda::DeviceBuffer<T> d_anchors(plan.params.layout.num_anchors, stream);

@@ -700,6 +700,52 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
     }
 }
 
+// Rough 1-D records (a random walk, as sensor records and mesh cells in
+// storage order): the stride choice takes every tile Lorenzo-coded at the full
+// bound (format version 14, flag 0x8, one level of rANS contexts) on both
+// backends alike; a forced stride and a 3-D view choose per tile as before.
+TEST(CudaBackend, InterpAllLorenzoByteIdentical) {
+    REQUIRE_GPU();
+    gsz::Context ctx;
+    const auto check = [&](const auto& v, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
+                           uint32_t stride, gsz_lossless lossless, int all) {   // all: -1 = either
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        SCOPED_TRACE(testing::Message() << dims.size() << "-D " << sizeof(T) * 8 << " bits, mode " << mode << " eb "
+                                        << eb << " stride " << stride << " lossless " << lossless);
+        auto p = make_params(dtype_of<T>(), dims, mode, eb);
+        p.pipeline = GSZ_PIPELINE_INTERP;
+        p.interp_anchor_stride = stride;
+        p.lossless = lossless;
+        p.device = GSZ_DEVICE_CPU;
+        const auto cpu = ctx.compress(p, v.data());
+        p.device = GSZ_DEVICE_CUDA;
+        const auto gpu = ctx.compress(p, v.data());
+        ASSERT_TRUE(cpu == gpu) << "archives differ: " << cpu.size() << " / " << gpu.size();
+        const auto info = ctx.inspect(cpu.data(), cpu.size());
+        ASSERT_EQ(info.pipeline, GSZ_PIPELINE_INTERP);
+        if (all >= 0) {
+            EXPECT_EQ(info.interp_lorenzo_tiles == info.interp_tiles, all == 1);
+        }
+        const auto on_cpu = ctx.decompress<T>(gpu, GSZ_DEVICE_CPU);
+        const auto on_gpu = ctx.decompress<T>(cpu, GSZ_DEVICE_CUDA);
+        ASSERT_EQ(0, std::memcmp(on_cpu.data(), on_gpu.data(), on_cpu.size() * sizeof(T))) << "decoded values differ";
+        const auto r = check_bound(v, on_gpu, info.error_bound_abs);
+        EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
+    };
+    for (uint64_t n : {uint64_t{5000}, uint64_t{300000}}) {
+        const auto f = walk<float>(n, 3, 1.0);
+        const auto d = walk<double>(n, 4, 1.0);
+        for (gsz_lossless lossless : {GSZ_LOSSLESS_AUTO, GSZ_LOSSLESS_ANS, GSZ_LOSSLESS_NONE}) {
+            check(f, {n}, GSZ_ERROR_REL, 1e-3, 0, lossless, 1);
+            check(d, {n}, GSZ_ERROR_REL, 1e-3, 0, lossless, 1);
+            check(f, {n}, GSZ_ERROR_ABS, 1e-1, 0, lossless, -1);
+            check(d, {n}, GSZ_ERROR_REL, 1e-2, 0, lossless, -1);
+        }
+        check(f, {n}, GSZ_ERROR_REL, 1e-3, 4, GSZ_LOSSLESS_AUTO, -1);
+        check(f, {n / 100, 10, 10}, GSZ_ERROR_REL, 1e-3, 0, GSZ_LOSSLESS_AUTO, -1);
+    }
+}
+
 TEST(CudaBackend, InterpEdgeCasesByteIdentical) {
     REQUIRE_GPU();
     // Partial last tiles along every dim, size-1 dims, 4-D, 1-D longer than a tile.

@@ -38,6 +38,7 @@ struct Golden {
     uint32_t stride = 0;      // interp, 1-D: the anchor stride (0 = auto)
     gsz_interp_tiles tiles = GSZ_INTERP_TILES_SPLINE;   // interp: Lorenzo tiles (format version 10)
     gsz_ans_strips strips = GSZ_ANS_STRIPS_AUTO;         // interp, ans: column strips (format version 12)
+    double alpha = 0;                                    // interp: the level factor (0 = auto)
 };
 
 const Golden kGoldens[] = {
@@ -111,6 +112,14 @@ const Golden kGoldens[] = {
     {"interp_strips_wmag_32x91x4_f64_abs1e-1.gsz", GSZ_DTYPE_F64, {32, 91, 4}, GSZ_ERROR_ABS, 1e-1,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_ANS, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
      GSZ_INTERP_TILES_AUTO, GSZ_ANS_STRIPS_ON},
+    // Format version 14: every tile Lorenzo-coded (pipeline_params flag 0x8,
+    // one level of rANS contexts), and alpha, beta and the level bounds
+    // written because they are not the defaults (flag 0x10).
+    {"interp_all_lorenzo_wmag_3000_f32_rel1e-3.gsz", GSZ_DTYPE_F32, {3000}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_INTERP,
+     128, 0, GSZ_LOSSLESS_ANS, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0, GSZ_INTERP_TILES_LORENZO},
+    {"interp_alpha2_wmag_40x24x10_f64_rel1e-3.gsz", GSZ_DTYPE_F64, {40, 24, 10}, GSZ_ERROR_REL, 1e-3,
+     GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
+     GSZ_INTERP_TILES_EACH, GSZ_ANS_STRIPS_AUTO, 2.0},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -217,6 +226,17 @@ const std::vector<OldGolden> kVersion10 = [] {
 }();
 const std::vector<OldGolden>& kVersion11 = kVersion10;
 
+// Versions 12 and 13 (interp's pipeline_params before the compact layout):
+// every golden up to the strips (their version 14 archives decode to the same
+// bits, bar the fill golden's and the 1-D ones').
+const std::vector<OldGolden> kVersion12 = [] {
+    std::vector<OldGolden> v = kVersion11;
+    v.push_back({kGoldens[26], 0xf48449551467a19c});
+    v.push_back({kGoldens[27], 0x18efae687b6304d1});
+    return v;
+}();
+const std::vector<OldGolden>& kVersion13 = kVersion12;
+
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
 template <class T>
@@ -299,6 +319,7 @@ void check_golden(const Golden& g) {
     params.interp_anchor_stride = g.stride;
     params.interp_tiles = g.tiles;
     params.ans_strips = g.strips;
+    params.interp_alpha = g.alpha;
     const auto fresh = ctx.compress(params, input.data());
     if (std::getenv("GSZ_UPDATE_GOLDEN")) {
         std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(fresh.data()),
@@ -317,6 +338,12 @@ void check_golden(const Golden& g) {
     }
     if (g.lossless != GSZ_LOSSLESS_AUTO) {
         EXPECT_EQ(info.lossless, g.lossless);
+    }
+    if (g.tiles == GSZ_INTERP_TILES_LORENZO) {
+        EXPECT_EQ(info.interp_lorenzo_tiles, info.interp_tiles);
+    }
+    if (g.alpha > 0) {
+        EXPECT_EQ(info.interp_alpha, g.alpha);
     }
     if (g.strips == GSZ_ANS_STRIPS_ON) {
         EXPECT_EQ(info.lossless, GSZ_LOSSLESS_ANS);
@@ -351,7 +378,7 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
 TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
     const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
         {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}, {6, kVersion6}, {7, kVersion7},
-        {8, kVersion8}, {9, kVersion9}, {10, kVersion10}, {11, kVersion11}};
+        {8, kVersion8}, {9, kVersion9}, {10, kVersion10}, {11, kVersion11}, {12, kVersion12}, {13, kVersion13}};
     for (const auto& [version, goldens] : versions) {
         for (const OldGolden& g : goldens) {
             SCOPED_TRACE(version_dir(version) + "/" + g.source.file);

@@ -114,6 +114,43 @@ std::vector<uint8_t> section_of(const std::vector<uint8_t>& archive, gsz::format
     return {s.begin(), s.end()};
 }
 
+// An interp archive with version 13's pipeline_params (fixed offsets, every
+// value written: docs/FORMAT.md), which the tests below patch; version 14's
+// compact layout has its own test (LyingCompactInterpParamsAreRejected).
+// Every other payload of an archive without flag 0x8 is version 14's.
+std::vector<uint8_t> as_v13(const std::vector<uint8_t>& archive) {
+    using gsz::format::SectionKind;
+    auto parsed = gsz::format::archive_parse(archive);
+    const auto p = gsz::pipeline::InterpParams::read(section_of(archive, SectionKind::pipeline_params), parsed.header);
+    EXPECT_FALSE(p.all_lorenzo());
+    gsz::ByteWriter out;
+    out.put(p.radius);
+    out.put(p.layout.rank);
+    out.put(p.layout.anchor_stride);
+    out.put(p.layout.num_levels);
+    for (uint32_t t : p.layout.tile) out.put(t);
+    for (uint8_t o : p.config.order) out.put(o);
+    for (uint8_t sp : p.config.spline) out.put(sp);
+    out.put(uint16_t{p.config.anchors});
+    out.put(p.config.alpha);
+    out.put(p.config.beta);
+    for (uint32_t l = 0; l < p.layout.num_levels; ++l) out.put(p.config.level_eb[l]);
+    out.put(p.huffman_chunk_symbols);
+    const bool guard = p.config.jump != gsz::predict::kInterpNoJump;
+    out.put((guard ? 1u : 0u) | (p.lorenzo_tiles ? 2u : 0u) | (p.config.fill.on ? 4u : 0u));
+    out.put(p.num_outliers);
+    if (guard) out.put(p.config.jump);
+    if (p.lorenzo_tiles) out.put(p.config.lorenzo_eb);
+    if (p.config.fill.on) out.put(p.config.fill.bits);
+    parsed.header.format_version = 13;
+    std::vector<gsz::format::SectionData> sections;
+    for (const auto& sec : parsed.sections)
+        sections.push_back({sec.kind, sec.kind == SectionKind::pipeline_params ? std::span<const uint8_t>(out.bytes())
+                                                                              : sec.bytes});
+    return gsz::format::archive_write(parsed.header, sections);
+}
+
+
 // A fill value's archive (format version 13): the flag without the mask,
 // the mask without the flag, and damaged masks are refused.
 TEST(Hostile, LyingFillMasksAreRejected) {
@@ -125,7 +162,7 @@ TEST(Hostile, LyingFillMasksAreRejected) {
     p.pipeline = GSZ_PIPELINE_INTERP;
     p.fill = GSZ_FILL_VALUE;   // named: the field's 1e35 keeps auto from taking -1e30 as one
     p.fill_value = -1e30;
-    const auto archive = ctx.compress(p, v.data());
+    const auto archive = as_v13(ctx.compress(p, v.data()));
     ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).has_fill, 1u);
     ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
     const auto mask = section_of(archive, SectionKind::fill_mask);
@@ -264,7 +301,7 @@ std::vector<uint8_t> interp_archive(gsz_interp_anchors anchors = GSZ_INTERP_ANCH
     p.lossless = lossless;
     p.interp_tiles = GSZ_INTERP_TILES_SPLINE;   // the layout below; Lorenzo tiles have their own test
     p.fill = GSZ_FILL_OFF;                      // the jumps coded as data; the fill mask has its own test
-    return ctx.compress(p, v.data());
+    return as_v13(ctx.compress(p, v.data()));
 }
 
 // pipeline_params of a 3-D interp archive (docs/FORMAT.md): radius u32 @0,
@@ -445,19 +482,26 @@ TEST(Hostile, LyingInterpSectionsAreRejected) {
 // Lorenzo bound must be in range, and a version 9 archive knows no flag 0x2.
 TEST(Hostile, LyingLorenzoTilesAreRejected) {
     using gsz::format::SectionKind;
-    const auto v = small_field();
+    // A random walk along the raster: neighbours predict better than splines, so tiles choose Lorenzo.
+    std::vector<float> v(2000);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> step(0.0f, 1.0f);
+    float at = 0;
+    for (float& x : v) x = at += step(rng);
     gsz::Context ctx;
     auto params = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_REL, 1e-4);
     params.pipeline = GSZ_PIPELINE_INTERP;
-    params.interp_tiles = GSZ_INTERP_TILES_LORENZO;
-    const auto archive = ctx.compress(params, v.data());
-    ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).interp_lorenzo_tiles, 3u);   // 32x8x8 tiles: 1 x 3 x 1
+    params.interp_tiles = GSZ_INTERP_TILES_EACH;
+    // Where the tiles choose (flag 0x2), in version 13's layout: its last field is the Lorenzo bound.
+    const auto archive = as_v13(ctx.compress(params, v.data()));
+    const uint64_t chosen = ctx.inspect(archive.data(), archive.size()).interp_lorenzo_tiles;   // of 1 x 3 x 1
+    ASSERT_GE(chosen, 1u);
     ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
     const auto map = section_of(archive, SectionKind::interp_tiles);
-    ASSERT_EQ(map, std::vector<uint8_t>{7});
-    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {5})), GSZ_STATUS_OK);   // a valid map
+    ASSERT_EQ(map.size(), 1u);
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {0})), GSZ_STATUS_OK);   // a valid map
     EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {15})), GSZ_STATUS_CORRUPT);  // tile 3
-    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {7, 0})), GSZ_STATUS_CORRUPT);
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {map[0], 0})), GSZ_STATUS_CORRUPT);
     EXPECT_EQ(try_decompress(with_section(archive, SectionKind::interp_tiles, {})), GSZ_STATUS_CORRUPT);
     // The flag without the section, the section without the flag.
     auto parsed = gsz::format::archive_parse(archive);
@@ -466,7 +510,6 @@ TEST(Hostile, LyingLorenzoTilesAreRejected) {
         if (sec.kind != SectionKind::interp_tiles) without.push_back({sec.kind, sec.bytes});
     EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, without)), GSZ_STATUS_CORRUPT);
     auto p = section_of(archive, SectionKind::pipeline_params);
-    // The Lorenzo bound is the section's last field.
     const size_t bound_at = p.size() - 8;
     auto q = p;
     const double too_big = 1e300, zero = 0;
@@ -479,6 +522,104 @@ TEST(Hostile, LyingLorenzoTilesAreRejected) {
     auto header = parsed.header;
     header.format_version = 9;
     EXPECT_EQ(try_decompress(gsz::format::archive_write(header, without)), GSZ_STATUS_CORRUPT);
+
+    // Every tile Lorenzo-coded (version 14, flag 0x8): no map, no bound; a map
+    // or flag 0x2 beside it, or a version 13 header, is refused.
+    params.interp_tiles = GSZ_INTERP_TILES_LORENZO;
+    const auto all = ctx.compress(params, v.data());
+    ASSERT_EQ(ctx.inspect(all.data(), all.size()).interp_lorenzo_tiles, 3u);
+    ASSERT_EQ(try_decompress(all), GSZ_STATUS_OK);
+    auto all_parsed = gsz::format::archive_parse(all);
+    std::vector<gsz::format::SectionData> with_map;
+    for (const auto& sec : all_parsed.sections) {
+        ASSERT_NE(sec.kind, SectionKind::interp_tiles);
+        with_map.push_back({sec.kind, sec.bytes});
+    }
+    const std::vector<uint8_t> seven = {7};
+    with_map.push_back({SectionKind::interp_tiles, seven});
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(all_parsed.header, with_map)), GSZ_STATUS_CORRUPT);
+    auto all_params = section_of(all, SectionKind::pipeline_params);
+    ASSERT_EQ(all_params[10] & 0x8, 0x8);
+    all_params[10] |= 0x2;
+    EXPECT_EQ(try_decompress(with_section(all, SectionKind::pipeline_params, all_params)), GSZ_STATUS_CORRUPT);
+    auto old = all_parsed.header;
+    old.format_version = 13;
+    std::vector<gsz::format::SectionData> same;
+    for (const auto& sec : all_parsed.sections) same.push_back({sec.kind, sec.bytes});
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(old, same)), GSZ_STATUS_CORRUPT);
+}
+
+// Version 14's compact pipeline_params of a 3-D interp archive (docs/FORMAT.md):
+// radius u16 @0, stride log2 u8 @2, order u8 @3..5, spline u8 @6..8, anchor
+// coding u8 @9, flags u8 @10, outlier count u64 @11, then what the flags add.
+TEST(Hostile, LyingCompactInterpParamsAreRejected) {
+    using gsz::format::SectionKind;
+    const auto v = small_field();
+    gsz::Context ctx;
+    auto params = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_ABS, 1e-2);
+    params.pipeline = GSZ_PIPELINE_INTERP;
+    params.interp_tiles = GSZ_INTERP_TILES_SPLINE;
+    params.lossless = GSZ_LOSSLESS_NONE;
+    const auto archive = ctx.compress(params, v.data());
+    ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
+    const auto p = section_of(archive, SectionKind::pipeline_params);
+    ASSERT_EQ(p.size(), 19u) << "the defaults' values left out";
+    ASSERT_EQ(p[2], 3u);
+    ASSERT_EQ(p[10] & ~1u, 0u) << "only the jump guard (its threshold derived)";
+    const auto patch = [&](size_t offset, auto value) {
+        auto q = p;
+        std::memcpy(q.data() + offset, &value, sizeof value);
+        return with_section(archive, SectionKind::pipeline_params, q);
+    };
+    const auto expect_corrupt = [&](const std::vector<uint8_t>& bad, const std::string& what) {
+        EXPECT_EQ(try_decompress(bad), GSZ_STATUS_CORRUPT) << what;
+    };
+    expect_corrupt(patch(0, uint16_t{4}), "codebook symbols beyond 2*radius");
+    for (uint8_t s : {uint8_t{0}, uint8_t{2}, uint8_t{4}, uint8_t{9}, uint8_t{31}, uint8_t{32}, uint8_t{255}})
+        expect_corrupt(patch(2, s), "stride 2^" + std::to_string(s) + " for a 3-D array");
+    using Order = std::array<uint8_t, 3>;
+    for (Order o : {Order{0, 0, 1}, Order{1, 1, 1}, Order{0, 1, 3}, Order{3, 4, 5}})
+        expect_corrupt(patch(3, o), "order " + std::to_string(o[0]) + std::to_string(o[1]) + std::to_string(o[2]));
+    for (uint8_t spline : {uint8_t{2}, uint8_t{255}}) expect_corrupt(patch(6, spline), "spline");
+    expect_corrupt(patch(9, uint8_t{2}), "anchor coding 2");
+    expect_corrupt(patch(9, static_cast<uint8_t>(p[9] ^ 1)), "the other anchor coding over the anchor section");
+    for (uint8_t flags : {uint8_t{0x80}, uint8_t{0x0A}, uint8_t{0x20}, uint8_t{0x40}})
+        expect_corrupt(patch(10, flags), "flags " + std::to_string(flags));
+    // A flag whose field is missing: the section is short.
+    for (uint8_t flags : {uint8_t{0x10}, uint8_t{0x21}, uint8_t{0x04}})
+        expect_corrupt(patch(10, flags), "flags " + std::to_string(flags) + " without their fields");
+    uint64_t outliers = 0;
+    std::memcpy(&outliers, p.data() + 11, 8);
+    ASSERT_GE(outliers, 1u);
+    for (uint64_t lie : {outliers + 1, outliers - 1, ~uint64_t{0}}) expect_corrupt(patch(11, lie), "outlier count");
+    auto shorter = p;
+    shorter.pop_back();
+    expect_corrupt(with_section(archive, SectionKind::pipeline_params, shorter), "short params");
+    auto longer = p;
+    longer.push_back(0);
+    expect_corrupt(with_section(archive, SectionKind::pipeline_params, longer), "long params");
+    // The level bounds written (flag 0x10): lies about them are refused, the true ones decode alike.
+    const auto parsed = gsz::format::archive_parse(archive);
+    const auto read = gsz::pipeline::InterpParams::read(p, parsed.header);
+    auto given = p;
+    given[10] |= 0x10;
+    const auto put = [](std::vector<uint8_t>& b, double x) {
+        const auto* at = reinterpret_cast<const uint8_t*>(&x);
+        b.insert(b.end(), at, at + 8);
+    };
+    put(given, read.config.alpha);
+    put(given, read.config.beta);
+    for (uint32_t l = 0; l < read.layout.num_levels; ++l) put(given, read.config.level_eb[l]);
+    ASSERT_EQ(given.size(), 19u + 16u + 8u * read.layout.num_levels);
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, given)), GSZ_STATUS_OK);
+    const double eb = parsed.header.error_bound_abs, nan = std::numeric_limits<double>::quiet_NaN();
+    for (const auto& [offset, value] : std::vector<std::pair<size_t, double>>{
+             {19, 0.5}, {19, nan}, {27, 0.0}, {35, 2 * eb}, {35, 0.0}, {35 + 8, nan}, {35 + 16, -eb}}) {
+        auto bad = given;
+        std::memcpy(bad.data() + offset, &value, 8);
+        expect_corrupt(with_section(archive, SectionKind::pipeline_params, bad),
+                       "field at " + std::to_string(offset) + " = " + std::to_string(value));
+    }
 }
 
 TEST(Hostile, LyingOneDimStridesAreRejected) {
@@ -488,7 +629,7 @@ TEST(Hostile, LyingOneDimStridesAreRejected) {
     auto params = make_params(GSZ_DTYPE_F32, {2000}, GSZ_ERROR_REL, 1e-3);
     params.pipeline = GSZ_PIPELINE_INTERP;
     params.interp_anchor_stride = 4;
-    const auto archive = ctx.compress(params, v.data());
+    const auto archive = as_v13(ctx.compress(params, v.data()));
     ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).interp_anchor_stride, 4u);
     ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
     const auto p = section_of(archive, SectionKind::pipeline_params);
@@ -513,7 +654,7 @@ TEST(Hostile, LyingOneDimStridesAreRejected) {
     // A 2-D array keeps its 16.
     auto p2 = make_params(GSZ_DTYPE_F32, {40, 50}, GSZ_ERROR_REL, 1e-3);
     p2.pipeline = GSZ_PIPELINE_INTERP;
-    const auto flat = ctx.compress(p2, v.data());
+    const auto flat = as_v13(ctx.compress(p2, v.data()));
     auto q = section_of(flat, SectionKind::pipeline_params);
     const uint32_t eight = 8, three = 3;
     std::memcpy(q.data() + 8, &eight, 4);

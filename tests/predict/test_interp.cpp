@@ -1095,17 +1095,31 @@ TEST(InterpConfigure, OneDimStrideChoice) {
             }
         const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
         const double range = *hi - *lo;
-        const uint32_t d = interp_choose_stride_1d(std::span<const double>(sample), len, rel * range, range, ov);
-        EXPECT_EQ(d, interp_choose_stride_1d(std::span<const float>(sample_f), len, rel * range, range, ov));
-        EXPECT_EQ(d, interp_choose_stride_1d(std::span<const double>(sample), len, rel * range, range, ov));
-        return d;
+        const InterpChoice1d d = interp_choose_stride_1d(std::span<const double>(sample), len, rel * range, range, 32763, ov);
+        for (const InterpChoice1d e :
+             {interp_choose_stride_1d(std::span<const float>(sample_f), len, rel * range, range, 32763, ov),
+              interp_choose_stride_1d(std::span<const double>(sample), len, rel * range, range, 32763, ov)}) {
+            EXPECT_EQ(d.stride, e.stride);
+            EXPECT_EQ(d.lorenzo, e.lorenzo);
+        }
+        return ov.tiles == kTilesAuto ? d.lorenzo : d.stride;
     };
     for (double rel : {1e-2, 1e-3}) {
         EXPECT_LT(choose(walk, rel), 512u) << rel;
         EXPECT_EQ(choose(sine, rel), 512u) << rel;
     }
     InterpOverrides ov;
+    // With the tiles automatic, Lorenzo at the full bound is a candidate: the
+    // runs' neighbours predict each other best, the sine's splines win.
+    ov.tiles = kTilesAuto;
+    for (double rel : {1e-2, 1e-3}) {
+        EXPECT_EQ(choose(walk, rel, ov), 1u) << rel;
+        EXPECT_EQ(choose(sine, rel, ov), 0u) << rel;
+    }
+    // Not where the stride is given (nor where the tiles are: above).
     ov.anchor_stride = 64;
+    EXPECT_EQ(choose(walk, 1e-2, ov), 0u);
+    ov.tiles = kTilesSpline;
     EXPECT_EQ(choose(walk, 1e-2, ov), 64u);
     ov.anchor_stride = 3;
     EXPECT_THROW(choose(walk, 1e-2, ov), gsz::Error);
@@ -1115,14 +1129,20 @@ TEST(InterpConfigure, OneDimStrideChoice) {
     std::vector<double> huge(8192);
     for (size_t i = 0; i < huge.size(); ++i) huge[i] = (i % 2 ? 1.7e308 : -1.7e308) * (1.0 - 1e-3 * double(i % 7));
     EXPECT_TRUE(interp_valid_stride_1d(
-        interp_choose_stride_1d(std::span<const double>(huge), 2048, 1e-300, HUGE_VAL, {})));
+        interp_choose_stride_1d(std::span<const double>(huge), 2048, 1e-300, HUGE_VAL, 32763, {}).stride));
     std::vector<double> big(40000 * 2);
     for (size_t i = 0; i < big.size(); ++i) big[i] = walk[i % walk.size()];
-    EXPECT_LT(interp_choose_stride_1d(std::span<const double>(big), 40000, 1e-2 * 8.0, 8.0, {}), 512u);
+    EXPECT_LT(interp_choose_stride_1d(std::span<const double>(big), 40000, 1e-2 * 8.0, 8.0, 32763, {}).stride, 512u);
     // No usable bound, or nothing finite: the default.
     std::vector<double> nans(5000, std::numeric_limits<double>::quiet_NaN());
-    EXPECT_EQ(interp_choose_stride_1d(std::span<const double>(nans.data(), 4096), 4096, 0.1, 1.0, {}), 512u);
-    EXPECT_EQ(interp_choose_stride_1d(std::span<const double>(walk.data(), 4096), 4096, 0.0, 1.0, {}), 512u);
+    EXPECT_EQ(interp_choose_stride_1d(std::span<const double>(nans.data(), 4096), 4096, 0.1, 1.0, 32763, {}).stride, 512u);
+    EXPECT_EQ(interp_choose_stride_1d(std::span<const double>(walk.data(), 4096), 4096, 0.0, 1.0, 32763, {}).stride, 512u);
+    InterpOverrides automatic;
+    automatic.tiles = kTilesAuto;
+    EXPECT_FALSE(interp_choose_stride_1d(std::span<const double>(nans.data(), 4096), 4096, 0.1, 1.0, 32763, automatic).lorenzo);
+    // Lorenzo's residuals past the radius are outliers, priced as such: a radius of 1 leaves the splines.
+    EXPECT_TRUE(interp_choose_stride_1d(std::span<const double>(big), 40000, 1e-2 * 8.0, 8.0, 32763, automatic).lorenzo);
+    EXPECT_FALSE(interp_choose_stride_1d(std::span<const double>(big), 40000, 1e-2 * 8.0, 8.0, 1, automatic).lorenzo);
     // Segments: spread, aligned to 512, inside the array.
     for (uint64_t n : {uint64_t{1}, uint64_t{4096}, uint64_t{4097}, uint64_t{10000}, uint64_t{65536},
                        uint64_t{163842}, uint64_t{1} << 30}) {

@@ -89,10 +89,26 @@ std::vector<uint64_t> interp_stride_segments(uint64_t n);
 // the smallest wins, a shorter stride only where it saves 1% and 0.002 bits a
 // value (ties keep the paper's 512).  `overrides.anchor_stride`, when set, is
 // returned as is.  Non-finite values are skipped.  Deterministic.
-uint32_t interp_choose_stride_1d(std::span<const float> sample, uint64_t segment, double eb_abs, double value_range,
-                                 const InterpOverrides& overrides);
-uint32_t interp_choose_stride_1d(std::span<const double> sample, uint64_t segment, double eb_abs,
-                                 double value_range, const InterpOverrides& overrides);
+//
+// With the tiles and the stride both automatic, one more candidate: every
+// tile Lorenzo-coded (kTilesLorenzo, at the full bound: interp_lorenzo_bound)
+// with the widest stride, estimated as the dual-quantized residuals' entropy,
+// with its outliers (past the bound after rounding, or |residual| >= radius)
+// at 64 bits and a value each, and taken where it beats the best stride by
+// the same margin.  On rough
+// records no spline level predicts better than the neighbour (mpl_membrane,
+// geocat_mpas, the halo positions: 14-37% fewer estimated bits), and per
+// tile the choice cannot take Lorenzo at the full bound (a tile's error must
+// match the spline's: interp_prefer_lorenzo).  SZ3 picks Lorenzo over its
+// interpolation per array the same way.
+struct InterpChoice1d {
+    uint32_t stride = 512;
+    bool lorenzo = false;   // every tile Lorenzo-coded: InterpOverrides::tiles = kTilesLorenzo
+};
+InterpChoice1d interp_choose_stride_1d(std::span<const float> sample, uint64_t segment, double eb_abs,
+                                       double value_range, uint32_t radius, const InterpOverrides& overrides);
+InterpChoice1d interp_choose_stride_1d(std::span<const double> sample, uint64_t segment, double eb_abs,
+                                       double value_range, uint32_t radius, const InterpOverrides& overrides);
 
 // The jump guard's threshold for a field's finite value range: 95% of it.  A
 // fill value sits at one end of the range, so it differs from every datum by
