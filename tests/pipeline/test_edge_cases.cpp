@@ -559,6 +559,51 @@ TEST(InterpOptions, LorenzoTilesAtAStaticMask) {
         << spline.archive.size() << " spline, " << chosen.archive.size() << " chosen";
 }
 
+// Rough 1-D records (format version 14): where neighbours predict better
+// than any stride's splines, even at equal distortion, every tile is
+// Lorenzo-coded at the full bound; the real rough record geocat_mpas then
+// beats the lorenzo pipeline (measured when written, rel 1e-3: 89,701 against
+// 90,636 bytes; 102,505 with the splines).  A forced stride or tile mode
+// keeps the choice tile by tile.
+TEST(InterpTiles, RoughRecordsTakeEveryTileLorenzo) {
+    const uint64_t n = 300000;
+    std::vector<float> runs(n);   // runs of 8 equal levels with a little noise (as the CUDA test's)
+    std::mt19937 rng(7);
+    std::normal_distribution<float> level(0.0f, 1.0f), noise(0.0f, 0.05f);
+    float run = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        if (i % 8 == 0) run = level(rng);
+        runs[i] = run + noise(rng);
+    }
+    auto p = interp_params({n}, 1e-3);
+    const auto all = interp_run(p, runs);
+    EXPECT_EQ(all.info.interp_lorenzo_tiles, all.info.interp_tiles);
+    EXPECT_EQ(all.info.interp_anchor_stride, 512u);
+    p.interp_tiles = GSZ_INTERP_TILES_SPLINE;
+    const auto spline = interp_run(p, runs);
+    EXPECT_EQ(spline.info.interp_lorenzo_tiles, 0u);
+    EXPECT_LT(all.archive.size(), spline.archive.size());
+    p.interp_tiles = GSZ_INTERP_TILES_AUTO;
+    p.interp_anchor_stride = 8;   // tiles chosen one by one, at the bound of the levels' mean square error
+    const auto forced = interp_run(p, runs);
+    EXPECT_EQ(forced.info.interp_anchor_stride, 8u);
+    EXPECT_GT(forced.archive.size(), all.archive.size());
+
+    const auto path = shared_data_dir() / "geocat_mpas_psurf_163842.f64";
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared field not found: " << path;
+    const auto mpas = read_raw<double>(path);
+    gsz::Context ctx;
+    auto q = make_params(GSZ_DTYPE_F64, {mpas.size()}, GSZ_ERROR_REL, 1e-3);
+    q.pipeline = GSZ_PIPELINE_INTERP;
+    const auto interp = ctx.compress(q, mpas.data());
+    const auto info = ctx.inspect(interp.data(), interp.size());
+    EXPECT_EQ(info.interp_lorenzo_tiles, info.interp_tiles);
+    const auto dec = ctx.decompress<double>(interp, GSZ_DEVICE_CPU);
+    EXPECT_EQ(check_bound(mpas, dec, info.error_bound_abs).violations, 0u);
+    q.pipeline = GSZ_PIPELINE_LORENZO;
+    EXPECT_LT(interp.size(), ctx.compress(q, mpas.data()).size());
+}
+
 // Fill values (format version 13): the land disc above at -1e34 (26% of the
 // points), found by default, its points kept exactly by the mask and not
 // coded, every other value within the bound.  Measured when written (bytes,

@@ -94,8 +94,10 @@ std::vector<uint64_t> interp_stride_segments(uint64_t n);
 // tile Lorenzo-coded (kTilesLorenzo, at the full bound: interp_lorenzo_bound)
 // with the widest stride, estimated as the dual-quantized residuals' entropy,
 // with its outliers (past the bound after rounding, or |residual| >= radius)
-// at 64 bits and a value each, and taken where it beats the best stride by
-// the same margin.  On rough
+// at 64 bits and a value each, compared at equal distortion (plus log2 of
+// the full bound over the levels' mean-square bound, interp_lorenzo_bound:
+// 0.2-0.4 bits a value), and taken where it beats the best stride by the
+// same margin.  On rough
 // records no spline level predicts better than the neighbour (mpl_membrane,
 // geocat_mpas, the halo positions: 14-37% fewer estimated bits), and per
 // tile the choice cannot take Lorenzo at the full bound (a tile's error must
