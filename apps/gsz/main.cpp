@@ -418,8 +418,9 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "interp: a missing-value marker stored in place of data (land cells): its points are not coded but "
                   "kept exactly, by a mask of where they are (a few bits per coastline corner). auto: the minimum or "
                   "maximum where it is at least 1/64 of a sample of the values and lies apart from the others (4 "
-                  "times their span away); off: every point coded as data; or the value itself (rounded to the "
-                  "dtype). The relative bound still takes the range with the fill value in it")
+                  "times their span away), or a NaN (by its bit pattern) that is at least 1/64 of the sample; off: "
+                  "every point coded as data (NaNs as exact outliers); or the value itself (rounded to the dtype). "
+                  "The relative bound still takes the range with the fill value in it")
         ->capture_default_str();
     c->add_option("--interp-tiles", a.interp_tiles,
                   "interp: code every tile (32x8x8, 64x16 or 2048 points) by the spline hierarchy (spline), each "

@@ -659,6 +659,9 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
         if (i % 7 == 0) dotted[i] = 0.5f;
     }
     const std::vector<double> land64(land.begin(), land.end());
+    std::vector<float> nan_land(land);   // NaN as the land marker (found by auto: a NaN bit pattern)
+    for (float& x : nan_land)
+        if (x == -1e34f) x = std::numeric_limits<float>::quiet_NaN();
     gsz::Context ctx;
     const auto check = [&](const auto& v, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
                            gsz_fill fill, double value, gsz_interp_tiles tiles = GSZ_INTERP_TILES_AUTO) {
@@ -679,9 +682,9 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
         const auto on_cpu = ctx.decompress<T>(gpu, GSZ_DEVICE_CPU);
         const auto on_gpu = ctx.decompress<T>(cpu, GSZ_DEVICE_CUDA);
         ASSERT_EQ(0, std::memcmp(on_cpu.data(), on_gpu.data(), on_cpu.size() * sizeof(T))) << "decoded values differ";
-        const T f = static_cast<T>(value);
+        const T f = static_cast<T>(value);   // bitwise: a NaN fill value too
         for (size_t i = 0; i < v.size(); ++i) {
-            if (v[i] == f) { ASSERT_EQ(on_gpu[i], f) << i; }
+            if (std::memcmp(&v[i], &f, sizeof(T)) == 0) { ASSERT_EQ(std::memcmp(&on_gpu[i], &f, sizeof(T)), 0) << i; }
         }
         const auto r = check_bound(v, on_gpu, ctx.inspect(cpu.data(), cpu.size()).error_bound_abs);
         EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
@@ -692,6 +695,8 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
         check(land, dims, GSZ_ERROR_ABS, 1e-3, GSZ_FILL_AUTO, -1e34);
         // (Bounds where interp beats storing the values: tighter ones on these fall back to store.)
         check(land64, dims, GSZ_ERROR_ABS, 1e-3, GSZ_FILL_AUTO, double(-1e34f));
+        check(nan_land, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_AUTO, std::numeric_limits<double>::quiet_NaN());
+        check(nan_land, dims, GSZ_ERROR_ABS, 1e-2, GSZ_FILL_AUTO, std::numeric_limits<double>::quiet_NaN());
         check(dotted, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_VALUE, 0.5);
         check(dotted, dims, GSZ_ERROR_ABS, 1e-2, GSZ_FILL_VALUE, 0.5);
         // Every tile weighed for Lorenzo: the full tiles' estimate reads the stand-ins as the CPU's does.

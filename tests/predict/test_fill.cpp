@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -146,6 +147,26 @@ TEST(FillMask, Detection) {
     for (double& x : d)
         if (x == double(1e20f)) x = -9.96921e36;
     EXPECT_EQ(fill_detect<double>(d, -9.96921e36, 300).bits, fill_bits_of(-9.96921e36));
+    // NaN land (netCDF's and xarray's marker): the most frequent NaN pattern, at the same share, whatever
+    // the finite range says; rarer NaN patterns and rare NaNs are not.
+    const float qnan = std::bit_cast<float>(0x7fc00000u), payload = std::bit_cast<float>(0xffc00123u);
+    auto nan_land = sample;
+    for (size_t i = 0; i < nan_land.size(); i += 50) nan_land[i] = i % 200 == 0 ? qnan : payload;
+    for (size_t i = 1; i < nan_land.size(); i += 50) nan_land[i] = payload;
+    const FillValue n = fill_detect<float>(nan_land, 240, 300);
+    EXPECT_TRUE(n.on);
+    EXPECT_EQ(n.bits, 0xffc00123u);
+    EXPECT_GT(n.stand_in, 240.0);
+    EXPECT_LT(n.stand_in, 300.0);
+    auto rare_nan = sample;
+    for (size_t i = 0; i < rare_nan.size(); i += 100) rare_nan[i] = qnan;
+    EXPECT_FALSE(fill_detect<float>(rare_nan, 240, 300).on);
+    std::vector<double> all_nan(4096, std::numeric_limits<double>::quiet_NaN());
+    EXPECT_FALSE(fill_detect<double>(all_nan, 0, 0).on) << "no other finite value";
+    std::vector<double> nan_d(nan_land.begin(), nan_land.end());
+    for (double& x : nan_d)
+        if (std::isnan(x)) x = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_EQ(fill_detect<double>(nan_d, 240, 300).bits, fill_bits_of(std::numeric_limits<double>::quiet_NaN()));
     // A value given by the caller: rounded to the dtype, which must hold it as a finite value.
     EXPECT_EQ(fill_from_value<float>(-1e34, std::span<const float>(land)).bits, fill_bits_of(-1e34f));
     EXPECT_EQ(status_of([&] { fill_from_value<float>(1e300, std::span<const float>(land)); }),

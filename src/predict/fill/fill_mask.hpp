@@ -79,8 +79,12 @@ GSZ_HD bool fill_residual_at(const M& m, uint64_t x, uint64_t y, uint64_t z) {
 // the maximum where it is at least 1/64 of the sample and lies apart from the
 // rest of it (its distance to the nearest other value is at least 4 times
 // their span).  Such a value cannot be a field's own extreme: the fills of the
-// shared fields lie 1e10 to 1e37 away from values spanning 1 to 300.  Never on
-// a sample without other finite values.  Off where nothing qualifies.
+// shared fields lie 1e10 to 1e37 away from values spanning 1 to 300.  Or a
+// NaN, by its bit pattern, where one pattern is at least 1/64 of the sample
+// (NaN as the missing-value marker of netCDF and xarray): as outliers its
+// points cost an index and a value each, and their neighbours' predictions.
+// The candidate held by the most sample points wins.  Never on a sample
+// without other finite values.  Off where nothing qualifies.
 template <class T>
 FillValue fill_detect(std::span<const T> sample, double value_min, double value_max);
 

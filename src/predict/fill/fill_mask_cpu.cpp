@@ -33,10 +33,11 @@ uint64_t sample_count(std::span<const T> sample, uint64_t bits, double& lo, doub
 
 template <class T>
 FillValue fill_detect(std::span<const T> sample, double value_min, double value_max) {
-    if (sample.empty() || !(value_min < value_max)) return {};
+    if (sample.empty()) return {};
     FillValue best;
     uint64_t best_count = 0;
     for (const double candidate : {value_min, value_max}) {
+        if (!(value_min < value_max)) break;
         const uint64_t bits = fill_bits_of(static_cast<T>(candidate));
         double lo, hi;
         const uint64_t count = sample_count(sample, bits, lo, hi);
@@ -48,6 +49,22 @@ FillValue fill_detect(std::span<const T> sample, double value_min, double value_
             best_count = count;
         }
     }
+    // The most frequent NaN pattern (ties: the smaller bits), judged by the same share.
+    std::vector<uint64_t> nans;
+    for (const T v : sample)
+        if (std::isnan(v)) nans.push_back(fill_bits_of(v));
+    std::sort(nans.begin(), nans.end());
+    uint64_t nan_bits = 0, nan_count = 0;
+    for (size_t i = 0; i < nans.size();) {
+        size_t j = i;
+        while (j < nans.size() && nans[j] == nans[i]) ++j;
+        if (j - i > nan_count) nan_bits = nans[i], nan_count = j - i;
+        i = j;
+    }
+    double lo, hi;
+    if (nan_count >= 2 && nan_count * 64 >= sample.size() && nan_count > best_count &&
+        sample_count(sample, nan_bits, lo, hi) == nan_count && lo <= hi)
+        best = {true, nan_bits, lo + (hi - lo) * 0.5};
     return best;
 }
 
