@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <random>
 #include <vector>
 
 namespace gsz::test {
@@ -56,6 +57,21 @@ inline std::vector<Field> shared_fields() {
     }
     std::sort(fields.begin(), fields.end(), [](const Field& a, const Field& b) { return a.name < b.name; });
     return fields;
+}
+
+// A rough 1-D record: runs of 8 equal N(0, 1) levels with N(0, 0.05) noise
+// (neighbours alike, points 8 apart unrelated), where interp's 1-D stride
+// choice takes every tile Lorenzo-coded.
+inline std::vector<float> runs_record(uint64_t n, uint32_t seed = 7) {
+    std::vector<float> v(n);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> level(0.0f, 1.0f), noise(0.0f, 0.05f);
+    float run = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        if (i % 8 == 0) run = level(rng);
+        v[i] = run + noise(rng);
+    }
+    return v;
 }
 
 template <class T>

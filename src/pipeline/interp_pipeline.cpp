@@ -21,10 +21,9 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 // alpha, beta and the level bounds as the encoder's defaults give them
 // (predict::interp_level_bounds), the guard's threshold of the value range,
 // and the Lorenzo tiles' bound of those level bounds (level 0's where every
-// tile is Lorenzo-coded).  Integer-free but deterministic IEEE arithmetic
-// (products, one quotient and one square root a value): every backend and
-// machine derives the same bits, and the encoder writes a value whenever its
-// own differs from this.
+// tile is Lorenzo-coded).  Correctly rounded IEEE double arithmetic (products,
+// quotients, one square root), so every backend and machine derives the same
+// bits; the encoder writes a value wherever its own differs from this.
 predict::InterpConfig interp_derived(const predict::InterpLayout& L, const format::Header& h, bool all_lorenzo) {
     predict::InterpOverrides defaults;
     defaults.tiles = all_lorenzo ? predict::kTilesLorenzo : predict::kTilesEach;
@@ -117,8 +116,10 @@ InterpParams read_params_v13(ByteReader& in, const format::Header& h) {
               : h.format_version >= 5  ? "only 0x1, the jump guard"
                                        : "none");
     p.lorenzo_tiles = flags & kInterpFlagLorenzoTiles;
-    if (flags & kInterpFlagJumpGuard) p.config.jump = in.get<double>("jump threshold");
-    if (flags & kInterpFlagJumpGuard) check_jump(p.config.jump);
+    if (flags & kInterpFlagJumpGuard) {
+        p.config.jump = in.get<double>("jump threshold");
+        check_jump(p.config.jump);
+    }
     if (p.lorenzo_tiles) p.config.lorenzo_eb = in.get<double>("Lorenzo tiles' bound");
     if (flags & kInterpFlagFill) p.config.fill = {true, in.get<uint64_t>("fill value")};
     GSZ_CHECK(anchors <= predict::kAnchorsCoded, bad, "pipeline_params: anchor coding %u is not 0 (raw) or 1 (coded)",

@@ -739,15 +739,7 @@ TEST(CudaBackend, InterpAllLorenzoByteIdentical) {
     for (uint64_t n : {uint64_t{5000}, uint64_t{300000}}) {
         const auto f = walk<float>(n, 3, 1.0);
         const auto d = walk<double>(n, 4, 1.0);
-        // Runs of 8 equal levels with a little noise: neighbours alike, points 8 apart unrelated.
-        std::vector<float> runs(n);
-        std::mt19937 rng(7);
-        std::normal_distribution<float> level(0.0f, 1.0f), noise(0.0f, 0.05f);
-        float run = 0;
-        for (uint64_t i = 0; i < n; ++i) {
-            if (i % 8 == 0) run = level(rng);
-            runs[i] = run + noise(rng);
-        }
+        const std::vector<float> runs = runs_record(n);
         const std::vector<double> runs64(runs.begin(), runs.end());
         for (gsz_lossless lossless : {GSZ_LOSSLESS_AUTO, GSZ_LOSSLESS_ANS, GSZ_LOSSLESS_NONE}) {
             check(f, {n}, GSZ_ERROR_REL, 1e-3, 0, lossless);

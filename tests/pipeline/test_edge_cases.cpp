@@ -568,14 +568,7 @@ TEST(InterpOptions, LorenzoTilesAtAStaticMask) {
 // keeps the choice tile by tile.
 TEST(InterpTiles, RoughRecordsTakeEveryTileLorenzo) {
     const uint64_t n = 300000;
-    std::vector<float> runs(n);   // runs of 8 equal levels with a little noise (as the CUDA test's)
-    std::mt19937 rng(7);
-    std::normal_distribution<float> level(0.0f, 1.0f), noise(0.0f, 0.05f);
-    float run = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-        if (i % 8 == 0) run = level(rng);
-        runs[i] = run + noise(rng);
-    }
+    const std::vector<float> runs = runs_record(n);
     auto p = interp_params({n}, 1e-3);
     const auto all = interp_run(p, runs);
     EXPECT_EQ(all.info.interp_lorenzo_tiles, all.info.interp_tiles);
