@@ -25,41 +25,42 @@ using namespace gsz::test;
 
 namespace {
 
+// Compress with `p` on both backends (its device set here), require identical
+// bytes, decode each archive on both backends, require identical values within
+// the bound.  The archive and the GPU's decoding go to `archive` and `decoded`
+// where given (check HasFatalFailure before reading them).
 template <class T>
-std::vector<uint8_t> compress_on(gsz_device device, const std::vector<T>& data, const std::vector<uint64_t>& dims,
-                                 gsz_error_mode mode, double eb, uint32_t radius = 512,
-                                 gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128,
-                                 gsz_lossless lossless = GSZ_LOSSLESS_AUTO,
-                                 gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_AUTO) {
+void same_on_both_with(gsz_params p, const std::vector<T>& data, std::vector<uint8_t>* archive = nullptr,
+                       std::vector<T>* decoded = nullptr) {
+    gsz::Context ctx;
+    p.device = GSZ_DEVICE_CPU;
+    const auto cpu = ctx.compress(p, data.data());
+    p.device = GSZ_DEVICE_CUDA;
+    const auto gpu = ctx.compress(p, data.data());
+    ASSERT_TRUE(cpu == gpu) << "archives differ: " << cpu.size() << " / " << gpu.size();
+    const auto info = ctx.inspect(cpu.data(), cpu.size());
+    const auto on_cpu = ctx.decompress<T>(gpu, GSZ_DEVICE_CPU);
+    auto on_gpu = ctx.decompress<T>(cpu, GSZ_DEVICE_CUDA);
+    ASSERT_EQ(0, std::memcmp(on_cpu.data(), on_gpu.data(), on_cpu.size() * sizeof(T))) << "decoded values differ";
+    const auto r = check_bound(data, on_gpu, info.error_bound_abs);
+    EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
+    EXPECT_EQ(r.nonfinite_changed, 0u);
+    if (archive) *archive = cpu;
+    if (decoded) *decoded = std::move(on_gpu);
+}
+
+// The same from the common options.
+template <class T>
+void same_on_both(const std::vector<T>& data, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
+                  uint32_t radius = 512, gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128,
+                  gsz_lossless lossless = GSZ_LOSSLESS_AUTO, gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_AUTO) {
     auto p = make_params(dtype_of<T>(), dims, mode, eb);
-    p.device = device;
     p.radius = radius;
     p.pipeline = pipeline;
     p.block_size = block;
     p.lossless = lossless;
     p.interp_anchors = anchors;
-    gsz::Context ctx;
-    return ctx.compress(p, data.data());
-}
-
-// Compress on both backends, require identical bytes, decode each archive on
-// both backends, require identical values within the bound.
-template <class T>
-void same_on_both(const std::vector<T>& data, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
-                  uint32_t radius = 512, gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO, uint32_t block = 128,
-                  gsz_lossless lossless = GSZ_LOSSLESS_AUTO, gsz_interp_anchors anchors = GSZ_INTERP_ANCHORS_AUTO) {
-    const auto cpu = compress_on(GSZ_DEVICE_CPU, data, dims, mode, eb, radius, pipeline, block, lossless, anchors);
-    const auto gpu = compress_on(GSZ_DEVICE_CUDA, data, dims, mode, eb, radius, pipeline, block, lossless, anchors);
-    ASSERT_EQ(cpu.size(), gpu.size());
-    ASSERT_TRUE(cpu == gpu) << "archives differ";
-    gsz::Context ctx;
-    const auto info = ctx.inspect(cpu.data(), cpu.size());
-    const auto on_cpu = ctx.decompress<T>(gpu, GSZ_DEVICE_CPU);
-    const auto on_gpu = ctx.decompress<T>(cpu, GSZ_DEVICE_CUDA);
-    ASSERT_EQ(0, std::memcmp(on_cpu.data(), on_gpu.data(), on_cpu.size() * sizeof(T))) << "decoded values differ";
-    const auto r = check_bound(data, on_gpu, info.error_bound_abs);
-    EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
-    EXPECT_EQ(r.nonfinite_changed, 0u);
+    same_on_both_with(p, data);
 }
 
 // The shared fields, or the bundled sample when ../shared/data is absent.
@@ -673,21 +674,15 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
         p.interp_tiles = tiles;
         p.fill = fill;
         p.fill_value = value;
-        p.device = GSZ_DEVICE_CPU;
-        const auto cpu = ctx.compress(p, v.data());
-        p.device = GSZ_DEVICE_CUDA;
-        const auto gpu = ctx.compress(p, v.data());
-        ASSERT_TRUE(cpu == gpu) << "archives differ: " << cpu.size() << " / " << gpu.size();
-        ASSERT_EQ(ctx.inspect(cpu.data(), cpu.size()).has_fill, 1u);
-        const auto on_cpu = ctx.decompress<T>(gpu, GSZ_DEVICE_CPU);
-        const auto on_gpu = ctx.decompress<T>(cpu, GSZ_DEVICE_CUDA);
-        ASSERT_EQ(0, std::memcmp(on_cpu.data(), on_gpu.data(), on_cpu.size() * sizeof(T))) << "decoded values differ";
+        std::vector<uint8_t> archive;
+        std::vector<T> on_gpu;
+        same_on_both_with(p, v, &archive, &on_gpu);
+        if (testing::Test::HasFatalFailure()) return;
+        ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).has_fill, 1u);
         const T f = static_cast<T>(value);   // bitwise: a NaN fill value too
         for (size_t i = 0; i < v.size(); ++i) {
             if (std::memcmp(&v[i], &f, sizeof(T)) == 0) { ASSERT_EQ(std::memcmp(&on_gpu[i], &f, sizeof(T)), 0) << i; }
         }
-        const auto r = check_bound(v, on_gpu, ctx.inspect(cpu.data(), cpu.size()).error_bound_abs);
-        EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
     };
     for (const auto& dims : {std::vector<uint64_t>{91, 91, 91}, std::vector<uint64_t>{91 * 91, 91},
                              std::vector<uint64_t>{land.size()}}) {
@@ -722,19 +717,12 @@ TEST(CudaBackend, InterpAllLorenzoByteIdentical) {
         p.pipeline = GSZ_PIPELINE_INTERP;
         p.interp_anchor_stride = stride;
         p.lossless = lossless;
-        p.device = GSZ_DEVICE_CPU;
-        const auto cpu = ctx.compress(p, v.data());
-        p.device = GSZ_DEVICE_CUDA;
-        const auto gpu = ctx.compress(p, v.data());
-        ASSERT_TRUE(cpu == gpu) << "archives differ: " << cpu.size() << " / " << gpu.size();
-        const auto info = ctx.inspect(cpu.data(), cpu.size());
+        std::vector<uint8_t> archive;
+        same_on_both_with(p, v, &archive);
+        if (testing::Test::HasFatalFailure()) return;
+        const auto info = ctx.inspect(archive.data(), archive.size());
         ASSERT_EQ(info.pipeline, GSZ_PIPELINE_INTERP);
         all_lorenzo += info.interp_lorenzo_tiles == info.interp_tiles && info.interp_anchor_stride == 512;
-        const auto on_cpu = ctx.decompress<T>(gpu, GSZ_DEVICE_CPU);
-        const auto on_gpu = ctx.decompress<T>(cpu, GSZ_DEVICE_CUDA);
-        ASSERT_EQ(0, std::memcmp(on_cpu.data(), on_gpu.data(), on_cpu.size() * sizeof(T))) << "decoded values differ";
-        const auto r = check_bound(v, on_gpu, info.error_bound_abs);
-        EXPECT_EQ(r.violations, 0u) << "first bad " << r.first_bad;
     };
     for (uint64_t n : {uint64_t{5000}, uint64_t{300000}}) {
         const auto f = walk<float>(n, 3, 1.0);
