@@ -335,6 +335,8 @@ json info_json(const gsz_archive_info& a) {
         j["interp_jump"] = a.interp_jump;   // 0: no jump guard recorded (off, or it decided nothing)
         j["interp_tiles"] = a.interp_tiles;
         j["interp_lorenzo_tiles"] = a.interp_lorenzo_tiles;
+    }
+    if (a.pipeline == GSZ_PIPELINE_LORENZO || a.pipeline == GSZ_PIPELINE_INTERP) {
         j["fill"] = a.has_fill != 0;
         if (a.has_fill) {
             j["fill_value"] = a.fill_value;
@@ -374,7 +376,9 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
     c->add_option("-i,--input", a.input, "Raw input file")->required();
     c->add_option("-t,--type", a.dtype, "Element type: f32 or f64")->required();
     c->add_option("-l,--dims", a.dims, "Dims, fastest-varying first, e.g. 384x384x256 (1 to 4 dims)")->required();
-    c->add_option("-m,--mode", a.mode, "Error mode: abs (absolute) or rel (relative to max-min of the finite values)")
+    c->add_option("-m,--mode", a.mode,
+                  "Error mode: abs (absolute) or rel (relative to max-min of the finite values, without the fill "
+                  "value where one is kept: --fill-value)")
         ->capture_default_str();
     c->add_option("-e,--error-bound", a.eb, "Error bound (0 = lossless)")->required();
     c->add_option("-p,--pipeline", a.pipeline,
@@ -415,12 +419,12 @@ void add_array_options(CLI::App* c, ArrayArgs& a) {
                   "prediction, so fields without such jumps compress to the same bytes and decompress at full speed")
         ->capture_default_str();
     c->add_option("--fill-value", a.fill_value,
-                  "interp: a missing-value marker stored in place of data (land cells): its points are not coded but "
+                  "lorenzo, interp: a missing-value marker stored in place of data (land cells): its points are not coded but "
                   "kept exactly, by a mask of where they are (a few bits per coastline corner). auto: the minimum or "
                   "maximum where it is at least 1/64 of a sample of the values and lies apart from the others (4 "
                   "times their span away), or a NaN (by its bit pattern) that is at least 1/64 of the sample; off: "
                   "every point coded as data (NaNs as exact outliers); or the value itself (rounded to the dtype). "
-                  "The relative bound still takes the range with the fill value in it")
+                  "A relative bound then takes the range of the other values")
         ->capture_default_str();
     c->add_option("--interp-tiles", a.interp_tiles,
                   "interp: code every tile (32x8x8, 64x16 or 2048 points) by the spline hierarchy (spline), each "
@@ -791,14 +795,14 @@ int run_info(const std::string& input, bool as_json) {
         std::printf("interp tiles    %llu, of which %llu Lorenzo-coded\n",
                     static_cast<unsigned long long>(info.interp_tiles),
                     static_cast<unsigned long long>(info.interp_lorenzo_tiles));
+    }
+    if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP) {
         if (info.has_fill)
             std::printf("fill value      %.9g at %llu points, kept exactly (their mask: %llu bytes)\n", info.fill_value,
                         static_cast<unsigned long long>(info.fill_points),
                         static_cast<unsigned long long>(info.fill_mask_bytes));
         else
             std::printf("fill value      none\n");
-    }
-    if (info.pipeline == GSZ_PIPELINE_LORENZO || info.pipeline == GSZ_PIPELINE_INTERP) {
         if (info.lossless == GSZ_LOSSLESS_ANS)
             std::printf("lossless        ans: context-modelled rANS of the %llu quant-codes in %llu lanes of %u "
                         "(their states and word counts: %llu bytes), contexts from the code %s%s\n",

@@ -154,12 +154,14 @@ typedef enum gsz_components {
     GSZ_COMPONENTS_OFF = 1     /* predict across every dim, as before format version 6 */
 } gsz_components;
 
-/* Fill values (interp, format version 13): a missing-value marker the source
+/* Fill values (interp from format version 13, lorenzo from 15): a missing-value marker the source
  * stores in place of data (land cells).  Points holding it bit for bit are
- * not coded: they take their prediction, and the archive keeps where they are
- * (their mask's Lorenzo residual over GF(2), gamma-coded), so they come back
- * exactly.  The relative bound still takes the range with the fill value in
- * it, as every other compressor's. */
+ * not coded: they take their prediction (interp) or a stand-in inside the
+ * data's range (lorenzo), and the archive keeps where they are (their mask's
+ * Lorenzo residual over GF(2), gamma-coded), so they come back exactly.
+ * From version 15 a relative bound is relative to the range of the other
+ * finite values (the header's value_min / value_max); with GSZ_FILL_OFF it
+ * takes the whole finite range, as other compressors do. */
 typedef enum gsz_fill {
     GSZ_FILL_AUTO = 0,    /* the array's minimum or maximum where it is at least 1/64 of a sample of the
                              values and lies apart from the others (4 times their span away) */
@@ -200,7 +202,7 @@ typedef struct gsz_params {
                                        paper's, where a shorter one saves nothing) */
     gsz_interp_tiles interp_tiles;  /* interp; default GSZ_INTERP_TILES_AUTO */
     gsz_ans_strips ans_strips;      /* interp with the ans stage; default GSZ_ANS_STRIPS_AUTO */
-    gsz_fill fill;                  /* interp; default GSZ_FILL_AUTO */
+    gsz_fill fill;                  /* lorenzo, interp; default GSZ_FILL_AUTO */
     double fill_value;              /*   GSZ_FILL_VALUE: the value (rounded to the dtype: -1e34 is float32's -1e34f) */
 } gsz_params;
 
@@ -214,7 +216,7 @@ typedef struct gsz_archive_info {
     gsz_error_mode error_mode;
     double error_bound;             /* as the user gave it */
     double error_bound_abs;         /* absolute bound applied (0 = lossless) */
-    double value_min;               /* finite range of the input (NaN if none) */
+    double value_min;               /* finite range of the input (NaN if none); without a kept fill value (version 15) */
     double value_max;
     gsz_pipeline pipeline;
     uint32_t radius;                /* lorenzo and interp, else 0 */
@@ -250,7 +252,7 @@ typedef struct gsz_archive_info {
     uint64_t interp_lorenzo_tiles;  /*   of which Lorenzo-coded (format version 10) */
     uint32_t ans_strip_width;       /* ANS: codes coded in column strips of this many columns,
                                        with the row above as context (format version 12), or 0 */
-    uint32_t has_fill;              /* interp: 1 where the archive has a fill value (format version 13) */
+    uint32_t has_fill;              /* lorenzo, interp: 1 where the archive has a fill value (format version 13; lorenzo 15) */
     double fill_value;              /*   the value */
     uint64_t fill_points;           /*   points holding it */
     uint64_t fill_mask_bytes;       /*   bytes of their mask */

@@ -250,6 +250,18 @@ uint64_t table_bytes(const uint32_t* freq) {
     return bytes;
 }
 
+// What write_tables spends on k empty contexts in a row (the empty_runs
+// layout): a 0 for one alone, else kAnsEmptyRun and a count for up to 257.
+uint64_t empty_contexts_bytes(uint64_t k) {
+    uint64_t bytes = 0;
+    while (k > 0) {
+        const uint64_t m = k == 1 ? 1 : std::min<uint64_t>(k, 257);
+        bytes += m == 1 ? 1 : 2;
+        k -= m;
+    }
+    return bytes;
+}
+
 // Whether tables of tables_q8 (their bytes, in 1/256 bits) weigh against
 // the codes' codes_q8 enough for sharing: a large field's tables are a few
 // KB of MBs, and its compression keeps the host step short.  A sample's
@@ -450,12 +462,17 @@ std::optional<AnsCandidateEstimate> estimate_unshared(const AnsCandidate& c, uin
     const bool share = c.strip_width == 0;  // ans_estimate_candidates' rule
     const auto& cost = freq_cost_q8();
     uint64_t bits_q8 = 0, table_bytes_total = 10, tables_q8 = 0, codes_q8 = 0;  // 10: ans_tables_bytes' header
-    uint32_t used = 0;
+    uint32_t used = 0, empty = 0;   // empty: contexts without a table since the last table
     for (uint32_t ctx = 0; ctx < shape.num_contexts(); ++ctx) {
         uint32_t freq[kAnsAlphabet];
         const bool has = context_frequencies(c.histogram, ctx, shape.aboves(), freq);
         const uint64_t bytes = table_bytes(freq);  // 1 for a context without a table
-        table_bytes_total += bytes;
+        if (bytes == 1) {
+            ++empty;
+            continue;
+        }
+        table_bytes_total += bytes + empty_contexts_bytes(empty);
+        empty = 0;
         if (!has) continue;
         const uint64_t* own = c.histogram.data() + size_t{ctx} * kAnsAlphabet;
         for (uint32_t s = 0; s < kAnsAlphabet; ++s) {
@@ -467,6 +484,7 @@ std::optional<AnsCandidateEstimate> estimate_unshared(const AnsCandidate& c, uin
         tables_q8 += bytes * 8 * 256;
         ++used;
     }
+    table_bytes_total += empty_contexts_bytes(empty);
     if (share && used >= 2 && sharing_weighs(tables_q8, codes_q8, counted, n)) return std::nullopt;
     const uint64_t bits = bits_q8 / 256;
     return AnsCandidateEstimate{bits, stage_bytes(table_bytes_total, sample_bits_for_n(bits, counted, n), n)};
@@ -629,12 +647,33 @@ void write_table(const uint32_t* e, ByteWriter& out) {
 
 namespace {
 
-// Every context's table, or its reference to the earlier context whose table it repeats.
-void write_tables(const AnsTables& tables, ByteWriter& out) {
+// Whether context ctx has a table of its own with no symbol (unused).
+bool empty_context(const AnsTables& tables, uint32_t ctx) {
+    if (!tables.source.empty() && tables.source[ctx] != ctx) return false;
+    const uint32_t* e = tables.entry.data() + size_t{ctx} * kAnsAlphabet;
+    return std::all_of(e, e + kAnsAlphabet, [](uint32_t x) { return AnsTables::freq(x) == 0; });
+}
+
+// How many empty contexts follow ctx's (at most 256: kAnsEmptyRun's byte counts 2 to 257).
+uint32_t empty_run_after(const AnsTables& tables, uint32_t ctx) {
+    uint32_t k = 0;
+    while (k < 256 && ctx + 1 + k < tables.num_contexts() && empty_context(tables, ctx + 1 + k)) ++k;
+    return k;
+}
+
+// Every context's table, or its reference to the earlier context whose table
+// it repeats; in the empty_runs layout an empty table's 0 says how many more follow.
+void write_tables(const AnsTables& tables, ByteWriter& out, AnsTablesLayout layout) {
     for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
         if (!tables.source.empty() && tables.source[ctx] != ctx) {
             out.put(static_cast<uint8_t>(kAnsTableRef));
             out.put(tables.source[ctx]);
+        } else if (layout == AnsTablesLayout::empty_runs && empty_context(tables, ctx) &&
+                   empty_run_after(tables, ctx) > 0) {
+            const uint32_t more = empty_run_after(tables, ctx);
+            out.put(static_cast<uint8_t>(kAnsEmptyRun));
+            out.put(static_cast<uint8_t>(more - 1));
+            ctx += more;
         } else {
             write_table(tables.entry.data() + size_t{ctx} * kAnsAlphabet, out);
         }
@@ -644,7 +683,8 @@ void write_tables(const AnsTables& tables, ByteWriter& out) {
 }  // namespace
 
 uint64_t ans_tables_bytes(const AnsTables& tables) {
-    // What write_tables writes, counted (the candidates' choice sizes ~200 tables each).
+    // What write_tables writes in the current layout, counted (the candidates'
+    // choice sizes ~200 tables each).
     uint64_t bytes = 10;
     uint32_t freq[kAnsAlphabet];
     for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
@@ -654,7 +694,14 @@ uint64_t ans_tables_bytes(const AnsTables& tables) {
         }
         const uint32_t* e = tables.entry.data() + size_t{ctx} * kAnsAlphabet;
         for (uint32_t s = 0; s < kAnsAlphabet; ++s) freq[s] = AnsTables::freq(e[s]);
-        bytes += table_bytes(freq);
+        const uint64_t b = table_bytes(freq);
+        if (b == 1) {   // empty: with the empty ones after it, a run (or its own 0)
+            const uint32_t more = empty_run_after(tables, ctx);
+            bytes += empty_contexts_bytes(1 + more);
+            ctx += more;
+            continue;
+        }
+        bytes += b;
     }
     return bytes;
 }
@@ -663,7 +710,7 @@ void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter
     GSZ_CHECK(layout != AnsTablesLayout::plain || (tables.class_lag == 1 && tables.source.empty()),
               GSZ_STATUS_INTERNAL, "ans tables: lag %u or shared tables in the layout of versions 3-7",
               tables.class_lag);
-    GSZ_CHECK(layout == AnsTablesLayout::striped || tables.strip_width == 0, GSZ_STATUS_INTERNAL,
+    GSZ_CHECK(layout >= AnsTablesLayout::striped || tables.strip_width == 0, GSZ_STATUS_INTERNAL,
               "ans tables: strips in the layout of versions 3-11");
     out.put(lane_symbols);
     out.put(static_cast<uint8_t>(tables.levels));
@@ -672,9 +719,9 @@ void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter
     out.put(static_cast<uint8_t>(kAnsScaleBits));
     if (layout != AnsTablesLayout::plain) out.put(static_cast<uint8_t>(tables.class_lag));
     // The strip width as its log2, 0 for raster order.
-    if (layout == AnsTablesLayout::striped)
+    if (layout == AnsTablesLayout::striped || layout == AnsTablesLayout::empty_runs)
         out.put(static_cast<uint8_t>(tables.strip_width ? ans_floor_log2(tables.strip_width) : 0u));
-    write_tables(tables, out);
+    write_tables(tables, out, layout);
 }
 
 namespace {
@@ -863,7 +910,7 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
     v.tables.class_lag = lagged ? in.get<uint8_t>("class lag") : 1u;
     GSZ_CHECK(v.tables.class_lag >= 1 && v.tables.class_lag <= kAnsMaxClassLag, kCorrupt,
               "ans_tables: class lag %u (1 or 2)", v.tables.class_lag);
-    if (tables_layout == AnsTablesLayout::striped) {
+    if (tables_layout >= AnsTablesLayout::striped) {
         const uint32_t log = in.get<uint8_t>("strip width");
         if (log != 0) {
             const uint32_t w = log < 32 ? 1u << log : 0u;
@@ -888,6 +935,15 @@ AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span
             std::copy_n(v.tables.entry.data() + size_t{src} * kAnsAlphabet, kAnsAlphabet,
                         v.tables.entry.data() + size_t{ctx} * kAnsAlphabet);
             v.tables.source[ctx] = static_cast<uint8_t>(src);
+            continue;
+        }
+        if (used == kAnsEmptyRun && tables_layout == AnsTablesLayout::empty_runs) {   // 2 to 257 empty contexts
+            const uint32_t more = in.get<uint8_t>("empty contexts") + 1u;
+            GSZ_CHECK(more < v.tables.num_contexts() - ctx, kCorrupt,
+                      "ans_tables: a run of %u empty contexts from context %u of %u", more + 1, ctx,
+                      v.tables.num_contexts());
+            for (uint32_t k = 1; k <= more; ++k) v.tables.source[ctx + k] = static_cast<uint8_t>(ctx + k);
+            ctx += more;
             continue;
         }
         GSZ_CHECK(used <= kAnsAlphabet, kCorrupt, "ans_tables: context %u lists %u symbols", ctx, used);

@@ -252,20 +252,24 @@ AnsStream ans_encode_cpu(const AnsTables& tables, std::span<const uint16_t> code
                          AnsLanesLayout layout = AnsLanesLayout::packed_from_one);
 
 // The ans_tables section's layouts: versions 3-7; versions 8-11, with the
-// class lag byte and tables that may repeat an earlier context's; version 12
-// on, with the strip width's byte after the class lag.
-enum class AnsTablesLayout : uint8_t { plain, lagged, striped };
+// class lag byte and tables that may repeat an earlier context's; versions
+// 12-14, with the strip width's byte after the class lag; version 15 on, an
+// empty context's 0 followed by how many more empty ones come next (interp's
+// 48-60 contexts, most of them empty on fields that code few distinct codes,
+// cost a byte each before).
+enum class AnsTablesLayout : uint8_t { plain, lagged, striped, empty_runs };
 
 constexpr AnsTablesLayout ans_tables_layout(uint32_t format_version) {
-    return format_version >= 12 ? AnsTablesLayout::striped
-           : format_version >= 8 ? AnsTablesLayout::lagged
-                                 : AnsTablesLayout::plain;
+    return format_version >= 15   ? AnsTablesLayout::empty_runs
+           : format_version >= 12 ? AnsTablesLayout::striped
+           : format_version >= 8  ? AnsTablesLayout::lagged
+                                  : AnsTablesLayout::plain;
 }
 
 // Sections: ans_tables (lane length and tables), ans_lanes (state and word
 // count per lane, packed), ans_stream (the words).
 void ans_tables_write(const AnsTables& tables, uint32_t lane_symbols, ByteWriter& out,
-                      AnsTablesLayout layout = AnsTablesLayout::striped);
+                      AnsTablesLayout layout = AnsTablesLayout::empty_runs);
 // The stream's start state must be the layout's.
 void ans_lanes_write(const AnsStream& stream, ByteWriter& out,
                      AnsLanesLayout layout = AnsLanesLayout::packed_from_one);
@@ -287,11 +291,11 @@ struct AnsStreamView {
 };
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
                               std::span<const uint8_t> stream_section, uint64_t n, const AnsContextShape& shape,
-                              AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::striped);
+                              AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::empty_runs);
 // The same for codes of one row of n (no strips).
 AnsStreamView ans_stream_read(std::span<const uint8_t> tables_section, std::span<const uint8_t> lanes_section,
                               std::span<const uint8_t> stream_section, uint64_t n, uint32_t levels,
-                              AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::striped);
+                              AnsLanesLayout layout, AnsTablesLayout tables_layout = AnsTablesLayout::empty_runs);
 
 // The CPU decoder's lookup, per context: the symbol whose slots hold the
 // first slot of each bucket of 2^kAnsDecodeBucketBits slots (0xFF where the

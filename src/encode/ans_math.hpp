@@ -58,6 +58,9 @@ inline constexpr uint32_t kAnsMaxContexts = kAnsMaxStripLevels * kAnsAboveClasse
 static_assert(kAnsMaxContexts >= kAnsMaxLevels * kAnsClasses);
 // ans_tables: a context's `used` byte that says it repeats an earlier context's table (version 8 on).
 inline constexpr uint32_t kAnsTableRef = 0xFF;
+// ans_tables, format version 15 on: this marker and a byte k stand for k + 2
+// empty contexts in a row (one empty context is still its 0).
+inline constexpr uint32_t kAnsEmptyRun = 0xFE;
 // The farthest code back that may give a context class (AnsTables::class_lag).
 inline constexpr uint32_t kAnsMaxClassLag = 2;
 inline constexpr uint32_t kAnsBadCode = 0xFFFFFFFFu;  // ans_code_of's "not a code of this radius"

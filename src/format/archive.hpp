@@ -13,7 +13,7 @@
 
 namespace gsz::format {
 
-inline constexpr uint8_t kFormatVersion = 14;       // what this gsz writes
+inline constexpr uint8_t kFormatVersion = 15;       // what this gsz writes
 inline constexpr uint8_t kOldestFormatVersion = 1;  // the oldest it reads (docs/FORMAT.md, "Versions")
 inline constexpr uint32_t kMaxSections = 64;
 

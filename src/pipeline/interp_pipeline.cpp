@@ -243,20 +243,6 @@ InterpParams InterpParams::read(std::span<const uint8_t> bytes, const format::He
     return p;
 }
 
-template <class T>
-predict::FillValue interp_fill(const gsz_params& params, std::span<const T> sample, const format::Header& header) {
-    switch (enum_bits(params.fill)) {
-        case GSZ_FILL_AUTO: return predict::fill_detect<T>(sample, header.value_min, header.value_max);
-        case GSZ_FILL_OFF: return {};
-        case GSZ_FILL_VALUE: return predict::fill_from_value<T>(params.fill_value, sample);
-        default: fail(GSZ_STATUS_INVALID_ARGUMENT, format_message("fill %d is not auto, off or value",
-                                                                  enum_bits(params.fill)));
-    }
-}
-
-template predict::FillValue interp_fill<float>(const gsz_params&, std::span<const float>, const format::Header&);
-template predict::FillValue interp_fill<double>(const gsz_params&, std::span<const double>, const format::Header&);
-
 predict::InterpOverrides interp_overrides(const gsz_params& params, uint32_t rank) {
     constexpr gsz_status bad = GSZ_STATUS_INVALID_ARGUMENT;
     predict::InterpOverrides ov;
@@ -465,7 +451,8 @@ template InterpDecodePlan<double> interp_plan_decode<double>(const format::Archi
 namespace {
 
 template <class T>
-std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Header& header, const T* data) {
+std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Header& header, const T* data,
+                                    const predict::FillValue& fill) {
     const int threads = params.num_threads;
     InterpParams p;
     p.radius = quant_radius(params);
@@ -487,7 +474,6 @@ std::vector<uint8_t> compress_typed(const gsz_params& params, const format::Head
     const std::vector<uint64_t> idx = predict::interp_tune_indices(p.layout);
     std::vector<T> samples(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) samples[i] = data[idx[i]];
-    const predict::FillValue fill = interp_fill<T>(params, samples, header);
     // The tuner leaves out sample points next to the fill value (the GPU's pipeline tunes again where one is found).
     p.config = predict::interp_configure(p.layout, std::vector<double>(samples.begin(), samples.end()),
                                          header.error_bound_abs, header.value_max - header.value_min, overrides,
@@ -539,9 +525,10 @@ void decompress_typed(const format::Archive& archive, T* out, int threads) {
 
 }  // namespace
 
-std::vector<uint8_t> interp_compress(const gsz_params& params, const format::Header& header, const void* data) {
-    if (header.dtype == GSZ_DTYPE_F32) return compress_typed(params, header, static_cast<const float*>(data));
-    return compress_typed(params, header, static_cast<const double*>(data));
+std::vector<uint8_t> interp_compress(const gsz_params& params, const format::Header& header, const void* data,
+                                     const predict::FillValue& fill) {
+    if (header.dtype == GSZ_DTYPE_F32) return compress_typed(params, header, static_cast<const float*>(data), fill);
+    return compress_typed(params, header, static_cast<const double*>(data), fill);
 }
 
 void interp_decompress(const format::Archive& archive, void* out, int num_threads) {
@@ -571,14 +558,7 @@ void interp_describe(const format::Archive& archive, gsz_archive_info& info) {
         for (const uint8_t t : interp_tiles_unpack(archive.section(format::SectionKind::interp_tiles),
                                                    p.layout.num_tiles))
             info.interp_lorenzo_tiles += t;
-    info.has_fill = p.config.fill.on;
-    if (p.config.fill.on) {
-        const auto mask = archive.section(format::SectionKind::fill_mask);
-        info.fill_value = archive.header.dtype == GSZ_DTYPE_F32 ? predict::fill_value_as<float>(p.config.fill)
-                                                                : predict::fill_value_as<double>(p.config.fill);
-        info.fill_mask_bytes = mask.size();
-        info.fill_points = predict::fill_mask_read(mask, archive.header.num_elements()).points;
-    }
+    describe_fill(archive, p.config.fill, info);
     std::memset(info.interp_order, 0, sizeof info.interp_order);
     std::memset(info.interp_spline, 0, sizeof info.interp_spline);
     for (uint32_t k = 0; k < p.layout.rank; ++k) {

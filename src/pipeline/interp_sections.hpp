@@ -4,6 +4,7 @@
 
 #include "encode/huffman.hpp"
 #include "pipeline/code_stage.hpp"
+#include "pipeline/fill_choice.hpp"
 #include "format/archive.hpp"
 #include "predict/fill/fill_mask.hpp"
 #include "predict/interp/interp.hpp"
@@ -63,11 +64,6 @@ struct InterpParams {
     // Throws GSZ_STATUS_CORRUPT; `header` gives the geometry and the bound.
     static InterpParams read(std::span<const uint8_t> bytes, const format::Header& header);
 };
-
-// The fill value the caller asked for, or found on the tuner's sample
-// (predict::fill_detect) with the header's finite range.
-template <class T>
-predict::FillValue interp_fill(const gsz_params& params, std::span<const T> sample, const format::Header& header);
 
 // What the tuner leaves out for a fill value: the value as double, or NaN.
 template <class T>

@@ -1,5 +1,7 @@
 #include "pipeline/pipeline.hpp"
 
+#include "pipeline/fill_choice.hpp"
+
 #include "encode/run_tokens.hpp"
 #include "pipeline/bench.hpp"
 #include "pipeline/components.hpp"
@@ -177,14 +179,18 @@ std::vector<uint8_t> compress(const gsz_params& p, const void* data) {
     }
     if (choose_backend(p.device) == Backend::cuda) return compress_cuda(p, data);
     const uint64_t n = params_num_elements(p);
-    const FiniteRange range = p.dtype == GSZ_DTYPE_F32
-                                  ? finite_range_cpu(static_cast<const float*>(data), n, p.num_threads)
-                                  : finite_range_cpu(static_cast<const double*>(data), n, p.num_threads);
+    const bool f32 = p.dtype == GSZ_DTYPE_F32;
+    FiniteRange range = f32 ? finite_range_cpu(static_cast<const float*>(data), n, p.num_threads)
+                            : finite_range_cpu(static_cast<const double*>(data), n, p.num_threads);
+    // A fill value: the header takes the other values' range (fill_choice.hpp).
+    const predict::FillValue fill = f32 ? choose_fill_cpu(p, static_cast<const float*>(data), range)
+                                        : choose_fill_cpu(p, static_cast<const double*>(data), range);
     const format::Header h = plan_header(p, range);
     if (h.pipeline == GSZ_PIPELINE_STORE) return store_compress(h, data);
     if (h.pipeline == GSZ_PIPELINE_FAST) return smaller_of_lossy_and_store(fast_compress(p, h, data), h, data);
-    if (h.pipeline == GSZ_PIPELINE_INTERP) return smaller_of_lossy_and_store(interp_compress(p, h, data), h, data);
-    return smaller_of_lossy_and_store(lorenzo_compress(p, h, data), h, data);
+    if (h.pipeline == GSZ_PIPELINE_INTERP)
+        return smaller_of_lossy_and_store(interp_compress(p, h, data, fill), h, data);
+    return smaller_of_lossy_and_store(lorenzo_compress(p, h, data, fill), h, data);
 }
 
 void check_section_set(const format::Archive& archive) {
@@ -199,7 +205,8 @@ void check_section_set(const format::Archive& archive) {
         case GSZ_PIPELINE_STORE: allowed = bits({K::zstd_values}); break;
         case GSZ_PIPELINE_LORENZO:
             allowed = bits({K::pipeline_params, K::huffman_codebook, K::huffman_chunks, K::huffman_bitstream,
-                            K::outlier_values, K::run_tokens, K::ans_tables, K::ans_lanes, K::ans_stream});
+                            K::outlier_values, K::run_tokens, K::ans_tables, K::ans_lanes, K::ans_stream,
+                            K::fill_mask});
             break;
         case GSZ_PIPELINE_FAST:
             allowed = bits({K::pipeline_params, K::fast_block_codes, K::fast_block_mids, K::fast_lead_codes,

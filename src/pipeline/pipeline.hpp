@@ -10,6 +10,7 @@
 #pragma once
 
 #include "format/archive.hpp"
+#include "predict/fill/fill_mask.hpp"
 
 #include <gsz/gsz.h>
 
@@ -24,8 +25,10 @@ struct FiniteRange {
     bool any = false;   // false when no value is finite
 };
 
+// The finite values' range; with skip_bits, of those whose bit pattern is not
+// *skip_bits (a fill value: predict::fill_bits_of).
 template <class T>
-FiniteRange finite_range_cpu(const T* data, uint64_t count, int num_threads);
+FiniteRange finite_range_cpu(const T* data, uint64_t count, int num_threads, const uint64_t* skip_bits = nullptr);
 
 // Throws GSZ_STATUS_INVALID_ARGUMENT naming the first bad field.
 void params_validate(const gsz_params& params);
@@ -96,7 +99,9 @@ void decompress(const format::Archive& archive, void* out, gsz_device device, in
 void describe(const format::Archive& archive, gsz_archive_info& info);
 
 // Stage recipes, one per pipeline.
-std::vector<uint8_t> lorenzo_compress(const gsz_params& params, const format::Header& header, const void* data);
+// `fill`: the fill value choose_fill_cpu found (the header's range is then the other values').
+std::vector<uint8_t> lorenzo_compress(const gsz_params& params, const format::Header& header, const void* data,
+                                      const predict::FillValue& fill);
 void lorenzo_decompress(const format::Archive& archive, void* out, int num_threads);
 void lorenzo_describe(const format::Archive& archive, gsz_archive_info& info);
 
@@ -104,7 +109,8 @@ std::vector<uint8_t> fast_compress(const gsz_params& params, const format::Heade
 void fast_decompress(const format::Archive& archive, void* out, int num_threads);
 void fast_describe(const format::Archive& archive, gsz_archive_info& info);
 
-std::vector<uint8_t> interp_compress(const gsz_params& params, const format::Header& header, const void* data);
+std::vector<uint8_t> interp_compress(const gsz_params& params, const format::Header& header, const void* data,
+                                     const predict::FillValue& fill);
 void interp_decompress(const format::Archive& archive, void* out, int num_threads);
 void interp_describe(const format::Archive& archive, gsz_archive_info& info);
 

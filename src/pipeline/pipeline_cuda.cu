@@ -81,10 +81,10 @@ struct RangeFinish {
 template <class T>
 __global__ void __launch_bounds__(kRangeThreads)
     finite_range_kernel(const T* __restrict__ data, uint64_t n, MinMax<T>* __restrict__ partials,
-                        RangeFinish finish) {
+                        RangeFinish finish, bool skip, uint64_t skip_bits) {
     T lo = ::cuda::std::numeric_limits<T>::infinity(), hi = -::cuda::std::numeric_limits<T>::infinity();
     auto take = [&](T v) {
-        if (isfinite(v)) {
+        if (isfinite(v) && !(skip && predict::fill_bits_of(v) == skip_bits)) {
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
@@ -151,7 +151,8 @@ __global__ void __launch_bounds__(kRangeThreads)
     }
 }
 
-// Launches the range pass, whose last CTA leaves a DeviceRange at
+// Launches the range pass (of the values that are not `skip`'s fill value,
+// where one is given: fill_choice.hpp), whose last CTA leaves a DeviceRange at
 // scratch[0] (its counter next, then the Lorenzo parameters when
 // lorenzo_radius is not 0, at *quant, then the partials); scratch grows when
 // needed and is meant to be kept across calls (an allocation costs tens of
@@ -160,7 +161,8 @@ __global__ void __launch_bounds__(kRangeThreads)
 template <class T>
 DeviceRange* finite_range_on_device(const T* d_data, uint64_t n, const gsz_params& params,
                                     cuda::DeviceBuffer<uint8_t>& scratch, cudaStream_t stream,
-                                    uint32_t lorenzo_radius = 0, predict::QuantParams** quant = nullptr) {
+                                    uint32_t lorenzo_radius = 0, predict::QuantParams** quant = nullptr,
+                                    const predict::FillValue* skip = nullptr) {
     const auto blocks = static_cast<unsigned>(
         std::max<uint64_t>(1, std::min<uint64_t>(kRangeMaxBlocks, (n + kRangeThreads * 8 - 1) / (kRangeThreads * 8))));
     constexpr size_t kDoneAt = (sizeof(DeviceRange) + 15) / 16 * 16, kQuantAt = kDoneAt + 16;
@@ -179,7 +181,8 @@ DeviceRange* finite_range_on_device(const T* d_data, uint64_t n, const gsz_param
         *quant = finish.quant;
     }
     auto* partials = reinterpret_cast<MinMax<T>*>(scratch.data() + kPartialsAt);
-    finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, partials, finish);
+    finite_range_kernel<T><<<blocks, kRangeThreads, 0, stream>>>(d_data, n, partials, finish, skip && skip->on,
+                                                                 skip ? skip->bits : 0);
     GSZ_CUDA_LAUNCHED("finite_range_kernel");
     return finish.out;
 }
@@ -615,38 +618,72 @@ struct DeviceCompressed {
         uint64_t outliers;
     };
     cuda::PinnedBuffer<Readback> readback;
+    cuda::Event range_ready;             // the range (and the fill value's sample) are on the host
+    // A fill value: found on the interp tuner's points (choose_fill), its
+    // points coded as its stand-in, its mask computed when the archive is written.
+    cuda::DeviceBuffer<T> sample_values;
+    cuda::PinnedBuffer<T> sample_host;
+    cuda::DeviceBuffer<T> stand_ins;
+    predict::FillValue fill;
+    predict::FillMask fill_mask;
 };
 
 // The range pass derives the bound on the device and the encoder follows it
-// without a round trip; the range and the outlier count come back with the
-// code stage's histogram (its synchronization), and the host plans the
-// header then.  When the bound turns out not to be lossy the codes are dropped.
+// without a round trip.  The range and the fill value's sample come back
+// while the encoder runs: the host plans the header and looks for a fill
+// value then, and where it finds one, codes the data again with the fill
+// points as its stand-in (the first pass, on the original values, assumed
+// none: fields without one wait for nothing).  When the bound turns out not
+// to be lossy the codes are dropped.
 template <class T>
 void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompressed<T>& dc, cudaStream_t stream) {
     const uint64_t n = params_num_elements(params);
     cuda::StageTrace trace(stream, "lorenzo compress");
     dc.layout = predict::lorenzo_layout(params.rank, params.dims);
     dc.radius = quant_radius(params);
+    dc.fill = {};
+    const uint64_t num_samples =
+        params.fill == GSZ_FILL_OFF
+            ? 0
+            : predict::interp_tune_sample_launch(d_data, predict::interp_layout(params.rank, params.dims),
+                                                 dc.sample_values, dc.sample_host, stream);
     predict::QuantParams* d_quant = nullptr;
-    const DeviceRange* d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream, dc.radius, &d_quant);
-    trace.mark("finite range");
-    predict::lorenzo_encode_cuda_async(d_data, dc.layout, predict::QuantParams{}, d_quant, dc.lorenzo, stream);
-    trace.mark("predict");
+    const DeviceRange* d_range =
+        finite_range_on_device(d_data, n, params, dc.range_scratch, stream, dc.radius, &d_quant);
     dc.readback.allocate(1);
     auto* rb = dc.readback.data();
     GSZ_CUDA(cudaMemcpyAsync(&rb->range, d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
+    GSZ_CUDA(cudaEventRecord(dc.range_ready, stream));
+    predict::lorenzo_encode_cuda_async(d_data, dc.layout, predict::QuantParams{}, d_quant, dc.lorenzo, stream);
+    GSZ_CUDA(cudaEventSynchronize(dc.range_ready));
+    if (num_samples)
+        dc.fill = choose_fill<T>(params, std::span<const T>(dc.sample_host.data(), num_samples),
+                                 finite_range_of(rb->range));
+    if (dc.fill.on) {   // the other values' range and bound (as choose_fill_cpu), and their Lorenzo parameters
+        d_range = finite_range_on_device(d_data, n, params, dc.range_scratch, stream, dc.radius, &d_quant, &dc.fill);
+        GSZ_CUDA(cudaMemcpyAsync(&rb->range, d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
+        GSZ_CUDA(cudaStreamSynchronize(stream));
+    }
+    dc.header = plan_header(params, finite_range_of(rb->range));
+    trace.mark("finite range");
+    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
+    GSZ_CHECK(dc.header.error_bound_abs == rb->range.eb_abs, GSZ_STATUS_INTERNAL,
+              "lorenzo: the device derived bound %.17g, the host %.17g", rb->range.eb_abs, dc.header.error_bound_abs);
+    if (dc.fill.on) {   // as the CPU's pipeline: the fill points coded as the stand-in
+        dc.stand_ins.allocate(n, stream);
+        predict::fill_substitute_cuda(d_data, n, dc.fill, dc.stand_ins.data(), stream);
+        predict::lorenzo_encode_cuda_async(dc.stand_ins.data(), dc.layout, predict::QuantParams{}, d_quant,
+                                           dc.lorenzo, stream);
+    }
+    trace.mark("predict");
     GSZ_CUDA(cudaMemcpyAsync(&rb->outliers, dc.lorenzo.outlier_total(dc.layout), sizeof(uint64_t),
                              cudaMemcpyDeviceToHost, stream));
-    // The code stage synchronizes after its histogram (*rb is filled then);
-    // the outliers are gathered while the host builds the codebook.
+    // The code stage synchronizes after its histogram (rb->outliers is filled
+    // then); the outliers are gathered while the host builds the codebook.
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
                            stream, [&](uint64_t, cudaStream_t s) {
                                predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, s);
                            });
-    dc.header = plan_header(params, finite_range_of(rb->range));
-    if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
-    GSZ_CHECK(dc.header.error_bound_abs == rb->range.eb_abs, GSZ_STATUS_INTERNAL,
-              "lorenzo: the device derived bound %.17g, the host %.17g", rb->range.eb_abs, dc.header.error_bound_abs);
     trace.mark("code stage");
 }
 
@@ -661,8 +698,13 @@ std::vector<uint8_t> fetch_archive(DeviceCompressed<T>& dc, const T* d_data, con
     const EncodedCodes codes = fetch_codes(dc.codes, stream);
     std::vector<T> outliers;
     cuda::copy_to_host(outliers, dc.lorenzo.outliers.data(), dc.lorenzo.num_outliers, stream);
-    std::vector<uint8_t> archive =
-        lorenzo_assemble<T>(dc.header, dc.radius, dc.layout, codes, std::span<const T>(outliers));
+    // As the CPU's pipeline: a fill value no point holds is not recorded (it changed no code).
+    if (dc.fill.on) {
+        dc.fill_mask = predict::fill_mask_encode_cuda(d_data, dc.layout.dims, dc.fill, stream);
+        if (dc.fill_mask.points == 0) dc.fill = {};
+    }
+    std::vector<uint8_t> archive = lorenzo_assemble<T>(dc.header, dc.radius, dc.layout, codes,
+                                                       std::span<const T>(outliers), dc.fill, dc.fill_mask);
     if (archive.size() <= n * sizeof(T)) return archive;
     return smaller_of_lossy_and_store(std::move(archive), dc.header, host_view(h_data, d_data, n, host_copy, stream));
 }
@@ -816,6 +858,14 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     const predict::InterpTuneChoice choice =
         predict::interp_tune(p.layout, std::span<const T>(dc.tune_host.data(), num_samples), overrides);
     GSZ_CUDA(cudaStreamSynchronize(stream));
+    // A fill value: the header takes the other values' range (as choose_fill_cpu).
+    const predict::FillValue fill = choose_fill<T>(params, std::span<const T>(dc.tune_host.data(), num_samples),
+                                                   finite_range_of(*dc.range_host.data()));
+    if (fill.on) {
+        const DeviceRange* d_rest = finite_range_on_device(d_data, n, params, dc.range_scratch, stream, 0, nullptr, &fill);
+        GSZ_CUDA(cudaMemcpyAsync(dc.range_host.data(), d_rest, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
+        GSZ_CUDA(cudaStreamSynchronize(stream));
+    }
     dc.header = plan_header(params, finite_range_of(*dc.range_host.data()));
     trace.mark("finite range, tuning");
     if (dc.header.pipeline == GSZ_PIPELINE_STORE) return;
@@ -831,8 +881,6 @@ void interp_compress_on_device(const gsz_params& params, const T* d_data, Interp
     // The anchor stage needs only the level bounds, which need no sample: its
     // kernels run while the host tunes (the GPU idled 0.05-0.11 ms here).
     // A fill value: the anchors, Lorenzo tiles and outliers code its stand-ins (interp_pipeline.cpp).
-    const predict::FillValue fill =
-        interp_fill<T>(params, std::span<const T>(dc.tune_host.data(), num_samples), dc.header);
     // As the CPU's pipeline: tuned without the sample points next to the fill value.
     const predict::InterpTuneChoice tuned =
         fill.on ? predict::interp_tune(p.layout, std::span<const T>(dc.tune_host.data(), num_samples), overrides,
@@ -1028,6 +1076,10 @@ void decode_on_device(DeviceArchive<T>& da, uint64_t n, T* d_out, cudaStream_t s
               "outlier_values: the archive's codes mark a different number of outliers than it holds");
     GSZ_CHECK(corrupt == 0, GSZ_STATUS_CORRUPT,
               "huffman_bitstream or ans_stream: a chunk or lane does not decode, or the run tokens do not add up to the codes");
+    if (plan.params.fill.on) {
+        predict::fill_mask_apply_cuda(plan.fill_mask, plan.layout.dims, plan.params.fill, d_out, stream);
+        trace.mark("fill mask");
+    }
 }
 
 template <class T>

@@ -43,7 +43,7 @@ int main(void) {
 
     gsz_archive_info info;
     EXPECT(gsz_archive_inspect(ctx, arc, size, &info) == GSZ_STATUS_OK);
-    EXPECT(info.format_version == 14 && info.num_elements == N && info.rank == 3 && info.dims[2] == NZ);
+    EXPECT(info.format_version == 15 && info.num_elements == N && info.rank == 3 && info.dims[2] == NZ);
     EXPECT(info.error_bound_abs == 0.01 && info.archive_bytes == size);
 
     /* where the bytes go: every section named, header + sections = the archive; a short buffer gets the first ones */

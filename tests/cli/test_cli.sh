@@ -131,7 +131,7 @@ expect_exit 0 "interp 1-D stride 4" "$GSZ" compress -i "$SAMPLE" -o "$T/i4.gsz" 
     --interp-anchor-stride 4 --verify --json
 python3 -c "import json; j=json.load(open('$T/out')); assert j['bound_violations']==0, j" && ok || bad "stride 4: $(cat "$T/out")"
 expect_exit 0 "info of stride 4" "$GSZ" info -i "$T/i4.gsz" --json
-python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==14, j" \
+python3 -c "import json; j=json.load(open('$T/out')); assert j['interp_anchor_stride']==4 and j['format_version']==15, j" \
     && ok || bad "info does not show stride 4: $(cat "$T/out")"
 # ans in column strips (format version 12): forced on a 2-D view of the sample (64 columns), off, and refused values
 head -c $((64 * 11774 * 4)) "$SAMPLE" > "$T/s64.f32"

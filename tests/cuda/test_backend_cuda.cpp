@@ -664,13 +664,15 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
     for (float& x : nan_land)
         if (x == -1e34f) x = std::numeric_limits<float>::quiet_NaN();
     gsz::Context ctx;
+    gsz_pipeline pipeline = GSZ_PIPELINE_INTERP;
     const auto check = [&](const auto& v, const std::vector<uint64_t>& dims, gsz_error_mode mode, double eb,
                            gsz_fill fill, double value, gsz_interp_tiles tiles = GSZ_INTERP_TILES_AUTO) {
         using T = typename std::decay_t<decltype(v)>::value_type;
-        SCOPED_TRACE(testing::Message() << dims.size() << "-D " << sizeof(T) * 8 << " bits, mode " << mode << " eb "
-                                        << eb << " fill " << fill << " " << value << " tiles " << tiles);
+        SCOPED_TRACE(testing::Message() << "pipeline " << pipeline << " " << dims.size() << "-D " << sizeof(T) * 8
+                                        << " bits, mode " << mode << " eb " << eb << " fill " << fill << " " << value
+                                        << " tiles " << tiles);
         auto p = make_params(dtype_of<T>(), dims, mode, eb);
-        p.pipeline = GSZ_PIPELINE_INTERP;
+        p.pipeline = pipeline;
         p.interp_tiles = tiles;
         p.fill = fill;
         p.fill_value = value;
@@ -697,6 +699,18 @@ TEST(CudaBackend, InterpFillValuesByteIdentical) {
         // Every tile weighed for Lorenzo: the full tiles' estimate reads the stand-ins as the CPU's does.
         check(land, dims, GSZ_ERROR_ABS, 1e-3, GSZ_FILL_AUTO, -1e34, GSZ_INTERP_TILES_EACH);
         check(dotted, dims, GSZ_ERROR_ABS, 1e-2, GSZ_FILL_VALUE, 0.5, GSZ_INTERP_TILES_EACH);
+    }
+    // The lorenzo pipeline (format version 15): the device finds the fill value on the same sample, codes
+    // its points as the stand-in (a second pass after the one that assumed none) and takes the other
+    // values' range for a relative bound.
+    pipeline = GSZ_PIPELINE_LORENZO;
+    for (const auto& dims : {std::vector<uint64_t>{91, 91, 91}, std::vector<uint64_t>{91 * 91, 91},
+                             std::vector<uint64_t>{land.size()}}) {
+        check(land, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_AUTO, -1e34);
+        check(land, dims, GSZ_ERROR_ABS, 1e-2, GSZ_FILL_AUTO, -1e34);
+        check(land64, dims, GSZ_ERROR_REL, 1e-4, GSZ_FILL_AUTO, double(-1e34f));
+        check(nan_land, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_AUTO, std::numeric_limits<double>::quiet_NaN());
+        check(dotted, dims, GSZ_ERROR_REL, 1e-3, GSZ_FILL_VALUE, 0.5);
     }
 }
 

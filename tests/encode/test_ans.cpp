@@ -1098,6 +1098,58 @@ TEST(AnsStrips, NoneTablesHoldEverySymbolTheirClassCounted) {
     }
 }
 
+// Format version 15: empty contexts in a row are one marker and a count (a
+// lone one still its 0).  Codes that use few contexts (interp's four levels,
+// nearly every code the zero-error one) round-trip, the section is the bytes
+// ans_tables_bytes counts and smaller than version 14's layout, which still
+// reads its own; runs that overrun the contexts are refused.
+TEST(Ans, EmptyContextsAreWrittenAsRuns) {
+    AnsContextShape shape;
+    shape.dims[0] = 64;
+    shape.dims[1] = 48;
+    shape.levels = 4;
+    const uint32_t radius = 512;
+    std::vector<uint16_t> codes(64 * 48, static_cast<uint16_t>(radius));
+    for (size_t i = 0; i < codes.size(); i += 97) codes[i] = static_cast<uint16_t>(radius + 1);
+    AnsTables tables;
+    const AnsStream s = encode(codes, radius, shape, 512, 1, &tables);
+    uint32_t empty = 0;
+    for (uint32_t ctx = 0; ctx < tables.num_contexts(); ++ctx) {
+        const uint32_t* e = tables.entry.data() + size_t{ctx} * kAnsAlphabet;
+        empty += std::all_of(e, e + kAnsAlphabet, [](uint32_t x) { return x == 0; }) &&
+                 (tables.source.empty() || tables.source[ctx] == ctx);
+    }
+    ASSERT_GT(empty, tables.num_contexts() / 2);
+    ByteWriter runs, old, l, w;
+    ans_tables_write(tables, s.lane_symbols, runs);
+    ans_tables_write(tables, s.lane_symbols, old, AnsTablesLayout::striped);
+    ans_lanes_write(s, l, AnsLanesLayout::packed_from_one);
+    ans_stream_write(s, w);
+    EXPECT_EQ(runs.size(), ans_tables_bytes(tables));
+    EXPECT_LT(runs.size() + empty / 2, old.size()) << empty << " empty contexts";
+    for (const auto& [bytes, layout] : {std::pair{runs.bytes(), AnsTablesLayout::empty_runs},
+                                        std::pair{old.bytes(), AnsTablesLayout::striped}}) {
+        const AnsStreamView view = ans_stream_read(bytes, l.bytes(), w.bytes(), codes.size(), shape,
+                                                   AnsLanesLayout::packed_from_one, layout);
+        EXPECT_EQ(view.tables.entry, tables.entry);
+        std::vector<uint16_t> out(codes.size());
+        ans_decode_cpu(view, radius, shape, out, 1);
+        EXPECT_EQ(out, codes);
+    }
+    // Version 14's layout refuses a run marker (it reads as a table of 254 symbols).
+    EXPECT_THROW(ans_stream_read(runs.bytes(), l.bytes(), w.bytes(), codes.size(), shape,
+                                 AnsLanesLayout::packed_from_one, AnsTablesLayout::striped),
+                 Error);
+    // A run longer than the contexts left, at the first marker.
+    auto bad = runs.bytes();
+    const auto at = std::find(bad.begin() + 10, bad.end(), static_cast<uint8_t>(kAnsEmptyRun));
+    ASSERT_NE(at, bad.end());
+    at[1] = 0xFF;
+    EXPECT_THROW(ans_stream_read(bad, l.bytes(), w.bytes(), codes.size(), shape, AnsLanesLayout::packed_from_one,
+                                 AnsTablesLayout::empty_runs),
+                 Error);
+}
+
 TEST(AnsStrips, ReaderChecksTheStripWidthAgainstTheShape) {
     AnsContextShape shape;
     shape.dims[0] = 64;
@@ -1107,7 +1159,7 @@ TEST(AnsStrips, ReaderChecksTheStripWidthAgainstTheShape) {
     const auto codes = row_correlated_codes(64, 40, 512, 6);
     StripCoded c = strip_encode(codes, 512, shape, 64, 1, 512, 1);
     const auto read = [&](std::vector<uint8_t> t, const AnsContextShape& s, uint64_t count,
-                          AnsTablesLayout layout = AnsTablesLayout::striped) {
+                          AnsTablesLayout layout = AnsTablesLayout::empty_runs) {
         return ans_stream_read(t, c.l.bytes(), c.w.bytes(), count, s, AnsLanesLayout::packed_from_one, layout);
     };
     EXPECT_NO_THROW(read(c.t.bytes(), shape, n));

@@ -425,7 +425,7 @@ InterpRun interp_run(const gsz_params& p, const std::vector<float>& v) {
     InterpRun r;
     r.archive = ctx.compress(p, v.data());
     r.info = ctx.inspect(r.archive.data(), r.archive.size());
-    EXPECT_EQ(r.info.pipeline, GSZ_PIPELINE_INTERP);
+    EXPECT_EQ(r.info.pipeline, p.pipeline);
     const auto dec = ctx.decompress<float>(r.archive, GSZ_DEVICE_CPU);
     const auto rep = check_bound(v, dec, r.info.error_bound_abs);
     EXPECT_EQ(rep.violations, 0u) << "first bad " << rep.first_bad;
@@ -598,43 +598,61 @@ TEST(InterpTiles, RoughRecordsTakeEveryTileLorenzo) {
     EXPECT_LT(interp.size(), ctx.compress(q, mpas.data()).size());
 }
 
-// Fill values (format version 13): the land disc above at -1e34 (26% of the
-// points), found by default, its points kept exactly by the mask and not
-// coded, every other value within the bound.  Measured when written (bytes,
-// fill off -> auto): rel 1e-3 5,161 -> 335, rel 1e-4 10,133 -> 335, abs 1e-3
-// 986,148 -> 912,506; asked: 3x smaller at the rel bounds, smaller at abs.
+// Fill values (format version 13; lorenzo and the relative bound of the
+// other values from 15): the land disc above at -1e34 (26% of the points),
+// found by default, its points kept exactly by the mask and not coded, every
+// other value within the bound.  A relative bound is relative to the other
+// values' range (with the fill value in it, 1e-3 of it is 1e31: nothing of
+// the field would be kept).  Measured when written, abs 1e-3, bytes fill off
+// -> auto: interp 986,067 -> 905,652, lorenzo 2,490,654 -> 1,761,783; asked:
+// smaller, and for lorenzo (whose land cost outliers and jumps) by a quarter.
 TEST(FillValue, LandKeptExactlyAndNotCoded) {
     const auto all = read_raw<float>(repo_dir() / "data" / "sperr_wmag_91x91x91.f32");
     std::vector<float> v(all);
     uint64_t land = 0;
+    float lo = INFINITY, hi = -INFINITY;   // the other values' range
     for (size_t i = 0; i < v.size(); ++i) {
         const double x = double(i % 91) - 30, y = double(i / 91 % 91) - 40;
-        if (x * x + y * y < 400 || i / 91 % 91 > 80) v[i] = -1e34f, ++land;
+        if (x * x + y * y < 400 || i / 91 % 91 > 80) {
+            v[i] = -1e34f, ++land;
+        } else {
+            lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+        }
     }
     gsz::Context ctx;
-    for (const auto& [mode, eb] : {std::pair{GSZ_ERROR_REL, 1e-3}, std::pair{GSZ_ERROR_REL, 1e-4},
-                                   std::pair{GSZ_ERROR_ABS, 1e-3}}) {
-        SCOPED_TRACE(testing::Message() << mode << " " << eb);
-        auto p = interp_params({91, 91, 91}, eb);
-        p.error_mode = mode;
-        const auto on = interp_run(p, v);
-        EXPECT_EQ(on.info.has_fill, 1u);
-        EXPECT_EQ(on.info.fill_value, double(-1e34f));
-        EXPECT_EQ(on.info.fill_points, land);
-        EXPECT_GT(on.info.fill_mask_bytes, 16u);
-        const auto out = ctx.decompress<float>(on.archive, GSZ_DEVICE_CPU);
-        for (size_t i = 0; i < v.size(); ++i) {
-            if (v[i] == -1e34f) { ASSERT_EQ(std::memcmp(&out[i], &v[i], 4), 0) << i; }
+    for (const gsz_pipeline pipeline : {GSZ_PIPELINE_INTERP, GSZ_PIPELINE_LORENZO}) {
+        for (const auto& [mode, eb] : {std::pair{GSZ_ERROR_REL, 1e-3}, std::pair{GSZ_ERROR_REL, 1e-4},
+                                       std::pair{GSZ_ERROR_ABS, 1e-3}}) {
+            SCOPED_TRACE(testing::Message() << pipeline << " " << mode << " " << eb);
+            auto p = interp_params({91, 91, 91}, eb);
+            p.pipeline = pipeline;
+            p.error_mode = mode;
+            const auto on = interp_run(p, v);
+            EXPECT_EQ(on.info.pipeline, pipeline);
+            EXPECT_EQ(on.info.has_fill, 1u);
+            EXPECT_EQ(on.info.fill_value, double(-1e34f));
+            EXPECT_EQ(on.info.fill_points, land);
+            EXPECT_GT(on.info.fill_mask_bytes, 16u);
+            EXPECT_EQ(on.info.value_min, lo);
+            EXPECT_EQ(on.info.value_max, hi);
+            EXPECT_EQ(on.info.error_bound_abs, mode == GSZ_ERROR_REL ? eb * (double(hi) - double(lo)) : eb);
+            const auto out = ctx.decompress<float>(on.archive, GSZ_DEVICE_CPU);
+            for (size_t i = 0; i < v.size(); ++i) {
+                if (v[i] == -1e34f) { ASSERT_EQ(std::memcmp(&out[i], &v[i], 4), 0) << i; }
+            }
+            p.fill = GSZ_FILL_OFF;
+            const auto off = interp_run(p, v);
+            EXPECT_EQ(off.info.has_fill, 0u);
+            EXPECT_EQ(off.info.value_min, double(-1e34f));   // the range with the fill value in it, as other compressors
+            if (mode == GSZ_ERROR_ABS) {
+                EXPECT_GT(off.archive.size() * 4, on.archive.size() * (pipeline == GSZ_PIPELINE_LORENZO ? 5 : 4))
+                    << off.archive.size() << " off, " << on.archive.size();
+            }
+            // The value named: the same choice, the same bytes.
+            p.fill = GSZ_FILL_VALUE;
+            p.fill_value = -1e34;
+            EXPECT_TRUE(interp_run(p, v).archive == on.archive);
         }
-        p.fill = GSZ_FILL_OFF;
-        const auto off = interp_run(p, v);
-        EXPECT_EQ(off.info.has_fill, 0u);
-        EXPECT_GT(off.archive.size(), on.archive.size() * (mode == GSZ_ERROR_REL ? 3 : 1))
-            << off.archive.size() << " off, " << on.archive.size();
-        // The value named: the same choice, the same bytes.
-        p.fill = GSZ_FILL_VALUE;
-        p.fill_value = -1e34;
-        EXPECT_TRUE(interp_run(p, v).archive == on.archive);
     }
     // A field without one: none found, the archive as without the option.
     auto p = interp_params({91, 91, 91}, 1e-3);

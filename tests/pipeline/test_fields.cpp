@@ -263,7 +263,10 @@ TEST(SharedData, LosslessStageChangesBytesNotValues) {
     }
     if (checked == 0) GTEST_SKIP() << "shared fields not found at " << shared_data_dir();
     EXPECT_EQ(floors_checked, 5);
-    EXPECT_GE(runs_chosen, 7) << "auto should pick runs with lorenzo on the fields with fill values at rel 1e-2";
+    // (Before format version 15 a relative bound took the fill fields' range with the fill value in it:
+    // every code was the zero-error one, and auto took runs on 7 of those cases.  With the other values'
+    // range no shared field is that sparse at rel 1e-2; runs_chosen is printed for the record.)
+    std::printf("[ lossless ] auto took runs %d times, ans %d times\n", runs_chosen, ans_chosen);
     EXPECT_GE(ans_chosen, 20) << "auto should pick ans on nearly all the other cases at rel 1e-2";
 }
 

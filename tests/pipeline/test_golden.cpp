@@ -120,6 +120,13 @@ const Golden kGoldens[] = {
     {"interp_alpha2_wmag_40x24x10_f64_rel1e-3.gsz", GSZ_DTYPE_F64, {40, 24, 10}, GSZ_ERROR_REL, 1e-3,
      GSZ_PIPELINE_INTERP, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, false, false, false, 0,
      GSZ_INTERP_TILES_EACH, GSZ_ANS_STRIPS_AUTO, 2.0},
+    // Format version 15: lorenzo's fill value (pipeline_params flags, section fill_mask), the relative
+    // bound of the values other than the fill value, and ans_tables' runs of empty contexts (every ans
+    // golden above pins them).
+    {"lorenzo_fill_wmag_40x24x10_f32_abs1e-2.gsz", GSZ_DTYPE_F32, {40, 24, 10}, GSZ_ERROR_ABS, 1e-2,
+     GSZ_PIPELINE_LORENZO, 128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, true},
+    {"lorenzo_fill_wmag_91x37_f64_rel1e-3.gsz", GSZ_DTYPE_F64, {91, 37}, GSZ_ERROR_REL, 1e-3, GSZ_PIPELINE_LORENZO,
+     128, 0, GSZ_LOSSLESS_AUTO, GSZ_INTERP_ANCHORS_AUTO, true},
 };
 
 // Archives of older versions: decode only, to the output whose XXH64 is pinned.
@@ -237,6 +244,26 @@ const std::vector<OldGolden> kVersion12 = [] {
 }();
 const std::vector<OldGolden>& kVersion13 = kVersion12;
 
+// Version 14 (lorenzo without a fill value, a relative bound of the whole
+// range, ans_tables with a byte per empty context): every golden up to the
+// compact interp params, decoded from its own archive.
+const std::vector<OldGolden> kVersion14 = [] {
+    std::vector<OldGolden> v;
+    const uint64_t hashes[30] = {
+        0xc475dca136af3563, 0xd5cb5be74805d65b, 0x33e2c0ba7355faa3,
+        0x85b61ac350352257, 0x4df1c2427c3738d8, 0xb4186b21cdd2f3f0,
+        0xe437ede65804d6d0, 0x03998a19b5e86a01, 0x33e2c0ba7355faa3,
+        0xa45c4cfd18faa1f0, 0xabddb3f838f8d463, 0x96d32f871e8a0059,
+        0x9d55517fd7ae2bc7, 0x63ab618908655ef5, 0x411058a30ef32f2f,
+        0xc475dca136af3563, 0xb41c51b981c57007, 0x39a7c707541ee185,
+        0x936d375720e4f8bb, 0xdf306f3ef9c48a86, 0x2174ef05daec6383,
+        0xd4ba21aebee725d0, 0xd79d22728981e7ea, 0x7ac9d2374bc7ffcc,
+        0xbba9afa629546726, 0x3a902778a9221c1f, 0xf48449551467a19c,
+        0x18efae687b6304d1, 0x1b769b5fd2482fee, 0x91ad4f140fb79175};
+    for (size_t i = 0; i < 30; ++i) v.push_back({kGoldens[i], hashes[i]});
+    return v;
+}();
+
 // The golden's input: the leading box of the bundled 91^3 sample, with one
 // NaN and one Inf so the outlier path is pinned too.
 template <class T>
@@ -333,6 +360,7 @@ void check_golden(const Golden& g) {
     check_sections(ctx, golden, info);
     EXPECT_EQ(info.pipeline, g.pipeline) << "the golden must pin the pipeline's own format, not the store fallback";
     EXPECT_EQ(info.component_dim, g.components ? 0 : -1);
+    EXPECT_EQ(info.has_fill, g.fill ? 1u : 0u);
     if (g.stride) {
         EXPECT_EQ(info.interp_anchor_stride, g.stride);
     }
@@ -378,7 +406,8 @@ void check_old_golden(const OldGolden& old, uint32_t version) {
 TEST(Golden, OlderVersionsStillDecodeToTheSameBits) {
     const std::pair<uint32_t, std::span<const OldGolden>> versions[] = {
         {1, kVersion1}, {2, kVersion2}, {3, kVersion3}, {4, kVersion4}, {5, kVersion5}, {6, kVersion6}, {7, kVersion7},
-        {8, kVersion8}, {9, kVersion9}, {10, kVersion10}, {11, kVersion11}, {12, kVersion12}, {13, kVersion13}};
+        {8, kVersion8}, {9, kVersion9}, {10, kVersion10}, {11, kVersion11}, {12, kVersion12}, {13, kVersion13},
+        {14, kVersion14}};
     for (const auto& [version, goldens] : versions) {
         for (const OldGolden& g : goldens) {
             SCOPED_TRACE(version_dir(version) + "/" + g.source.file);

@@ -117,7 +117,7 @@ std::vector<uint8_t> section_of(const std::vector<uint8_t>& archive, gsz::format
 // An interp archive with version 13's pipeline_params (fixed offsets, every
 // value written: docs/FORMAT.md), which the tests below patch; version 14's
 // compact layout has its own test (LyingCompactInterpParamsAreRejected).
-// Every other payload of an archive without flag 0x8 is version 14's.
+// Every other payload of an archive without flag 0x8 is version 14's (ans_tables rewritten in its layout).
 std::vector<uint8_t> as_v13(const std::vector<uint8_t>& archive) {
     using gsz::format::SectionKind;
     auto parsed = gsz::format::archive_parse(archive);
@@ -142,11 +142,21 @@ std::vector<uint8_t> as_v13(const std::vector<uint8_t>& archive) {
     if (guard) out.put(p.config.jump);
     if (p.lorenzo_tiles) out.put(p.config.lorenzo_eb);
     if (p.config.fill.on) out.put(p.config.fill.bits);
+    // ans_tables in the layout of versions 12-14 (version 15 writes runs of empty contexts).
+    gsz::ByteWriter tables;
+    if (parsed.has(SectionKind::ans_tables)) {
+        const auto view = gsz::encode::ans_stream_read(
+            parsed.section(SectionKind::ans_tables), parsed.section(SectionKind::ans_lanes),
+            parsed.section(SectionKind::ans_stream), parsed.header.num_elements(), gsz::pipeline::interp_ans_shape(p),
+            gsz::encode::AnsLanesLayout::packed_from_one, gsz::encode::AnsTablesLayout::empty_runs);
+        gsz::encode::ans_tables_write(view.tables, view.lane_symbols, tables, gsz::encode::AnsTablesLayout::striped);
+    }
     parsed.header.format_version = 13;
     std::vector<gsz::format::SectionData> sections;
     for (const auto& sec : parsed.sections)
         sections.push_back({sec.kind, sec.kind == SectionKind::pipeline_params ? std::span<const uint8_t>(out.bytes())
-                                                                              : sec.bytes});
+                                      : sec.kind == SectionKind::ans_tables    ? std::span<const uint8_t>(tables.bytes())
+                                                                               : sec.bytes});
     return gsz::format::archive_write(parsed.header, sections);
 }
 
@@ -193,7 +203,7 @@ TEST(Hostile, LyingParamsAreRejected) {
     using gsz::format::SectionKind;
     const auto archive = small_archive();
     const auto params = section_of(archive, SectionKind::pipeline_params);
-    ASSERT_EQ(params.size(), 32u);
+    ASSERT_EQ(params.size(), 33u);   // version 15: + u8 flags (0 here)
     auto patch32 = [&](size_t offset, uint32_t value) {
         auto p = params;
         std::memcpy(p.data() + offset, &value, 4);
@@ -216,6 +226,61 @@ TEST(Hostile, LyingParamsAreRejected) {
     auto shorter = params;
     shorter.pop_back();
     EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, shorter)), GSZ_STATUS_CORRUPT);
+    for (uint8_t flags : {uint8_t{2}, uint8_t{0x80}, uint8_t{1}}) {   // unknown flags; a fill value without its bits
+        auto f = params;
+        f[32] = flags;
+        EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, f)), GSZ_STATUS_CORRUPT) << +flags;
+    }
+}
+
+// A lorenzo archive with a fill value (format version 15): the flag without
+// the mask, the mask without the flag, bits wider than float32, and damaged
+// masks are refused.
+TEST(Hostile, LyingLorenzoFillIsRejected) {
+    using gsz::format::SectionKind;
+    auto v = small_field();
+    for (size_t i = 0; i < v.size(); i += 9) v[i] = -1e30f;
+    gsz::Context ctx;
+    auto p = make_params(GSZ_DTYPE_F32, {20, 20, 5}, GSZ_ERROR_ABS, 2.0);
+    p.fill = GSZ_FILL_VALUE;
+    p.fill_value = -1e30;
+    p.lossless = GSZ_LOSSLESS_NONE;   // (Huffman's sections are the same in version 14, used at the end)
+    const auto archive = ctx.compress(p, v.data());
+    ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).pipeline, GSZ_PIPELINE_LORENZO);
+    ASSERT_EQ(ctx.inspect(archive.data(), archive.size()).has_fill, 1u);
+    ASSERT_EQ(try_decompress(archive), GSZ_STATUS_OK);
+    const auto params = section_of(archive, SectionKind::pipeline_params);
+    ASSERT_EQ(params.size(), 41u);
+    ASSERT_EQ(params[32], 1u);
+    const auto parsed = gsz::format::archive_parse(archive);
+    std::vector<gsz::format::SectionData> sections;
+    for (const auto& s : parsed.sections)
+        if (s.kind != SectionKind::fill_mask) sections.push_back({s.kind, s.bytes});
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(parsed.header, sections)), GSZ_STATUS_CORRUPT);
+    auto cleared = params;   // the flag cleared: the mask left over, 8 bytes after the params' end
+    cleared[32] = 0;
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, cleared)), GSZ_STATUS_CORRUPT);
+    cleared.resize(33);   // and without them: the mask still left over
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, cleared)), GSZ_STATUS_CORRUPT);
+    auto wide = params;
+    wide[40] = 1;   // bits 56..63 of a float32's fill value
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::pipeline_params, wide)), GSZ_STATUS_CORRUPT);
+    const auto mask = section_of(archive, SectionKind::fill_mask);
+    for (size_t len : {size_t{0}, size_t{15}, mask.size() - 1}) {
+        const std::vector<uint8_t> cut(mask.begin(), mask.begin() + static_cast<ptrdiff_t>(len));
+        EXPECT_EQ(try_decompress(with_section(archive, SectionKind::fill_mask, cut)), GSZ_STATUS_CORRUPT) << len;
+    }
+    auto count = mask;
+    count[0] ^= 2;
+    EXPECT_EQ(try_decompress(with_section(archive, SectionKind::fill_mask, count)), GSZ_STATUS_CORRUPT);
+    // A fill mask in a version 14 archive (whose lorenzo params have no flags) is refused too.
+    auto old = gsz::format::archive_parse(archive);
+    old.header.format_version = 14;
+    std::vector<gsz::format::SectionData> v14;
+    const std::vector<uint8_t> params14(params.begin(), params.begin() + 32);
+    for (const auto& s : old.sections)
+        v14.push_back({s.kind, s.kind == SectionKind::pipeline_params ? std::span<const uint8_t>(params14) : s.bytes});
+    EXPECT_EQ(try_decompress(gsz::format::archive_write(old.header, v14)), GSZ_STATUS_CORRUPT);
 }
 
 TEST(Hostile, LyingOutliersAndStreamsAreRejected) {
