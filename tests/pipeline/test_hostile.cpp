@@ -983,16 +983,18 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
         expect_corrupt(SectionKind::ans_tables, patched(tables, 8, uint8_t{0}), "class lag 0");
         expect_corrupt(SectionKind::ans_tables, patched(tables, 8, uint8_t{3}), "class lag 3");
         // Each table: u8 used, the symbols (used <= 7: one byte each; else a 7-byte mask), then used - 1
-        // varint frequencies; or 255 and the earlier context it repeats.  Find the first tables listing
+        // varint frequencies; or 255 and the earlier context it repeats; or 0xFE and a count of empty
+        // contexts (format version 15).  Find the first tables listing
         // symbols and by mask, and their frequencies.
         // Byte 9 (format version 12): the strip width's log2, 0 here; the 20 columns take no strips.
         ASSERT_EQ(tables[9], 0u);
         for (const uint8_t log : {uint8_t{4}, uint8_t{5}, uint8_t{7}, uint8_t{8}, uint8_t{255}})
             expect_corrupt(SectionKind::ans_tables, patched(tables, 9, log), "strips of 2^" + std::to_string(log));
         size_t listed = 0, masked = 0, listed_freq = 0, masked_freq = 0, first_table = 0;
-        for (size_t p = 10; p < tables.size();) {
+        size_t p = 10;
+        while (p < tables.size()) {
             const uint32_t used = tables[p];
-            if (used == 0 || used == 255) {
+            if (used == 0 || used == 255 || used == 0xFE) {   // one empty, a repeat, a run of empties
                 p += used ? 2 : 1;
                 continue;
             }
@@ -1001,8 +1003,9 @@ TEST(Hostile, LyingAnsSectionsAreRejected) {
             if (used >= 2 && used <= 7 && !listed) listed = p, listed_freq = freq;
             if (used > 7 && !masked) masked = p, masked_freq = freq;
             p = freq;
-            for (uint32_t k = 0; k + 1 < used; ++k) p += tables[p] & 0x80 ? 2 : 1;
+            for (uint32_t k = 0; k + 1 < used && p < tables.size(); ++k) p += tables[p] & 0x80 ? 2 : 1;
         }
+        ASSERT_EQ(p, tables.size()) << "the walk over the tables must end on the section's end";
         ASSERT_TRUE(masked) << "the test needs a table with more than 7 symbols";
         expect_corrupt(SectionKind::ans_tables, patched(tables, masked, uint8_t{57}), "57 symbols");
         expect_corrupt(SectionKind::ans_tables, patched(tables, masked, static_cast<uint8_t>(tables[masked] + 1)),
