@@ -1,0 +1,198 @@
+"""The `gsz` Python module as a numpy user meets it.
+
+Run by CTest with PYTHONPATH at the built module, GSZ_BIN at the command
+line tool (the archives must be the tool's, byte for byte) and GSZ_SOURCE_DIR
+at the repository (its bundled wmag field).  Exits 77 (CTest: skipped, with
+the reason printed) where numpy is not installed.
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    print("SKIPPED: numpy is not installed for", sys.executable)
+    sys.exit(77)
+
+import gsz
+
+SOURCE = os.environ.get("GSZ_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+WMAG = os.path.join(SOURCE, "data", "sperr_wmag_91x91x91.f32")
+
+
+def wmag():
+    return np.fromfile(WMAG, dtype=np.float32).reshape(91, 91, 91)
+
+
+def max_error(a, b):
+    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+
+
+def cli_archive(a, *args):
+    """The archive the command line tool writes for `a` (dims fastest first)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, arc = os.path.join(tmp, "in.raw"), os.path.join(tmp, "out.gsz")
+        np.ascontiguousarray(a).tofile(raw)
+        dims = "x".join(str(d) for d in reversed(a.shape))
+        dtype = "f64" if a.dtype == np.float64 else "f32"
+        subprocess.run([os.environ["GSZ_BIN"], "compress", "-i", raw, "-o", arc, "-t", dtype, "-l", dims,
+                        "--device", "cpu", *args], check=True, capture_output=True)
+        with open(arc, "rb") as f:
+            return f.read()
+
+
+class RoundTrip(unittest.TestCase):
+    def test_every_value_within_the_bound_and_the_clis_bytes(self):
+        a = wmag()
+        for pipeline in ["lorenzo", "interp", "fast", "auto"]:
+            for mode, bound in [("rel", 1e-3), ("abs", 0.05)]:
+                with self.subTest(pipeline=pipeline, mode=mode):
+                    arc = gsz.compress(a, bound, mode=mode, pipeline=pipeline, device="cpu")
+                    self.assertIsInstance(arc, bytes)
+                    b = gsz.decompress(arc, device="cpu")
+                    self.assertEqual(b.shape, a.shape)
+                    self.assertEqual(b.dtype, np.float32)
+                    info = gsz.info(arc)
+                    self.assertLessEqual(max_error(a, b), info["bound_abs"])
+                    if mode == "abs":
+                        self.assertEqual(info["bound_abs"], bound)
+                    self.assertEqual(arc, cli_archive(a, "-m", mode, "-e", repr(bound), "-p", pipeline))
+
+    def test_shapes_keep_their_orientation(self):
+        rng = np.random.default_rng(3)
+        for shape in [(1000,), (50, 80), (7, 30, 40), (3, 4, 20, 30)]:
+            with self.subTest(shape=shape):
+                a = np.cumsum(rng.standard_normal(shape), axis=-1).astype(np.float32)
+                arc = gsz.compress(a, 1e-3, mode="abs", device="cpu")
+                b = gsz.decompress(arc)
+                self.assertEqual(b.shape, a.shape)
+                self.assertLessEqual(max_error(a, b), 1e-3)
+                self.assertEqual(gsz.info(arc)["shape"], shape)
+                # numpy's (50, 80) is the tool's 80x50 (fastest first).
+                self.assertEqual(arc, cli_archive(a, "-m", "abs", "-e", "0.001"))
+
+    def test_float64_nan_and_inf_come_back_bit_exact(self):
+        y, x = np.mgrid[0:200, 0:300]
+        a = np.sin(0.05 * x) * np.cos(0.03 * y) + 1e-3 * x
+        payload_nan = struct.unpack("<d", struct.pack("<Q", 0x7FF8DEADBEEF0001))[0]
+        a[3, 4], a[10, 10], a[100, 7], a[199, 299] = payload_nan, np.inf, -np.inf, np.nan
+        arc = gsz.compress(a, 1e-6, mode="abs", pipeline="interp")
+        b = gsz.decompress(arc)
+        self.assertEqual(b.dtype, np.float64)
+        finite = np.isfinite(a)
+        self.assertLessEqual(float(np.max(np.abs(a[finite] - b[finite]))), 1e-6)
+        self.assertTrue(np.array_equal(a[~finite].view(np.uint64), b[~finite].view(np.uint64)))
+        self.assertEqual(int((~finite).sum()), 4)
+
+    def test_a_strided_array_is_compressed_as_its_values(self):
+        a = wmag()
+        view = a[:, ::2, 1:]
+        self.assertFalse(view.flags["C_CONTIGUOUS"])
+        arc = gsz.compress(view, 1e-3)
+        self.assertEqual(arc, gsz.compress(np.ascontiguousarray(view), 1e-3))
+        self.assertEqual(gsz.decompress(arc).shape, view.shape)
+
+    def test_threads_never_change_the_bytes(self):
+        a = wmag()
+        self.assertEqual(gsz.compress(a, 1e-4, pipeline="interp", threads=1),
+                         gsz.compress(a, 1e-4, pipeline="interp", threads=2))
+
+    def test_lossless_bound_zero(self):
+        a = wmag()
+        b = gsz.decompress(gsz.compress(a, 0.0))
+        self.assertTrue(np.array_equal(a.view(np.uint32), b.view(np.uint32)))
+
+
+class Buffers(unittest.TestCase):
+    def test_decompress_reads_any_buffer_and_writes_into_out(self):
+        a = wmag()
+        arc = gsz.compress(a, 1e-3, pipeline="interp")
+        ref = gsz.decompress(arc)
+        for buf in [bytearray(arc), memoryview(arc), np.frombuffer(arc, dtype=np.uint8)]:
+            with self.subTest(kind=type(buf).__name__):
+                self.assertTrue(np.array_equal(gsz.decompress(buf), ref))
+        out = np.empty_like(a)
+        self.assertIs(gsz.decompress(arc, out=out), out)
+        self.assertTrue(np.array_equal(out, ref))
+        # A flat array of the right size and dtype is fine too; anything else is refused.
+        flat = np.empty(a.size, dtype=np.float32)
+        gsz.decompress(arc, out=flat)
+        self.assertTrue(np.array_equal(flat, ref.ravel()))
+        for bad in [np.empty(a.size, dtype=np.float64), np.empty(a.size - 1, dtype=np.float32),
+                    np.empty((91, 91, 182), dtype=np.float32)[:, :, ::2], [0.0] * a.size]:
+            with self.assertRaises(ValueError):
+                gsz.decompress(arc, out=bad)
+
+    def test_the_gil_is_released_and_threads_compress_alike(self):
+        a = wmag()
+        want = gsz.compress(a, 1e-3, pipeline="interp", threads=1)
+        got = [None] * 4
+
+        def work(k):
+            got[k] = gsz.compress(a, 1e-3, pipeline="interp", threads=1)
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertTrue(all(g == want for g in got))
+
+
+class Info(unittest.TestCase):
+    def test_what_an_archive_holds(self):
+        a = wmag()
+        arc = gsz.compress(a, 1e-3, pipeline="interp")
+        info = gsz.info(arc)
+        self.assertEqual(info["shape"], (91, 91, 91))
+        self.assertEqual(info["dtype"], "float32")
+        self.assertEqual(info["pipeline"], "interp")
+        self.assertEqual(info["mode"], "rel")
+        self.assertEqual(info["bound"], 1e-3)
+        self.assertAlmostEqual(info["bound_abs"], 1e-3 * (float(a.max()) - float(a.min())), delta=1e-12)
+        self.assertEqual(info["archive_bytes"], len(arc))
+        self.assertEqual(info["original_bytes"], a.nbytes)
+        self.assertAlmostEqual(info["ratio"], a.nbytes / len(arc))
+        self.assertIn(info["lossless"], ["none", "runs", "ans"])
+        self.assertEqual(info["header_bytes"] + sum(info["sections"].values()), len(arc))
+
+
+class Errors(unittest.TestCase):
+    def test_damaged_archives_raise_gsz_error(self):
+        arc = gsz.compress(wmag(), 1e-3)
+        flipped = bytearray(arc)
+        flipped[len(arc) // 2] ^= 0x40
+        for bad in [bytes(flipped), arc[: len(arc) // 2], arc[:10], b"", b"GSZ" + bytes(100)]:
+            with self.subTest(size=len(bad)):
+                with self.assertRaises(gsz.Error) as e:
+                    gsz.decompress(bad)
+                self.assertIn("gsz.decompress", e.exception.args[0])
+                self.assertIn(e.exception.args[1], (2, 3))  # corrupt or unsupported
+                with self.assertRaises(gsz.Error):
+                    gsz.info(bad)
+
+    def test_what_gsz_cannot_compress(self):
+        a = wmag()
+        for bad in [a.astype(np.int32), a.astype(np.float16), np.zeros((2,) * 5, np.float32), np.float32(1.0),
+                    np.zeros((0, 4), np.float32)]:
+            with self.subTest(dtype=str(np.asarray(bad).dtype), shape=np.shape(bad)):
+                with self.assertRaises((TypeError, ValueError)):
+                    gsz.compress(bad, 1e-3)
+        for kwargs in [{"mode": "relative"}, {"pipeline": "zfp"}, {"lossless": "zstd"}, {"device": "gpu"}]:
+            with self.subTest(**kwargs):
+                with self.assertRaises(ValueError):
+                    gsz.compress(a, 1e-3, **kwargs)
+        for bound in [-1.0, float("inf"), float("nan")]:
+            with self.subTest(bound=bound):
+                with self.assertRaises(gsz.Error) as e:
+                    gsz.compress(a, bound)
+                self.assertEqual(e.exception.args[1], 1)  # invalid argument
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
