@@ -6,6 +6,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -149,7 +150,8 @@ py::array decompress(const py::buffer& buffer, const std::string& device, int th
     const py::dtype dtype = info.dtype == GSZ_DTYPE_F64 ? py::dtype::of<double>() : py::dtype::of<float>();
     py::array result;
     if (out.is_none()) {
-        // numpy.empty: C order, the archive's shape (numpy's, slowest first).
+        // numpy.empty: C order, the archive's shape (numpy's, slowest first); not
+        // pybind11's constructor (see assess).
         result = py::module_::import("numpy").attr("empty")(shape, dtype);
     } else {
         const auto fits = [&](const py::array& a) {
@@ -211,6 +213,78 @@ py::dict info(const py::buffer& buffer) {
     return d;
 }
 
+// The assessment metrics (docs/METRICS.md) of `decompressed` against `original`.
+py::dict assess(py::array original, py::array decompressed, const std::string& metrics, unsigned pdf_bins,
+                unsigned autocorr_lags, unsigned ssim_window, unsigned ssim_step, int threads) {
+    const gsz_dtype dtype = dtype_of(original);
+    if (!original.dtype().is(decompressed.dtype()) || original.ndim() != decompressed.ndim() ||
+        !std::equal(original.shape(), original.shape() + original.ndim(), decompressed.shape()))
+        throw py::value_error("original and decompressed must have the same shape and dtype");
+    if (original.ndim() < 1 || original.ndim() > GSZ_MAX_RANK || original.size() == 0)
+        throw py::value_error("gsz assesses non-empty arrays of 1 to 4 dims");
+    uint64_t dims[GSZ_MAX_RANK] = {};
+    const uint32_t rank = static_cast<uint32_t>(original.ndim());
+    for (uint32_t d = 0; d < rank; ++d) dims[rank - 1 - d] = static_cast<uint64_t>(original.shape(d));
+    gsz_assess_options o;
+    gsz_assess_options_init(&o);
+    o.metrics = choose<uint32_t>(metrics, {{"all", GSZ_ASSESS_ALL}, {"basic", GSZ_ASSESS_REDUCTIONS}}, "metrics");
+    if (pdf_bins) o.pdf_bins = pdf_bins;
+    if (autocorr_lags) o.autocorr_lags = autocorr_lags;
+    if (ssim_window) o.ssim_window = ssim_window;
+    if (ssim_step) o.ssim_step = ssim_step;
+    o.num_threads = threads;
+    const py::array a = py::array::ensure(original, py::array::c_style);
+    const py::array b = py::array::ensure(decompressed, py::array::c_style);
+    if (!a || !b) throw py::error_already_set();
+    // Arrays are made by numpy itself: pybind11 2.10 sizes the strides of the
+    // arrays it makes from numpy 1's dtype layout, which numpy 2 changed.
+    const py::object zeros = py::module_::import("numpy").attr("zeros");
+    py::array_t<double> pdf = zeros(o.pdf_bins, "float64"), autocorr = zeros(o.autocorr_lags, "float64");
+    gsz_assess_result r;
+    std::memset(&r, 0, sizeof r);
+    r.error_pdf = pdf.mutable_data();
+    r.error_autocorr = (o.metrics & GSZ_ASSESS_AUTOCORR) ? autocorr.mutable_data() : nullptr;
+    Context c;
+    gsz_status st;
+    {
+        py::gil_scoped_release release;
+        st = gsz_assess(c.ctx, dtype, rank, dims, a.data(), b.data(), 0, nullptr, &o, &r);
+    }
+    if (st != GSZ_STATUS_OK) raise(st, c.ctx, "gsz.assess");
+    py::dict d;
+    d["num_elements"] = r.num_elements;
+    d["num_nonfinite"] = r.num_nonfinite;
+    d["nonfinite_mismatches"] = r.nonfinite_mismatches;
+    d["value_min"] = r.value_min;
+    d["value_max"] = r.value_max;
+    d["value_range"] = r.value_range;
+    d["min_error"] = r.min_error;
+    d["max_error"] = r.max_error;
+    d["mean_error"] = r.mean_error;
+    d["max_abs_error"] = r.max_abs_error;
+    d["mean_abs_error"] = r.mean_abs_error;
+    d["max_abs_error_index"] = r.max_abs_error_index;
+    d["max_rel_error"] = r.max_rel_error;
+    d["max_pwr_error"] = r.max_pwr_error;
+    d["mse"] = r.mse;
+    d["rmse"] = r.rmse;
+    d["nrmse"] = r.nrmse;
+    d["psnr"] = r.psnr;
+    d["snr"] = r.snr;
+    d["pearson"] = r.pearson;
+    d["l2_error"] = r.l2_error;
+    d["error_pdf"] = pdf;
+    if (o.metrics & GSZ_ASSESS_STENCILS) {
+        d["derivative1_psnr"] = r.derivative1_psnr;
+        d["derivative2_psnr"] = r.derivative2_psnr;
+        d["laplacian_psnr"] = r.laplacian_psnr;
+        d["divergence_psnr"] = r.divergence_psnr;
+    }
+    if (o.metrics & GSZ_ASSESS_AUTOCORR) d["error_autocorr"] = autocorr;
+    if (o.metrics & GSZ_ASSESS_SSIM) d["ssim"] = r.ssim;
+    return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(gsz, m) {
@@ -239,6 +313,14 @@ PYBIND11_MODULE(gsz, m) {
           "Decompress an archive (bytes, bytearray, memoryview...) into a new array of its shape and dtype,\n"
           "or into `out`, a writeable C-contiguous array of that dtype and size.  The archive is validated\n"
           "in full (checksums included) first; a damaged one raises gsz.Error.");
+    m.def("assess", &assess, py::arg("original"), py::arg("decompressed"), py::arg("metrics") = "all",
+          py::arg("pdf_bins") = 0u, py::arg("autocorr_lags") = 0u, py::arg("ssim_window") = 0u,
+          py::arg("ssim_step") = 0u, py::arg("threads") = 0,
+          "What the loss did: error statistics, MSE, PSNR, SNR, Pearson, the error PDF (pdf_bins over\n"
+          "[min_error, max_error]), and with metrics='all' (default; 'basic' skips them) derivative and\n"
+          "Laplacian PSNRs, the error's autocorrelation (lags 1..autocorr_lags) and SSIM, as `gsz assess`\n"
+          "computes them (docs/METRICS.md; 0 = its defaults: 2000 bins, 100 lags, SSIM window 7 step 1).\n"
+          "e = decompressed - original; non-finite originals are left out and counted.");
     m.def("info", &info, py::arg("archive"),
           "What an archive holds (validated in full): shape, dtype, pipeline, bounds, sizes, ratio, sections.");
 }

@@ -162,6 +162,42 @@ class Info(unittest.TestCase):
         self.assertEqual(info["header_bytes"] + sum(info["sections"].values()), len(arc))
 
 
+class Assess(unittest.TestCase):
+    def test_the_metrics_are_the_tools_and_numpys(self):
+        a = wmag()
+        b = gsz.decompress(gsz.compress(a, 1e-3, pipeline="interp"))
+        r = gsz.assess(a, b)
+        e = b.astype(np.float64) - a.astype(np.float64)
+        rng = float(a.max()) - float(a.min())
+        self.assertEqual(r["num_elements"], a.size)
+        self.assertEqual(r["max_abs_error"], float(np.max(np.abs(e))))
+        self.assertAlmostEqual(r["mse"], float(np.mean(e * e)), delta=1e-12 * rng * rng)
+        self.assertAlmostEqual(r["psnr"], 20 * np.log10(rng) - 10 * np.log10(np.mean(e * e)), places=9)
+        self.assertEqual(r["error_pdf"].shape, (2000,))
+        self.assertAlmostEqual(float(r["error_pdf"].sum()), 1.0, places=9)
+        self.assertEqual(r["error_autocorr"].shape, (100,))
+        # The command line tool's numbers, from the same arrays.
+        with tempfile.TemporaryDirectory() as tmp:
+            orig, dec = os.path.join(tmp, "a.f32"), os.path.join(tmp, "b.f32")
+            a.tofile(orig)
+            b.tofile(dec)
+            out = subprocess.run([os.environ["GSZ_BIN"], "assess", "--orig", orig, "--dec", dec, "-t", "f32", "-l",
+                                  "91x91x91", "--json"], check=True, capture_output=True, text=True).stdout
+        import json
+        cli = json.loads(out)
+        for key in ["psnr", "ssim", "pearson", "max_abs_error", "nrmse", "snr"]:
+            with self.subTest(key=key):
+                self.assertEqual(r[key], cli[key])
+        basic = gsz.assess(a, b, metrics="basic", pdf_bins=10)
+        self.assertNotIn("ssim", basic)
+        self.assertEqual(basic["error_pdf"].shape, (10,))
+        self.assertEqual(basic["psnr"], r["psnr"])
+        with self.assertRaises(ValueError):
+            gsz.assess(a, b[:-1])
+        with self.assertRaises(ValueError):
+            gsz.assess(a, b.astype(np.float64))
+
+
 class Errors(unittest.TestCase):
     def test_damaged_archives_raise_gsz_error(self):
         arc = gsz.compress(wmag(), 1e-3)
