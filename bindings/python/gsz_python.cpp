@@ -80,8 +80,64 @@ gsz_dtype dtype_of(const py::array& a) {
     throw py::type_error("gsz compresses float32 and float64 arrays, not " + py::str(py::object(a.dtype())).cast<std::string>());
 }
 
+// compress's options past the common ones, as the command line names them.
+struct Tuning {
+    unsigned block_size = 0;
+    double interp_alpha = 0, interp_beta = 0;
+    std::string interp_spline = "auto", interp_order = "auto", interp_anchors = "auto", interp_tiles = "auto";
+    unsigned interp_anchor_stride = 0;
+    std::string interp_jump_guard = "auto", ans_strips = "auto", components = "auto";
+    py::object fill_value;
+
+    void apply(gsz_params& p) const {
+        p.block_size = block_size;
+        p.interp_alpha = interp_alpha;
+        p.interp_beta = interp_beta;
+        p.interp_spline = choose<gsz_interp_spline>(
+            interp_spline,
+            {{"auto", GSZ_INTERP_SPLINE_AUTO}, {"not-a-knot", GSZ_INTERP_SPLINE_NOT_A_KNOT}, {"natural", GSZ_INTERP_SPLINE_NATURAL}},
+            "interp_spline");
+        if (interp_order != "auto") {
+            if (interp_order.empty() || interp_order.size() > 3)
+                throw py::value_error("interp_order '" + interp_order + "': 'auto' or letters x, y, z, e.g. 'zyx'");
+            std::memcpy(p.interp_order, interp_order.c_str(), interp_order.size() + 1);
+        }
+        p.interp_anchors = choose<gsz_interp_anchors>(
+            interp_anchors,
+            {{"auto", GSZ_INTERP_ANCHORS_AUTO}, {"coded", GSZ_INTERP_ANCHORS_CODED}, {"raw", GSZ_INTERP_ANCHORS_RAW}},
+            "interp_anchors");
+        p.interp_anchor_stride = interp_anchor_stride;
+        p.interp_tiles = choose<gsz_interp_tiles>(interp_tiles,
+                                                  {{"auto", GSZ_INTERP_TILES_AUTO},
+                                                   {"spline", GSZ_INTERP_TILES_SPLINE},
+                                                   {"each", GSZ_INTERP_TILES_EACH},
+                                                   {"lorenzo", GSZ_INTERP_TILES_LORENZO}},
+                                                  "interp_tiles");
+        p.interp_jump_guard = choose<gsz_interp_jump_guard>(
+            interp_jump_guard,
+            {{"auto", GSZ_INTERP_JUMP_GUARD_AUTO}, {"on", GSZ_INTERP_JUMP_GUARD_ON}, {"off", GSZ_INTERP_JUMP_GUARD_OFF}},
+            "interp_jump_guard");
+        p.ans_strips = choose<gsz_ans_strips>(
+            ans_strips, {{"auto", GSZ_ANS_STRIPS_AUTO}, {"off", GSZ_ANS_STRIPS_OFF}, {"on", GSZ_ANS_STRIPS_ON}},
+            "ans_strips");
+        p.components = choose<gsz_components>(components, {{"auto", GSZ_COMPONENTS_AUTO}, {"off", GSZ_COMPONENTS_OFF}},
+                                              "components");
+        if (fill_value.is_none() || (py::isinstance<py::str>(fill_value) && fill_value.cast<std::string>() == "auto")) {
+            p.fill = GSZ_FILL_AUTO;
+        } else if (py::isinstance<py::str>(fill_value)) {
+            if (fill_value.cast<std::string>() != "off")
+                throw py::value_error("fill_value: 'auto', 'off' or a number");
+            p.fill = GSZ_FILL_OFF;
+        } else {
+            p.fill = GSZ_FILL_VALUE;
+            p.fill_value = fill_value.cast<double>();
+        }
+    }
+};
+
 py::bytes compress(py::array a, double bound, const std::string& mode, const std::string& pipeline,
-                   const std::string& lossless, const std::string& device, int threads, unsigned radius) {
+                   const std::string& lossless, const std::string& device, int threads, unsigned radius,
+                   const Tuning& tuning) {
     gsz_params p;
     gsz_params_init(&p);
     p.dtype = dtype_of(a);
@@ -106,6 +162,7 @@ py::bytes compress(py::array a, double bound, const std::string& mode, const std
     p.device = device_of(device);
     p.num_threads = threads;
     p.radius = radius;
+    tuning.apply(p);
     // Read in place when C-contiguous; any other layout is copied once.
     const py::array data = py::array::ensure(a, py::array::c_style);
     if (!data) throw py::error_already_set();
@@ -299,15 +356,35 @@ PYBIND11_MODULE(gsz, m) {
     static py::exception<std::runtime_error> error(m, "Error");
     g_error = error.ptr();
     error.doc() = "A gsz failure: args[0] the message, args[1] the gsz_status code";
-    m.def("compress", &compress, py::arg("array"), py::arg("bound"), py::arg("mode") = "rel",
-          py::arg("pipeline") = "lorenzo", py::arg("lossless") = "auto", py::arg("device") = "auto",
-          py::arg("threads") = 0, py::arg("radius") = 0u,
+    m.def(
+        "compress",
+        [](py::array a, double bound, const std::string& mode, const std::string& pipeline,
+           const std::string& lossless, const std::string& device, int threads, unsigned radius, unsigned block_size,
+           double interp_alpha, double interp_beta, const std::string& interp_spline, const std::string& interp_order,
+           const std::string& interp_anchors, unsigned interp_anchor_stride, const std::string& interp_tiles,
+           const std::string& interp_jump_guard, const std::string& ans_strips, const std::string& components,
+           py::object fill_value) {
+            const Tuning t{block_size,        interp_alpha,        interp_beta,  interp_spline,
+                           interp_order,      interp_anchors,      interp_tiles, interp_anchor_stride,
+                           interp_jump_guard, ans_strips,          components,   std::move(fill_value)};
+            return compress(std::move(a), bound, mode, pipeline, lossless, device, threads, radius, t);
+        },
+        py::arg("array"), py::arg("bound"), py::arg("mode") = "rel", py::arg("pipeline") = "lorenzo",
+        py::arg("lossless") = "auto", py::arg("device") = "auto", py::arg("threads") = 0, py::arg("radius") = 0u,
+        py::kw_only(), py::arg("block_size") = 0u, py::arg("interp_alpha") = 0.0, py::arg("interp_beta") = 0.0,
+        py::arg("interp_spline") = "auto", py::arg("interp_order") = "auto", py::arg("interp_anchors") = "auto",
+        py::arg("interp_anchor_stride") = 0u, py::arg("interp_tiles") = "auto", py::arg("interp_jump_guard") = "auto",
+        py::arg("ans_strips") = "auto", py::arg("components") = "auto", py::arg("fill_value") = py::none(),
           "Compress a float32 or float64 array of 1 to 4 dims; returns the archive as bytes.\n\n"
           "bound: the error bound, relative to the value range (mode='rel') or absolute (mode='abs'); 0 = lossless.\n"
           "pipeline: 'lorenzo', 'interp', 'fast' or 'auto' (lorenzo and interp, the smaller kept).\n"
           "lossless: 'auto', 'none', 'runs' or 'ans' (lorenzo and interp).  device: 'auto', 'cpu' or 'cuda'.\n"
           "threads: CPU threads (0 = all); never changes the bytes.  radius: quantization radius (0 = default).\n"
-          "A C-contiguous array is read in place; other layouts are copied once.");
+          "A C-contiguous array is read in place; other layouts are copied once.\n"
+          "Keyword-only, as the command line's options of the same names (0 / 'auto' = tuned or default):\n"
+          "block_size (fast), interp_alpha, interp_beta, interp_spline, interp_order ('zyx'...), interp_anchors,\n"
+          "interp_anchor_stride (1-D), interp_tiles, interp_jump_guard ('auto' = 'on', 'off'), ans_strips, components,\n"
+          "fill_value (None or 'auto', 'off', or the value).");
     m.def("decompress", &decompress, py::arg("archive"), py::arg("device") = "auto", py::arg("threads") = 0,
           py::arg("out") = py::none(),
           "Decompress an archive (bytes, bytearray, memoryview...) into a new array of its shape and dtype,\n"

@@ -63,6 +63,43 @@ class RoundTrip(unittest.TestCase):
                         self.assertEqual(info["bound_abs"], bound)
                     self.assertEqual(arc, cli_archive(a, "-m", mode, "-e", repr(bound), "-p", pipeline))
 
+    def test_options_are_the_command_lines(self):
+        a = wmag()
+        y, x = np.mgrid[0:300, 0:256]
+        land = (np.sin(0.02 * x) + 0.3 * np.cos(0.05 * y) > 0.8)
+        sst = np.where(land, np.float32(1e20), (280 + 10 * np.sin(0.01 * x) * np.cos(0.02 * y))).astype(np.float32)
+        cases = [
+            (a, dict(pipeline="interp", interp_alpha=1.5, interp_beta=3.0), ["--interp-alpha", "1.5", "--interp-beta", "3"]),
+            (a, dict(pipeline="interp", interp_spline="natural", interp_order="xyz"),
+             ["--interp-spline", "natural", "--interp-order", "xyz"]),
+            (a, dict(pipeline="interp", interp_anchors="raw", interp_tiles="each", interp_jump_guard="off"),
+             ["--interp-anchors", "raw", "--interp-tiles", "each", "--interp-jump-guard", "off"]),
+            (a, dict(pipeline="fast", block_size=64), ["--block", "64"]),
+            (a.ravel()[:100000], dict(pipeline="interp", interp_anchor_stride=16), ["--interp-anchor-stride", "16"]),
+            (sst, dict(pipeline="interp", ans_strips="off"), ["--ans-strips", "off"]),
+            (sst, dict(pipeline="lorenzo", fill_value="off"), ["--fill-value", "off"]),
+            (sst, dict(pipeline="lorenzo", fill_value=1e20), ["--fill-value", "1e20"]),
+            (sst, dict(pipeline="interp", components="off", lossless="none", radius=1024),
+             ["--components", "off", "--lossless", "none", "--radius", "1024"]),
+        ]
+        for arr, kwargs, flags in cases:
+            with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
+                arc = gsz.compress(arr, 1e-3, **kwargs)
+                self.assertEqual(arc, cli_archive(arr, "-e", "0.001", "-p", kwargs["pipeline"], *flags))
+        # The options change the archive (the comparison above is not of defaults).
+        self.assertNotEqual(gsz.compress(a, 1e-3, pipeline="interp", interp_alpha=1.5, interp_beta=3.0),
+                            gsz.compress(a, 1e-3, pipeline="interp"))
+        info = gsz.info(gsz.compress(sst, 1e-3, pipeline="interp"))
+        self.assertEqual(info["fill_value"], float(np.float32(1e20)))
+        self.assertEqual(info["fill_points"], int(land.sum()))
+        for kwargs in [dict(interp_spline="cubic"), dict(interp_order="wxyz"), dict(fill_value="none"),
+                       dict(interp_tiles="some")]:
+            with self.subTest(**kwargs):
+                with self.assertRaises(ValueError):
+                    gsz.compress(a, 1e-3, pipeline="interp", **kwargs)
+        with self.assertRaises(TypeError):  # keyword-only
+            gsz.compress(a, 1e-3, "rel", "interp", "auto", "cpu", 0, 0, 64)
+
     def test_shapes_keep_their_orientation(self):
         rng = np.random.default_rng(3)
         for shape in [(1000,), (50, 80), (7, 30, 40), (3, 4, 20, 30)]:
