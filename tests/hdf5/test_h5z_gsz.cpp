@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -400,9 +401,10 @@ TEST_F(Hdf5Filter, H5repackAppliesItAndH5diffFindsTheBoundKept) {
     }
     const double eb = 0.5;  // ~2e-3 of wmag's range: interp's ratio ~9 on the whole field
     const std::vector<unsigned> cd = values(GSZ_ERROR_ABS, eb, GSZ_PIPELINE_INTERP);
-    std::string ud = "UD=" + std::to_string(GSZ_H5Z_FILTER_ID) + ",0," + std::to_string(cd.size());
-    for (const unsigned c : cd) ud += "," + std::to_string(c);
-    const std::string repack = "h5repack -l CHUNK=32x91x91 -f " + ud + " " + in.string() + " " + out.string();
+    std::ostringstream ud;  // UD=id,flags (0: mandatory),count,values...
+    ud << "UD=" << GSZ_H5Z_FILTER_ID << ",0," << cd.size();
+    for (const unsigned c : cd) ud << ',' << c;
+    const std::string repack = "h5repack -l CHUNK=32x91x91 -f " + ud.str() + " " + in.string() + " " + out.string();
     ASSERT_EQ(std::system(repack.c_str()), 0) << repack;
     EXPECT_LT(fs::file_size(out) * 4, fs::file_size(in));
     // Within eb everywhere; a tenth of it is not kept everywhere (the check compares).
