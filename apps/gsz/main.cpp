@@ -2,6 +2,7 @@
 //   0 success, 1 failure (one line on stderr naming the problem), 2 bad usage.
 #include <gsz/gsz.h>
 
+#include "hdf5_io.hpp"
 #include "mirror_tile.hpp"
 #include "assess/assess.hpp"
 #include "pipeline/bench.hpp"
@@ -368,14 +369,29 @@ struct ArrayArgs {
     std::string interp_jump_guard = "on", interp_tiles = "auto", ans_strips = "auto", fill_value = "auto";
     std::string interp_anchor_stride = "auto";
     std::string components = "auto";
+    std::string dataset;  // compress: the input is an HDF5 file, this its dataset
     int threads = 0;
     bool json = false;
 };
 
-void add_array_options(CLI::App* c, ArrayArgs& a) {
-    c->add_option("-i,--input", a.input, "Raw input file")->required();
-    c->add_option("-t,--type", a.dtype, "Element type: f32 or f64")->required();
-    c->add_option("-l,--dims", a.dims, "Dims, fastest-varying first, e.g. 384x384x256 (1 to 4 dims)")->required();
+// `hdf5_input`: compress, whose input may be an HDF5 dataset (--dataset),
+// which then gives the type and dims.
+void add_array_options(CLI::App* c, ArrayArgs& a, bool hdf5_input = false) {
+    if (hdf5_input) {
+        c->add_option("-i,--input", a.input, "Input file: raw values, or an HDF5 / netCDF-4 file with --dataset")
+            ->required();
+        c->add_option("-t,--type", a.dtype, "Element type: f32 or f64 (raw input; required without --dataset)");
+        c->add_option("-l,--dims", a.dims,
+                      "Dims, fastest-varying first, e.g. 384x384x256 (1 to 4 dims; raw input; required without "
+                      "--dataset)");
+        c->add_option("--dataset", a.dataset,
+                      "The input is an HDF5 (or netCDF-4) file and this its float dataset, e.g. /tos: the type and "
+                      "dims are the dataset's (dims of size 1 dropped)");
+    } else {
+        c->add_option("-i,--input", a.input, "Raw input file")->required();
+        c->add_option("-t,--type", a.dtype, "Element type: f32 or f64")->required();
+        c->add_option("-l,--dims", a.dims, "Dims, fastest-varying first, e.g. 384x384x256 (1 to 4 dims)")->required();
+    }
     c->add_option("-m,--mode", a.mode,
                   "Error mode: abs (absolute) or rel (relative to max-min of the finite values, without the fill "
                   "value where one is kept: --fill-value)")
@@ -558,7 +574,27 @@ struct CompressArgs : ArrayArgs {
     bool force = false, verify = false;
 };
 
-int run_compress(const CompressArgs& a) {
+int run_compress(const CompressArgs& args) {
+    // An HDF5 dataset gives the type and dims (-t / -l, where given, must agree).
+    CompressArgs a = args;
+    std::optional<gsz::cli::Hdf5Shape> h5;
+    if (!a.dataset.empty()) {
+        try {
+            h5 = gsz::cli::hdf5_shape(a.input, a.dataset);
+        } catch (const std::runtime_error& e) {
+            die(e.what());
+        }
+        const std::string dtype = h5->dtype == GSZ_DTYPE_F64 ? "f64" : "f32";
+        const std::string dims = dims_string(h5->dims.data(), static_cast<uint32_t>(h5->dims.size()));
+        if (!args.dtype.empty() && args.dtype != dtype)
+            die("-t " + args.dtype + ": the dataset " + a.dataset + " holds " + dtype);
+        if (!args.dims.empty() && parse_dims(args.dims) != h5->dims)
+            die("-l " + args.dims + ": the dataset " + a.dataset + " is " + dims);
+        a.dtype = dtype;
+        a.dims = dims;
+    } else if (a.dtype.empty() || a.dims.empty()) {
+        die("-t and -l are required for raw input (or name an HDF5 dataset with --dataset)");
+    }
     const auto dims = parse_dims(a.dims);
     const gsz_params p = params_from(a, dims);
 
@@ -572,7 +608,17 @@ int run_compress(const CompressArgs& a) {
     Progress progress(a.progress, raw_bytes);
     const auto t_read = Clock::now();
     progress.begin("reading " + a.input + " (" + human_bytes(static_cast<double>(raw_bytes)) + ")");
-    const Bytes input = read_array(a, dims, &progress);
+    Bytes input;
+    if (h5) {
+        input = Bytes(raw_bytes);
+        try {
+            gsz::cli::hdf5_read(a.input, a.dataset, *h5, input.data());
+        } catch (const std::runtime_error& e) {
+            die(e.what());
+        }
+    } else {
+        input = read_array(a, dims, &progress);
+    }
     progress.end();
     const double read_s = seconds_since(t_read);
 
@@ -647,7 +693,7 @@ int run_compress(const CompressArgs& a) {
 }
 
 struct DecompressArgs {
-    std::string input, output, device = "auto", compare, progress = "auto";
+    std::string input, output, device = "auto", compare, progress = "auto", dataset;
     int threads = 0;
     bool json = false, force = false;
 };
@@ -680,12 +726,46 @@ int run_decompress(const DecompressArgs& a) {
     const double s = seconds_since(t0);
     progress.end();
     progress.begin("writing " + a.output + " (" + human_bytes(static_cast<double>(out.size())) + ")");
-    write_file_atomic(a.output, out.data(), out.size(), &progress);
+    if (a.dataset.empty()) {
+        write_file_atomic(a.output, out.data(), out.size(), &progress);
+    } else {
+        // An HDF5 file, written beside the target and renamed into place as raw output is.
+        const std::vector<uint64_t> dims(info.dims, info.dims + info.rank);
+        const fs::path tmp = a.output + ".gsz-tmp." + std::to_string(::getpid());
+        std::error_code ec;
+        try {
+            gsz::cli::hdf5_write(tmp.string(), a.dataset, info.dtype, dims, out.data());
+        } catch (const std::runtime_error& e) {
+            fs::remove(tmp, ec);
+            die(std::string(e.what()) + " (writing " + a.output + ")");
+        }
+        fs::rename(tmp, a.output, ec);
+        if (ec) {
+            fs::remove(tmp, ec);
+            die(a.output + ": cannot move the finished file into place");
+        }
+    }
     progress.end();
-    // --compare: the basic assessment metrics against the original (docs/METRICS.md).
+    // --compare: the basic assessment metrics against the original (docs/METRICS.md);
+    // with --dataset the original is that dataset of an HDF5 file.
     std::optional<gsz::assess::Result> cmp;
     if (!a.compare.empty()) {
-        const Bytes orig = read_file(a.compare);
+        Bytes orig;
+        if (a.dataset.empty()) {
+            orig = read_file(a.compare);
+        } else {
+            try {
+                const gsz::cli::Hdf5Shape shape = gsz::cli::hdf5_shape(a.compare, a.dataset);
+                if (shape.dtype != info.dtype || num_elements(shape.dims) != info.num_elements)
+                    die(a.compare + ":" + a.dataset + ": " + dtype_name(shape.dtype) + " " +
+                        dims_string(shape.dims.data(), static_cast<uint32_t>(shape.dims.size())) + ", the archive holds " +
+                        dtype_name(info.dtype) + " " + dims_string(info.dims, info.rank));
+                orig = Bytes(out.size());
+                gsz::cli::hdf5_read(a.compare, a.dataset, shape, orig.data());
+            } catch (const std::runtime_error& e) {
+                die(e.what());
+            }
+        }
         if (orig.size() != out.size())
             die(a.compare + ": has " + std::to_string(orig.size()) + " bytes, the archive holds " +
                 std::to_string(out.size()));
@@ -1266,19 +1346,24 @@ int main(int argc, char** argv) {
         "float a[256][384][384] is -l 384x384x256.",
         "gsz"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("gsz ") + gsz_version_string());
+    app.set_version_flag("--version", std::string("gsz ") + gsz_version_string() + " (CUDA backend: " +
+                                          (GSZ_HAVE_CUDA ? "built in" : "not built") + ", HDF5 datasets: " +
+                                          (gsz::cli::hdf5_available() ? "yes" : "no") + ")");
     app.footer(
         "Examples:\n"
         "  gsz compress -i field.f32 -t f32 -l 384x384x256 -m rel -e 1e-4 -o field.gsz\n"
         "  gsz decompress -i field.gsz -o field.out.f32\n"
+        "  gsz compress -i ocean.nc --dataset /tos -e 1e-3 -p interp -o tos.gsz   (HDF5 / netCDF-4 input)\n"
+        "  gsz decompress -i tos.gsz -o tos.h5 --dataset /tos\n"
         "  gsz info -i field.gsz\n"
         "  gsz bench -i field.f32 -t f32 -l 384x384x256 -e 1e-4 --device cuda --tile 2x2x2\n"
         "  gsz assess --orig field.f32 --dec field.out.f32 -t f32 -l 384x384x256 --json\n"
         "Exit status: 0 success, 1 failure, 2 bad usage.");
 
     CompressArgs ca;
-    auto* c = app.add_subcommand("compress", "Compress a raw binary array (little-endian, C order)");
-    add_array_options(c, ca);
+    auto* c = app.add_subcommand("compress", "Compress a raw binary array (little-endian, C order) or an HDF5 dataset");
+    ca.dtype.clear();  // given, or the dataset's
+    add_array_options(c, ca, true);
     c->add_option("-o,--output", ca.output, "Archive to write")->required();
     c->add_flag("--verify", ca.verify, "Decompress in memory and report max error and PSNR; fail if the bound breaks");
     c->add_flag("-f,--force", ca.force, "Overwrite the output if it exists");
@@ -1290,7 +1375,10 @@ int main(int argc, char** argv) {
     DecompressArgs da;
     auto* d = app.add_subcommand("decompress", "Decompress an archive to a raw binary array");
     d->add_option("-i,--input", da.input, "Archive to read")->required();
-    d->add_option("-o,--output", da.output, "Raw output file")->required();
+    d->add_option("-o,--output", da.output, "Output file: raw values, or an HDF5 file with --dataset")->required();
+    d->add_option("--dataset", da.dataset,
+                  "Write an HDF5 file holding this dataset (e.g. /tos; groups created), IEEE little-endian float32 "
+                  "or float64 of the archive's dims; with --compare the original is this dataset of that HDF5 file");
     d->add_option("--device", da.device, "Backend: auto, cpu or cuda")->capture_default_str();
     d->add_option("--threads", da.threads, "CPU threads (0 = all)")->capture_default_str();
     d->add_flag("--json", da.json, "Print one JSON object instead of text");
@@ -1356,6 +1444,11 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    if (*c && ca.dataset.empty() && (ca.dtype.empty() || ca.dims.empty())) {
+        std::fprintf(stderr, "gsz: error: compress: -t and -l are required for raw input (or name an HDF5 dataset "
+                             "with --dataset)\nRun with --help for more information.\n");
+        return 2;
+    }
     try {
         if (*c) return run_compress(ca);
         if (*d) return run_decompress(da);

@@ -322,5 +322,42 @@ case $? in
     *) bad "bench --device cuda: unexpected exit; stderr: $(cat "$T/err")" ;;
 esac
 
+# HDF5 / netCDF-4 datasets (--dataset), where gsz is built with HDF5
+if "$GSZ" --version 2>&1 | grep -q "HDF5 datasets: yes"; then
+    H=$T/h5; mkdir -p "$H"
+    # An HDF5 file of the sample: its lossless archive decompressed into a dataset.
+    expect_exit 0 "lossless archive" "$GSZ" compress -i "$SAMPLE" -o "$H/l.gsz" -t f32 -l 91x91x91 -e 0
+    expect_exit 0 "decompress --dataset" "$GSZ" decompress -i "$H/l.gsz" -o "$H/w.h5" --dataset /fields/wmag
+    # The dataset gives the type and dims: the archive is the raw input's, byte for byte.
+    expect_exit 0 "compress --dataset" "$GSZ" compress -i "$H/w.h5" --dataset /fields/wmag -e 1e-3 -p interp -o "$H/w.gsz"
+    expect_exit 0 "compress raw" "$GSZ" compress -i "$SAMPLE" -t f32 -l 91x91x91 -e 1e-3 -p interp -o "$H/r.gsz"
+    cmp -s "$H/w.gsz" "$H/r.gsz" && ok || bad "compress --dataset: archive differs from the raw input's"
+    # Decompressed into HDF5 with --compare against the original dataset: the bound holds.
+    expect_exit 0 "decompress --dataset --compare" "$GSZ" decompress -i "$H/w.gsz" -o "$H/back.h5" --dataset /fields/wmag \
+        --compare "$H/w.h5" --json
+    python3 -c "import json; j=json.load(open('$T/out')); assert j['compare']['max_abs_error'] <= j['error_bound_abs'] and j['compare']['psnr'] > 60, j" \
+        && ok || bad "decompress --dataset --compare: $(cat "$T/out")"
+    expect_exit 0 "decompress raw" "$GSZ" decompress -i "$H/w.gsz" -o "$H/back.raw"
+    if command -v h5dump >/dev/null 2>&1; then
+        # Another HDF5 reader sees the dims and the same values.
+        h5dump -H "$H/back.h5" | grep -q "DATASPACE  SIMPLE { ( 91, 91, 91 )" && ok || bad "h5dump: dims of the written dataset"
+        h5dump -b LE -d /fields/wmag -o "$H/back.bin" "$H/back.h5" >/dev/null 2>&1 && cmp -s "$H/back.bin" "$H/back.raw" \
+            && ok || bad "h5dump: the written dataset's values differ from the raw output"
+    fi
+    # Refusals, each with one line naming the problem; nothing written.
+    expect_exit 1 "--dataset missing" "$GSZ" compress -i "$H/w.h5" --dataset /nope -e 1e-3 -o "$H/x.gsz"
+    grep -q "no such dataset" "$T/err" && ok || bad "missing dataset message: $(cat "$T/err")"
+    expect_exit 1 "--dataset on raw input" "$GSZ" compress -i "$SAMPLE" --dataset /x -e 1e-3 -o "$H/x.gsz"
+    grep -q "not an HDF5" "$T/err" && ok || bad "raw input with --dataset: $(cat "$T/err")"
+    expect_exit 1 "-t disagrees with the dataset" "$GSZ" compress -i "$H/w.h5" --dataset /fields/wmag -t f64 -e 1e-3 -o "$H/x.gsz"
+    expect_exit 1 "-l disagrees with the dataset" "$GSZ" compress -i "$H/w.h5" --dataset /fields/wmag -l 91x91x90 -e 1e-3 -o "$H/x.gsz"
+    [ ! -e "$H/x.gsz" ] && ok || bad "a refused compress left an output"
+    expect_exit 2 "raw input without -t / -l" "$GSZ" compress -i "$SAMPLE" -e 1e-3 -o "$H/x.gsz"
+    expect_exit 1 "HDF5 output exists" "$GSZ" decompress -i "$H/w.gsz" -o "$H/back.h5" --dataset /fields/wmag
+    ls "$H" | grep -q "gsz-tmp" && bad "a temporary file was left behind" || ok
+else
+    echo "SKIPPED: --dataset tests (this gsz was built without HDF5)"
+fi
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
