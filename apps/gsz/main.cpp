@@ -2,6 +2,7 @@
 //   0 success, 1 failure (one line on stderr naming the problem), 2 bad usage.
 #include <gsz/gsz.h>
 
+#include "H5Zgsz.h"
 #include "hdf5_io.hpp"
 #include "mirror_tile.hpp"
 #include "assess/assess.hpp"
@@ -1087,7 +1088,7 @@ int run_bench(const BenchArgs& a) {
 // ---- gsz assess ---------------------------------------------------------------
 
 struct AssessArgs {
-    std::string original, decompressed, dtype = "f32", dims, metrics = "all", archive;
+    std::string original, decompressed, dtype, dims, metrics = "all", archive, dataset;
     uint32_t pdf_bins = 2000, lags = 100, ssim_window = 7, ssim_step = 1;
     std::string ssim_variant = "box", device = "cpu", tile, report;
     int threads = 0, repeat = 1;
@@ -1163,13 +1164,50 @@ void write_report(const std::string& dir, json j, const T* x, const T* y, const 
             " and needs python3 with numpy and matplotlib: pip install matplotlib); the data is in " + dir);
 }
 
-int run_assess(const AssessArgs& a) {
+int run_assess(const AssessArgs& args) {
+    // With --dataset both arrays are that dataset of two HDF5 files, which give the type and dims.
+    AssessArgs a = args;
+    std::optional<gsz::cli::Hdf5Shape> h5;
+    if (!a.dataset.empty()) {
+        try {
+            h5 = gsz::cli::hdf5_shape(a.original, a.dataset);
+            const gsz::cli::Hdf5Shape other = gsz::cli::hdf5_shape(a.decompressed, a.dataset);
+            if (other.dtype != h5->dtype || other.dims != h5->dims)
+                die(a.decompressed + ":" + a.dataset + ": " + dtype_name(other.dtype) + " " +
+                    dims_string(other.dims.data(), static_cast<uint32_t>(other.dims.size())) + ", the original is " +
+                    dtype_name(h5->dtype) + " " + dims_string(h5->dims.data(), static_cast<uint32_t>(h5->dims.size())));
+        } catch (const std::runtime_error& e) {
+            die(e.what());
+        }
+        const std::string dims = dims_string(h5->dims.data(), static_cast<uint32_t>(h5->dims.size()));
+        if (!a.dtype.empty() && a.dtype != dtype_name(h5->dtype))
+            die("-t " + a.dtype + ": the dataset " + a.dataset + " holds " + dtype_name(h5->dtype));
+        if (!a.dims.empty() && parse_dims(a.dims) != h5->dims)
+            die("-l " + a.dims + ": the dataset " + a.dataset + " is " + dims);
+        a.dtype = dtype_name(h5->dtype);
+        a.dims = dims;
+    } else if (a.dtype.empty() || a.dims.empty()) {
+        die("-t and -l are required for raw arrays (or name an HDF5 dataset with --dataset)");
+    }
     const std::vector<uint64_t> dims = parse_dims(a.dims);
     if (a.dtype != "f32" && a.dtype != "f64") die("-t " + a.dtype + ": expected f32 or f64");
     const size_t esize = a.dtype == "f64" ? 8 : 4;
     uint64_t n = 1;
     for (uint64_t d : dims) n *= d;
-    Bytes x = read_file(a.original), y = read_file(a.decompressed);
+    Bytes x, y;
+    if (h5) {
+        x = Bytes(n * esize);
+        y = Bytes(n * esize);
+        try {
+            gsz::cli::hdf5_read(a.original, a.dataset, *h5, x.data());
+            gsz::cli::hdf5_read(a.decompressed, a.dataset, *h5, y.data());
+        } catch (const std::runtime_error& e) {
+            die(e.what());
+        }
+    } else {
+        x = read_file(a.original);
+        y = read_file(a.decompressed);
+    }
     for (const auto* f : {&x, &y}) {
         const std::string& name = f == &x ? a.original : a.decompressed;
         if (f->size() != n * esize)
@@ -1338,6 +1376,50 @@ int run_assess(const AssessArgs& a) {
 
 }  // namespace
 
+// gsz h5z: the HDF5 filter's values for a bound and pipeline, as h5repack and
+// h5py take them (bindings/hdf5/H5Zgsz.h: the bound is a double in two words).
+struct H5zArgs {
+    std::string mode = "rel", pipeline = "lorenzo";
+    double eb = -1;
+    bool json = false;
+};
+
+int run_h5z(const H5zArgs& a) {
+    const gsz_error_mode mode = a.mode == "abs"   ? GSZ_ERROR_ABS
+                                : a.mode == "rel" ? GSZ_ERROR_REL
+                                                  : (die("-m " + a.mode + ": expected abs or rel"), GSZ_ERROR_REL);
+    gsz_pipeline pipeline = GSZ_PIPELINE_LORENZO;
+    if (a.pipeline == "lorenzo") pipeline = GSZ_PIPELINE_LORENZO;
+    else if (a.pipeline == "interp") pipeline = GSZ_PIPELINE_INTERP;
+    else if (a.pipeline == "fast") pipeline = GSZ_PIPELINE_FAST;
+    else if (a.pipeline == "auto") pipeline = GSZ_PIPELINE_AUTO;
+    else die("-p " + a.pipeline + ": expected lorenzo, interp, fast or auto");
+    if (!(a.eb >= 0) || !std::isfinite(a.eb)) die("-e: a finite bound >= 0");
+    unsigned cd[GSZ_H5Z_USER_VALUES];
+    gsz_h5z_set_values(cd, mode, a.eb, pipeline);
+    std::string values, comma;
+    for (const unsigned v : cd) {
+        values += comma + std::to_string(v);
+        comma = ",";
+    }
+    if (a.json) {
+        json j;
+        j["filter_id"] = GSZ_H5Z_FILTER_ID;
+        j["cd_values"] = std::vector<unsigned>(cd, cd + GSZ_H5Z_USER_VALUES);
+        j["h5repack"] = "UD=" + std::to_string(GSZ_H5Z_FILTER_ID) + ",0," + std::to_string(GSZ_H5Z_USER_VALUES) + "," +
+                        values;
+        std::cout << j.dump(2) << "\n";
+        return 0;
+    }
+    std::printf("gsz HDF5 filter %d, %s %g, %s: cd_values %s\n", GSZ_H5Z_FILTER_ID, a.mode.c_str(), a.eb,
+                a.pipeline.c_str(), values.c_str());
+    std::printf("  h5repack -f UD=%d,0,%d,%s in.h5 out.h5   (HDF5_PLUGIN_PATH: the directory of libH5Zgsz.so)\n",
+                GSZ_H5Z_FILTER_ID, GSZ_H5Z_USER_VALUES, values.c_str());
+    std::printf("  h5py: create_dataset(..., chunks=..., compression=%d, compression_opts=(%s))\n", GSZ_H5Z_FILTER_ID,
+                values.c_str());
+    return 0;
+}
+
 int main(int argc, char** argv) {
     CLI::App app{
         "gsz: error-bounded lossy compression of float32/float64 arrays.\n"
@@ -1407,10 +1489,12 @@ int main(int argc, char** argv) {
     AssessArgs aa;
     auto* as = app.add_subcommand("assess", "Compare a decompressed array with its original: error statistics, "
                                             "PSNR, derivatives, autocorrelation, SSIM (docs/METRICS.md)");
-    as->add_option("--orig", aa.original, "Original raw array")->required();
-    as->add_option("--dec", aa.decompressed, "Decompressed raw array")->required();
-    as->add_option("-t,--type", aa.dtype, "Element type: f32 or f64")->required();
-    as->add_option("-l,--dims", aa.dims, "Dims, fastest-varying first")->required();
+    as->add_option("--orig", aa.original, "Original array: raw, or an HDF5 file with --dataset")->required();
+    as->add_option("--dec", aa.decompressed, "Decompressed array: raw, or an HDF5 file with --dataset")->required();
+    as->add_option("-t,--type", aa.dtype, "Element type: f32 or f64 (raw arrays; required without --dataset)");
+    as->add_option("-l,--dims", aa.dims, "Dims, fastest-varying first (raw arrays; required without --dataset)");
+    as->add_option("--dataset", aa.dataset,
+                   "Both arrays are this float dataset of two HDF5 (or netCDF-4) files, which gives the type and dims");
     as->add_option("--metrics", aa.metrics,
                    "basic (error statistics, MSE, PSNR, Pearson, PDFs), all, or a comma list of "
                    "reductions,stencils,autocorr,ssim")
@@ -1435,6 +1519,15 @@ int main(int argc, char** argv) {
                    "rate-distortion plot; needs python3 with matplotlib");
     as->add_flag("--json", aa.json, "Print one JSON object instead of text");
 
+    H5zArgs ha;
+    auto* hz = app.add_subcommand("h5z", "Print the HDF5 filter's values (cd_values) for a bound and pipeline, as "
+                                         "h5repack and h5py take them");
+    hz->add_option("-m,--mode", ha.mode, "Error mode: abs or rel (relative to each chunk's value range)")
+        ->capture_default_str();
+    hz->add_option("-e,--error-bound", ha.eb, "Error bound")->required();
+    hz->add_option("-p,--pipeline", ha.pipeline, "lorenzo, interp, fast or auto")->capture_default_str();
+    hz->add_flag("--json", ha.json, "Print one JSON object instead of text");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success& e) {
@@ -1444,6 +1537,11 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    if (*as && aa.dataset.empty() && (aa.dtype.empty() || aa.dims.empty())) {
+        std::fprintf(stderr, "gsz: error: assess: -t and -l are required for raw arrays (or name an HDF5 dataset "
+                             "with --dataset)\nRun with --help for more information.\n");
+        return 2;
+    }
     if (*c && ca.dataset.empty() && (ca.dtype.empty() || ca.dims.empty())) {
         std::fprintf(stderr, "gsz: error: compress: -t and -l are required for raw input (or name an HDF5 dataset "
                              "with --dataset)\nRun with --help for more information.\n");
@@ -1455,6 +1553,7 @@ int main(int argc, char** argv) {
         if (*in) return run_info(info_input, info_json_flag);
         if (*b) return run_bench(ba);
         if (*as) return run_assess(aa);
+        if (*hz) return run_h5z(ha);
     } catch (const CliError& e) {
         std::fprintf(stderr, "gsz: error: %s\n", e.what());
         return 1;

@@ -355,9 +355,30 @@ if "$GSZ" --version 2>&1 | grep -q "HDF5 datasets: yes"; then
     expect_exit 2 "raw input without -t / -l" "$GSZ" compress -i "$SAMPLE" -e 1e-3 -o "$H/x.gsz"
     expect_exit 1 "HDF5 output exists" "$GSZ" decompress -i "$H/w.gsz" -o "$H/back.h5" --dataset /fields/wmag
     ls "$H" | grep -q "gsz-tmp" && bad "a temporary file was left behind" || ok
+    # assess reads both arrays from the datasets: the same numbers as from the raw files.
+    expect_exit 0 "assess --dataset" "$GSZ" assess --orig "$H/w.h5" --dec "$H/back.h5" --dataset /fields/wmag --json
+    cp "$T/out" "$H/assess_h5.json"
+    expect_exit 0 "assess raw" "$GSZ" assess --orig "$SAMPLE" --dec "$H/back.raw" -t f32 -l 91x91x91 --json
+    python3 -c "
+import json
+a, b = json.load(open('$H/assess_h5.json')), json.load(open('$T/out'))
+assert a['psnr'] == b['psnr'] and a['ssim'] == b['ssim'] and a['max_abs_error'] == b['max_abs_error'], (a, b)" \
+        && ok || bad "assess --dataset differs from the raw assessment"
+    expect_exit 1 "assess --dataset missing" "$GSZ" assess --orig "$H/w.h5" --dec "$H/back.h5" --dataset /nope
 else
     echo "SKIPPED: --dataset tests (this gsz was built without HDF5)"
 fi
+
+expect_exit 2 "assess raw without -t / -l" "$GSZ" assess --orig "$SAMPLE" --dec "$SAMPLE"
+
+# h5z: the HDF5 filter's values (rel 1e-4 is the double 0x3F1A36E2EB1C432D)
+expect_exit 0 "h5z" "$GSZ" h5z -m rel -e 1e-4 -p interp
+grep -q "UD=41973,0,4,2,3944497965,1058682594,3" "$T/out" && ok || bad "h5z: $(cat "$T/out")"
+expect_exit 0 "h5z --json" "$GSZ" h5z -m abs -e 0.5 -p lorenzo --json
+python3 -c "import json; j=json.load(open('$T/out')); assert j['filter_id']==41973 and j['cd_values']==[1,0,1071644672,1], j" \
+    && ok || bad "h5z --json: $(cat "$T/out")"
+expect_exit 1 "h5z bad mode" "$GSZ" h5z -m bogus -e 1e-3
+expect_exit 1 "h5z bad bound" "$GSZ" h5z -e -1
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
