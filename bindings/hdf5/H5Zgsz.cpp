@@ -49,25 +49,27 @@ bool valid_pipeline(unsigned v) {
 }
 
 // The user's part of the values (0..4 of them; the defaults for the rest).
+// Values are checked as the integers they are before they become enums
+// (an enum holding no enumerator's value is undefined behaviour).
 bool read_user_values(size_t n, const unsigned* cd, Settings& s, const char* func) {
-    if (n >= 1) s.mode = static_cast<gsz_error_mode>(cd[0]);
-    if (n >= 3) s.bound = gsz_h5z_bound(cd);
-    if (n >= 4) s.pipeline = static_cast<gsz_pipeline>(cd[3]);
     if (n == 2) {
         push_error(func, H5E_PLINE, H5E_BADVALUE, "the error bound takes two values (its double's low and high words)");
         return false;
     }
-    if (!valid_mode(s.mode)) {
-        push_error(func, H5E_PLINE, H5E_BADVALUE, "error mode %u: 1 (abs) or 2 (rel)", static_cast<unsigned>(s.mode));
+    if (n >= 1 && !valid_mode(cd[0])) {
+        push_error(func, H5E_PLINE, H5E_BADVALUE, "error mode %u: 1 (abs) or 2 (rel)", cd[0]);
         return false;
     }
+    if (n >= 4 && !valid_pipeline(cd[3])) {
+        push_error(func, H5E_PLINE, H5E_BADVALUE, "pipeline %u: 1 (lorenzo), 2 (fast), 3 (interp) or 255 (auto)",
+                   cd[3]);
+        return false;
+    }
+    if (n >= 1) s.mode = static_cast<gsz_error_mode>(cd[0]);
+    if (n >= 3) s.bound = gsz_h5z_bound(cd);
+    if (n >= 4) s.pipeline = static_cast<gsz_pipeline>(cd[3]);
     if (!(s.bound >= 0) || s.bound > 1e300) {
         push_error(func, H5E_PLINE, H5E_BADVALUE, "error bound %g: a finite value >= 0", s.bound);
-        return false;
-    }
-    if (!valid_pipeline(s.pipeline)) {
-        push_error(func, H5E_PLINE, H5E_BADVALUE, "pipeline %u: 1 (lorenzo), 2 (fast), 3 (interp) or 255 (auto)",
-                   static_cast<unsigned>(s.pipeline));
         return false;
     }
     return true;
@@ -84,13 +86,13 @@ bool read_values(size_t n, const unsigned* cd, Settings& s, const char* func) {
                    GSZ_H5Z_LAYOUT_VERSION);
         return false;
     }
-    s.dtype = static_cast<gsz_dtype>(cd[5]);
-    s.rank = cd[6];
-    if ((s.dtype != GSZ_DTYPE_F32 && s.dtype != GSZ_DTYPE_F64) || s.rank < 1 || s.rank > GSZ_MAX_RANK ||
-        n != 7 + size_t{s.rank}) {
+    if ((cd[5] != GSZ_DTYPE_F32 && cd[5] != GSZ_DTYPE_F64) || cd[6] < 1 || cd[6] > GSZ_MAX_RANK ||
+        n != 7 + size_t{cd[6]}) {
         push_error(func, H5E_PLINE, H5E_BADVALUE, "dtype %u, rank %u in %zu filter values", cd[5], cd[6], n);
         return false;
     }
+    s.dtype = static_cast<gsz_dtype>(cd[5]);
+    s.rank = cd[6];
     // HDF5 chunks hold less than 4 GiB: dims beyond that are not a chunk's
     // (a damaged or hostile file), and nothing is sized from them.
     uint64_t elements = 1;
