@@ -96,11 +96,11 @@ void hdf5_read(const std::string& path, const std::string& dataset, const Hdf5Sh
         fail(path, dataset, "read failed (a compressed dataset whose filter is not available?)");
 }
 
-void hdf5_write(const std::string& path, const std::string& dataset, gsz_dtype dtype,
+void hdf5_write(const std::string& path, const std::string& shown, const std::string& dataset, gsz_dtype dtype,
                 const std::vector<uint64_t>& dims, const void* bytes) {
     Quiet quiet;
     const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    if (file.id < 0) throw std::runtime_error(path + ": cannot create an HDF5 file");
+    if (file.id < 0) throw std::runtime_error(shown + ": cannot create an HDF5 file");
     std::vector<hsize_t> shape(dims.rbegin(), dims.rend());  // slowest first
     const Handle space(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr), H5Sclose);
     const Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
@@ -108,9 +108,9 @@ void hdf5_write(const std::string& path, const std::string& dataset, gsz_dtype d
     const hid_t file_type = dtype == GSZ_DTYPE_F64 ? H5T_IEEE_F64LE : H5T_IEEE_F32LE;
     const Handle ds(H5Dcreate2(file.id, dataset.c_str(), file_type, space.id, lcpl.id, H5P_DEFAULT, H5P_DEFAULT),
                     H5Dclose);
-    if (ds.id < 0) fail(path, dataset, "cannot create the dataset (is the name a valid path?)");
+    if (ds.id < 0) fail(shown, dataset, "cannot create the dataset (is the name a valid path?)");
     const hid_t mem = dtype == GSZ_DTYPE_F64 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
-    if (H5Dwrite(ds.id, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes) < 0) fail(path, dataset, "write failed");
+    if (H5Dwrite(ds.id, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes) < 0) fail(shown, dataset, "write failed (disk full?)");
 }
 
 #else
@@ -125,7 +125,8 @@ void hdf5_read(const std::string&, const std::string&, const Hdf5Shape&, void*) 
     throw std::runtime_error("--dataset: this gsz was built without HDF5 (install libhdf5-dev and rebuild)");
 }
 
-void hdf5_write(const std::string&, const std::string&, gsz_dtype, const std::vector<uint64_t>&, const void*) {
+void hdf5_write(const std::string&, const std::string&, const std::string&, gsz_dtype, const std::vector<uint64_t>&,
+                const void*) {
     throw std::runtime_error("--dataset: this gsz was built without HDF5 (install libhdf5-dev and rebuild)");
 }
 

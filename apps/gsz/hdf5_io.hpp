@@ -28,8 +28,9 @@ void hdf5_read(const std::string& path, const std::string& dataset, const Hdf5Sh
 
 // Writes `bytes` as dataset `dataset` (intermediate groups created) of a new
 // file at `path` (which the caller may rename into place), IEEE
-// little-endian float32 or float64, dims fastest first.
-void hdf5_write(const std::string& path, const std::string& dataset, gsz_dtype dtype,
+// little-endian float32 or float64, dims fastest first.  Messages name the
+// file `shown` (the target, where `path` is a temporary beside it).
+void hdf5_write(const std::string& path, const std::string& shown, const std::string& dataset, gsz_dtype dtype,
                 const std::vector<uint64_t>& dims, const void* bytes);
 
 }  // namespace gsz::cli

@@ -169,12 +169,29 @@ void check_output(const std::string& out, const std::string& in, bool force) {
     }
 }
 
-// Written to a temporary file beside the target and renamed into place, so a
-// failure never leaves a partial output behind.
-void write_file_atomic(const std::string& path, const void* data, size_t size, Progress* progress = nullptr) {
+// `write` fills a temporary file beside the target, which is then renamed
+// into place, so a failure never leaves a partial output behind (the
+// temporary is removed whatever `write` throws).
+template <class Write>
+void write_atomic(const std::string& path, Write&& write) {
     const fs::path target(path);
     const fs::path tmp = target.string() + ".gsz-tmp." + std::to_string(::getpid());
-    {
+    std::error_code ec;
+    try {
+        write(tmp);
+    } catch (...) {
+        fs::remove(tmp, ec);
+        throw;
+    }
+    fs::rename(tmp, target, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        die(path + ": cannot move the finished file into place");
+    }
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t size, Progress* progress = nullptr) {
+    write_atomic(path, [&](const fs::path& tmp) {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         if (!out) die(path + ": cannot open for writing");
         for (size_t done = 0; done < size && out;) {
@@ -184,19 +201,8 @@ void write_file_atomic(const std::string& path, const void* data, size_t size, P
             if (progress) progress->fraction(static_cast<double>(done) / static_cast<double>(size));
         }
         out.flush();
-        if (!out) {
-            out.close();
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            die(path + ": write failed (disk full?)");
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, target, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        die(path + ": cannot move the finished file into place");
-    }
+        if (!out) die(path + ": write failed (disk full?)");
+    });
 }
 
 gsz_device parse_device(const std::string& s) {
@@ -593,9 +599,7 @@ int run_compress(const CompressArgs& args) {
             die("-l " + args.dims + ": the dataset " + a.dataset + " is " + dims);
         a.dtype = dtype;
         a.dims = dims;
-    } else if (a.dtype.empty() || a.dims.empty()) {
-        die("-t and -l are required for raw input (or name an HDF5 dataset with --dataset)");
-    }
+    }  // else -t and -l were given (main checks)
     const auto dims = parse_dims(a.dims);
     const gsz_params p = params_from(a, dims);
 
@@ -732,19 +736,13 @@ int run_decompress(const DecompressArgs& a) {
     } else {
         // An HDF5 file, written beside the target and renamed into place as raw output is.
         const std::vector<uint64_t> dims(info.dims, info.dims + info.rank);
-        const fs::path tmp = a.output + ".gsz-tmp." + std::to_string(::getpid());
-        std::error_code ec;
-        try {
-            gsz::cli::hdf5_write(tmp.string(), a.dataset, info.dtype, dims, out.data());
-        } catch (const std::runtime_error& e) {
-            fs::remove(tmp, ec);
-            die(std::string(e.what()) + " (writing " + a.output + ")");
-        }
-        fs::rename(tmp, a.output, ec);
-        if (ec) {
-            fs::remove(tmp, ec);
-            die(a.output + ": cannot move the finished file into place");
-        }
+        write_atomic(a.output, [&](const fs::path& tmp) {
+            try {
+                gsz::cli::hdf5_write(tmp.string(), a.output, a.dataset, info.dtype, dims, out.data());
+            } catch (const std::runtime_error& e) {
+                die(e.what());
+            }
+        });
     }
     progress.end();
     // --compare: the basic assessment metrics against the original (docs/METRICS.md);
@@ -1186,9 +1184,7 @@ int run_assess(const AssessArgs& args) {
             die("-l " + a.dims + ": the dataset " + a.dataset + " is " + dims);
         a.dtype = dtype_name(h5->dtype);
         a.dims = dims;
-    } else if (a.dtype.empty() || a.dims.empty()) {
-        die("-t and -l are required for raw arrays (or name an HDF5 dataset with --dataset)");
-    }
+    }  // else -t and -l were given (main checks)
     const std::vector<uint64_t> dims = parse_dims(a.dims);
     if (a.dtype != "f32" && a.dtype != "f64") die("-t " + a.dtype + ": expected f32 or f64");
     const size_t esize = a.dtype == "f64" ? 8 : 4;
