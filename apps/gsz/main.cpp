@@ -581,6 +581,18 @@ struct CompressArgs : ArrayArgs {
     bool force = false, verify = false;
 };
 
+// An HDF5 dataset's shape as -t and -l would give it; where the user gave
+// either, it must agree.
+void take_dataset_shape(const gsz::cli::Hdf5Shape& shape, const std::string& dataset, std::string& dtype,
+                        std::string& dims) {
+    const std::string t = dtype_name(shape.dtype);
+    const std::string l = dims_string(shape.dims.data(), static_cast<uint32_t>(shape.dims.size()));
+    if (!dtype.empty() && dtype != t) die("-t " + dtype + ": the dataset " + dataset + " holds " + t);
+    if (!dims.empty() && parse_dims(dims) != shape.dims) die("-l " + dims + ": the dataset " + dataset + " is " + l);
+    dtype = t;
+    dims = l;
+}
+
 int run_compress(const CompressArgs& args) {
     // An HDF5 dataset gives the type and dims (-t / -l, where given, must agree).
     CompressArgs a = args;
@@ -591,14 +603,7 @@ int run_compress(const CompressArgs& args) {
         } catch (const std::runtime_error& e) {
             die(e.what());
         }
-        const std::string dtype = h5->dtype == GSZ_DTYPE_F64 ? "f64" : "f32";
-        const std::string dims = dims_string(h5->dims.data(), static_cast<uint32_t>(h5->dims.size()));
-        if (!args.dtype.empty() && args.dtype != dtype)
-            die("-t " + args.dtype + ": the dataset " + a.dataset + " holds " + dtype);
-        if (!args.dims.empty() && parse_dims(args.dims) != h5->dims)
-            die("-l " + args.dims + ": the dataset " + a.dataset + " is " + dims);
-        a.dtype = dtype;
-        a.dims = dims;
+        take_dataset_shape(*h5, a.dataset, a.dtype, a.dims);
     }  // else -t and -l were given (main checks)
     const auto dims = parse_dims(a.dims);
     const gsz_params p = params_from(a, dims);
@@ -1177,13 +1182,7 @@ int run_assess(const AssessArgs& args) {
         } catch (const std::runtime_error& e) {
             die(e.what());
         }
-        const std::string dims = dims_string(h5->dims.data(), static_cast<uint32_t>(h5->dims.size()));
-        if (!a.dtype.empty() && a.dtype != dtype_name(h5->dtype))
-            die("-t " + a.dtype + ": the dataset " + a.dataset + " holds " + dtype_name(h5->dtype));
-        if (!a.dims.empty() && parse_dims(a.dims) != h5->dims)
-            die("-l " + a.dims + ": the dataset " + a.dataset + " is " + dims);
-        a.dtype = dtype_name(h5->dtype);
-        a.dims = dims;
+        take_dataset_shape(*h5, a.dataset, a.dtype, a.dims);
     }  // else -t and -l were given (main checks)
     const std::vector<uint64_t> dims = parse_dims(a.dims);
     if (a.dtype != "f32" && a.dtype != "f64") die("-t " + a.dtype + ": expected f32 or f64");
