@@ -18,6 +18,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace gsz::predict {
 
@@ -54,17 +55,28 @@ struct KernelConfig {
     const void* original;
 };
 
+// The encoders are compiled twice, Fill = whether the array has a fill value.
+// Without one, the fill tests are constant-false and compile away: they had
+// made the 3-D full-tile encoder 21% longer (4,800 -> 5,816 SASS instructions),
+// and these kernels are issue-bound (bench/NOTES.md, session 56).
+template <bool Fill>
+__device__ __forceinline__ FillValue kernel_fill(const KernelConfig& cfg) {
+    if constexpr (Fill) return cfg.fill;
+    else return FillValue{};
+}
+
 // The values a tile's stages load: the original ones where a fill value has stand-ins.
-template <class T>
+template <bool Fill, class T>
 __device__ __forceinline__ const T* stage_loads(const KernelConfig& cfg, const T* data) {
-    return cfg.original ? static_cast<const T*>(cfg.original) : data;
+    if constexpr (Fill) return cfg.original ? static_cast<const T*>(cfg.original) : data;
+    else return data;
 }
 
 // A load's value for the quiet test: a fill point's prediction is not
 // bounded by the loaded values, so it makes the tile loud (NaN fails the test).
 template <class T>
-__device__ __forceinline__ T span_value(const KernelConfig& cfg, T v) {
-    return fill_holds(cfg.fill, v) ? static_cast<T>(NAN) : v;
+__device__ __forceinline__ T span_value(const FillValue& fill, T v) {
+    return fill_holds(fill, v) ? static_cast<T>(NAN) : v;
 }
 
 // Whether the encoder's tiles take the Lorenzo phase (lorenzo_tile_encode).
@@ -611,7 +623,7 @@ __device__ void for_each_stage_point(const InterpLayout& L, const KernelConfig& 
 // left.  Guard = true, launched after: blocks stride over the loud tiles,
 // code them with the guard and report in zero_codes[1] whether it decided a
 // prediction (as interp_encode_full_kernel).
-template <class T, bool Guard>
+template <class T, bool Guard, bool Fill>
 __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                                      const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg,
                                      double eb, int64_t radius, uint16_t* __restrict__ codes,
@@ -623,6 +635,8 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
     using Span = full_tile::LoadSpan<T>;
     __shared__ typename Span::Slot extremes[2 * 32];   // the warps' (Span::publish)
     bool taken = false;   // the jump guard decided a prediction
+    const FillValue fill = kernel_fill<Fill>(cfg);
+    const T* const loads = stage_loads<Fill>(cfg, data);
     const auto code_tile = [&](uint64_t k) {
         const auto box = L.tile_box(k);
         const uint32_t origin[3] = {0, 0, 0};
@@ -639,10 +653,10 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
                 v = anchor_start[a];
                 if (anchor_codes) tile_codes[i] = anchor_codes[a];
             } else {
-                v = stage_loads(cfg, data)[L.global_index(box.origin, c)];
+                v = loads[L.global_index(box.origin, c)];
             }
             ws[i] = v;
-            if constexpr (!Guard) span.add(span_value(cfg, v));
+            if constexpr (!Guard) span.add(span_value(fill, v));
         });
         if constexpr (!Guard) {
             if (test) span.publish(extremes);
@@ -659,7 +673,7 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
                                  uint32_t spline, uint32_t l) {
                                  tile_codes[w] = interp_encode_point(ws, s, w, along, u, spline,
                                                                      Guard ? cfg.jump : kInterpNoJump, cfg.level[l],
-                                                                     eb, radius, cfg.fill, Guard ? &taken : nullptr);
+                                                                     eb, radius, fill, Guard ? &taken : nullptr);
                              });
         if (lorenzo_phase(cfg)) lorenzo_tile_encode(data, L, box, ws, tile_codes, cfg, k, radius);
         // Written codes, counting the zeros (a warp adds its count once): with
@@ -694,7 +708,7 @@ __global__ void interp_encode_kernel(const T* __restrict__ data, const T* __rest
 // the loud tiles, code them with the guard and report in zero_codes[1]
 // whether it decided a prediction.  Fields without fill values have few loud
 // tiles (those that span nearly the whole value range).
-template <class T, uint32_t Rank, uint32_t Code, bool Guard>
+template <class T, uint32_t Rank, uint32_t Code, bool Guard, bool Fill>
 __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile::Geometry<Rank>::min_blocks)
     interp_encode_full_kernel(const T* __restrict__ data, const T* __restrict__ anchor_start,
                               const uint16_t* __restrict__ anchor_codes, InterpLayout L, KernelConfig cfg, double eb,
@@ -708,6 +722,8 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
     __shared__ typename Span::Slot extremes[2 * G::threads / 32];   // the warps' (Span::publish)
     __shared__ uint32_t estimate_slots[G::threads / 32];              // full_tile_lorenzo_estimate's
     bool taken = false;
+    const FillValue fill = kernel_fill<Fill>(cfg);
+    const T* const loads = stage_loads<Fill>(cfg, data);
     const auto code_tile = [&](uint32_t k) {
         const auto box = full_tile::full_tile_box<G>(L, k);
         // The quiet test's reference: guard off, every tile is quiet.
@@ -717,10 +733,10 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         // Every point but the anchors gets its code from its stage.
         Span span;
         full_tile::load_workspace<G>(
-            L, box, [&](uint64_t g) { return stage_loads(cfg, data)[g]; },
+            L, box, [&](uint64_t g) { return loads[g]; },
             [&](uint32_t i, T v) {
                 ws[i] = v;
-                if constexpr (!Guard) span.add(span_value(cfg, v));
+                if constexpr (!Guard) span.add(span_value(fill, v));
             },
             [&](uint32_t i, uint64_t a) {
                 const T v = anchor_start[a];
@@ -740,10 +756,10 @@ __global__ void __launch_bounds__(full_tile::Geometry<Rank>::threads, full_tile:
         }
         // The phase's pre-test reads the workspace as loaded; the stages' barriers publish its sums.
         if (lorenzo_phase(cfg) && interp_tiles_choose(cfg.tiles))
-            full_tile_lorenzo_estimate<G>(L, box, ws, cfg.lorenzo.r, cfg.fill, estimate_slots);
+            full_tile_lorenzo_estimate<G>(L, box, ws, cfg.lorenzo.r, fill, estimate_slots);
         full_tile::predict_stages<G, Code, Guard>(ws, cfg, taken, [&](uint32_t w, double pred, InterpLevelQuant lq) {
             T recon;
-            tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon, cfg.fill);
+            tile_codes[w] = interp_quantize(ws[w], pred, lq, eb, radius, recon, fill);
             ws[w] = recon;
         });
         if (lorenzo_phase(cfg))   // after the last stage's barrier
@@ -1219,6 +1235,14 @@ __global__ void gate_setup_kernel(uint64_t num_tiles, uint32_t count, uint32_t* 
     if (k < kGateCounters) counters[k] = k == 3 ? count : 0;
 }
 
+// Calls f(std::bool_constant<on>), on = whether the encoder has a fill value
+// (the encoders' Fill).
+template <class F>
+void with_fill(const KernelConfig& cfg, F&& f) {
+    if (cfg.fill.on) f(std::true_type{});
+    else f(std::false_type{});
+}
+
 // The gate's block size.  Its 256 tiles are one short wave, so its time is a
 // block's latency: more threads a tile shorten it until the registers (~80 a
 // thread) leave fewer than two blocks a multiprocessor.  ncu, H200, the gate's
@@ -1242,8 +1266,11 @@ void lorenzo_tiles_gate(const T* d_data, InterpDeviceEncoded<T>& out, const uint
     GSZ_CUDA_LAUNCHED("gate_setup_kernel");
     cfg.tiles = kTilesEach;
     cfg.gate = counters + 4;
-    interp_encode_kernel<T, true><<<count, kGateThreads, smem_bytes<T>(L), stream>>>(
-        d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters, false, ids);
+    with_fill(cfg, [&](auto fill) {
+        interp_encode_kernel<T, true, decltype(fill)::value><<<count, kGateThreads, smem_bytes<T>(L), stream>>>(
+            d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), counters, false,
+            ids);
+    });
     GSZ_CUDA_LAUNCHED("interp_encode_kernel (the Lorenzo tiles' gate)");
 }
 
@@ -1285,29 +1312,33 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
         if (full == 0) return;
         constexpr unsigned threads = full_tile::Geometry<R>::threads;
         out.loud_tiles.allocate(full, stream);
-        interp_encode_full_kernel<T, R, C, false><<<static_cast<unsigned>(full), threads, 0, stream>>>(
-            d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros,
-            out.loud_tiles.data());
-        GSZ_CUDA_LAUNCHED("interp_encode_full_kernel");
-        if (cfg.jump == kInterpNoJump) return;   // every tile was quiet
-        // The loud tiles (their count stays on the device): blocks that find none return at once.
-        interp_encode_full_kernel<T, R, C, true><<<static_cast<unsigned>(std::min<uint64_t>(full, 2048)), threads,
-                                                   0, stream>>>(d_data, out.anchor_start.data(), anchor_codes, L,
-                                                                cfg, eb, radius, out.codes.data(), zeros,
-                                                                out.loud_tiles.data());
-        GSZ_CUDA_LAUNCHED("interp_encode_full_kernel (loud tiles)");
+        with_fill(cfg, [&](auto fill) {
+            interp_encode_full_kernel<T, R, C, false, decltype(fill)::value><<<static_cast<unsigned>(full), threads, 0, stream>>>(
+                d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros,
+                out.loud_tiles.data());
+            GSZ_CUDA_LAUNCHED("interp_encode_full_kernel");
+            if (cfg.jump == kInterpNoJump) return;   // every tile was quiet
+            // The loud tiles (their count stays on the device): blocks that find none return at once.
+            interp_encode_full_kernel<T, R, C, true, decltype(fill)::value>
+                <<<static_cast<unsigned>(std::min<uint64_t>(full, 2048)), threads, 0, stream>>>(
+                    d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros,
+                    out.loud_tiles.data());
+            GSZ_CUDA_LAUNCHED("interp_encode_full_kernel (loud tiles)");
+        });
     });
     // (A side stream for the generic tiles beside the full tiles' kernel
     // gained nothing here: both are instruction-bound; bench/NOTES.md.)
     const uint64_t generic = split ? L.num_tiles - full : L.num_tiles;
     if (generic) {
         out.loud_generic_tiles.allocate(generic, stream);
-        launch_generic(interp_encode_kernel<T, false>, generic, split);
-        GSZ_CUDA_LAUNCHED("interp_encode_kernel");
-        if (cfg.jump != kInterpNoJump) {   // the loud tiles, as the full tiles'
-            launch_generic(interp_encode_kernel<T, true>, std::min<uint64_t>(generic, 2048), split);
-            GSZ_CUDA_LAUNCHED("interp_encode_kernel (loud tiles)");
-        }
+        with_fill(cfg, [&](auto fill) {
+            launch_generic(interp_encode_kernel<T, false, decltype(fill)::value>, generic, split);
+            GSZ_CUDA_LAUNCHED("interp_encode_kernel");
+            if (cfg.jump != kInterpNoJump) {   // the loud tiles, as the full tiles'
+                launch_generic(interp_encode_kernel<T, true, decltype(fill)::value>, std::min<uint64_t>(generic, 2048), split);
+                GSZ_CUDA_LAUNCHED("interp_encode_kernel (loud tiles)");
+            }
+        });
     }
 }
 
