@@ -30,7 +30,6 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <span>
 
 namespace gsz::pipeline {
@@ -218,11 +217,6 @@ struct DeviceCodeStage {
     encode::HuffmanDeviceBuilder builder;        // the codebook built on the device (Huffman only)
     bool book_on_device = false;                 // `book` is still on the device (fetch_codes reads it)
     uint32_t alphabet = 0;
-    // Set by a predictor that counted the codes' histogram into `hist` and the
-    // (one-layout) ans histogram into `ans_hist` as it wrote the codes
-    // (code_stage_counts); the next code_stage_encode_cuda reads them instead
-    // of counting, and clears it.
-    bool counted = false;
 };
 
 // The histogram of d_symbols, read back through page-locked memory (one
@@ -231,20 +225,15 @@ struct DeviceCodeStage {
 // host vector cost ~0.1 ms per call on the lent H100 hosts.  `extra` words
 // after it, zeroed, are lent to `launch_extra` (work of the same batch, such
 // as the runs' sample) and come back with it, at h_hist.data() + alphabet + 1.
-// `counted`: the histogram and its flag are in d_hist already (DeviceCodeStage::counted).
 void histogram_launch(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet, cudaStream_t stream,
                       cuda::DeviceBuffer<uint64_t>& d_hist, cuda::PinnedBuffer<uint64_t>& h_hist, uint32_t extra = 0,
-                      const std::function<void(uint64_t*)>& launch_extra = {}, bool counted = false) {
+                      const std::function<void(uint64_t*)>& launch_extra = {}) {
     const size_t words = size_t{alphabet} + 1 + extra;
     d_hist.allocate(words, stream);  // the entry after the histogram flags a bad symbol
     uint32_t* d_bad = reinterpret_cast<uint32_t*>(d_hist.data() + alphabet);
-    if (counted) {
-        if (extra) GSZ_CUDA(cudaMemsetAsync(d_hist.data() + alphabet + 1, 0, extra * sizeof(uint64_t), stream));
-    } else {
-        GSZ_CUDA(cudaMemsetAsync(d_bad, 0, (1 + extra) * sizeof(uint64_t), stream));
-    }
+    GSZ_CUDA(cudaMemsetAsync(d_bad, 0, (1 + extra) * sizeof(uint64_t), stream));
     if (extra && launch_extra) launch_extra(d_hist.data() + alphabet + 1);
-    if (!counted) encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
+    encode::histogram_cuda(d_symbols, n, alphabet, d_hist.data(), d_bad, stream);
     h_hist.allocate(words);
     GSZ_CUDA(cudaMemcpyAsync(h_hist.data(), d_hist.data(), words * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream));
 }
@@ -258,9 +247,8 @@ std::span<const uint64_t> histogram_read(uint32_t alphabet, const cuda::PinnedBu
 std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_t n, uint32_t alphabet,
                                           cudaStream_t stream, cuda::DeviceBuffer<uint64_t>& d_hist,
                                           cuda::PinnedBuffer<uint64_t>& h_hist, uint32_t extra = 0,
-                                          const std::function<void(uint64_t*)>& launch_extra = {},
-                                          bool counted = false) {
-    histogram_launch(d_symbols, n, alphabet, stream, d_hist, h_hist, extra, launch_extra, counted);
+                                          const std::function<void(uint64_t*)>& launch_extra = {}) {
+    histogram_launch(d_symbols, n, alphabet, stream, d_hist, h_hist, extra, launch_extra);
     GSZ_CUDA(cudaStreamSynchronize(stream));
     return histogram_read(alphabet, h_hist);
 }
@@ -270,35 +258,30 @@ std::span<const uint64_t> histogram_on_device(const uint16_t* d_symbols, uint64_
 // first): one per context layout of `tries` (code_stage_ans_tries: the
 // sample the class lag and the strips are chosen on, code_stage_encode_cpu),
 // one after the other, over every `sample_stride`-th chunk of codes.
-constexpr uint64_t kAnsMostBins = 2 * (encode::kAnsMaxLevels * encode::kAnsClasses + encode::kAnsMaxContexts) *
-                                  encode::kAnsAlphabet;  // two lags, raster and strips
-
 uint32_t ans_bins(const encode::AnsContextShape& shape, const AnsLayoutTry& t) {
     return shape.with_strips(t.strip_width).num_contexts() * encode::kAnsAlphabet;
 }
 
-// counted: the one layout's histogram is in out.ans_hist already (DeviceCodeStage::counted).
 void ans_histogram_launch(const uint16_t* d_codes, uint64_t n, uint32_t radius, const encode::AnsContextShape& shape,
                           std::span<const AnsLayoutTry> tries, uint32_t sample_stride, DeviceCodeStage& out,
-                          cudaStream_t stream, bool counted = false) {
-    uint64_t bins = 0;
-    for (const AnsLayoutTry& t : tries) bins += ans_bins(shape, t);
-    GSZ_CHECK(bins <= kAnsMostBins, GSZ_STATUS_INTERNAL, "ans histograms: %llu bins",
-              static_cast<unsigned long long>(bins));
-    GSZ_CHECK(!counted || tries.size() == 1, GSZ_STATUS_INTERNAL, "ans histograms: one counted, %zu layouts",
-              tries.size());
-    out.ans_hist.allocate(kAnsMostBins + 1, stream);
-    uint32_t* d_bad = reinterpret_cast<uint32_t*>(out.ans_hist.data() + bins);  // a bad code's flag
+                          cudaStream_t stream) {
+    uint64_t counted = 0;
+    for (const AnsLayoutTry& t : tries) counted += ans_bins(shape, t);
+    constexpr uint64_t kMostBins = 2 * (encode::kAnsMaxLevels * encode::kAnsClasses + encode::kAnsMaxContexts) *
+                                   encode::kAnsAlphabet;  // two lags, raster and strips
+    GSZ_CHECK(counted <= kMostBins, GSZ_STATUS_INTERNAL, "ans histograms: %llu bins",
+              static_cast<unsigned long long>(counted));
+    out.ans_hist.allocate(kMostBins + 1, stream);
+    uint32_t* d_bad = reinterpret_cast<uint32_t*>(out.ans_hist.data() + counted);  // a bad code's flag
     GSZ_CUDA(cudaMemsetAsync(d_bad, 0, sizeof(uint64_t), stream));
     uint64_t at = 0;
     for (const AnsLayoutTry& t : tries) {
-        if (counted) break;
         encode::ans_histogram_cuda(d_codes, n, radius, shape.with_strips(t.strip_width), out.ans_hist.data() + at,
                                    d_bad, stream, t.class_lag, sample_stride);
         at += ans_bins(shape, t);
     }
-    out.ans_hist_host.allocate(kAnsMostBins + 1);
-    GSZ_CUDA(cudaMemcpyAsync(out.ans_hist_host.data(), out.ans_hist.data(), (bins + 1) * sizeof(uint64_t),
+    out.ans_hist_host.allocate(kMostBins + 1);
+    GSZ_CUDA(cudaMemcpyAsync(out.ans_hist_host.data(), out.ans_hist.data(), (counted + 1) * sizeof(uint64_t),
                              cudaMemcpyDeviceToHost, stream));
 }
 
@@ -341,10 +324,6 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     out.runs.reset();
     out.book_on_device = false;
     out.alphabet = alphabet;
-    const bool counted = out.counted;  // the histograms are in out.hist and out.ans_hist already
-    out.counted = false;
-    GSZ_CHECK(!counted || (code_stage_try_ans(mode) && !code_stage_try_class_lag2(shape) && shape.strip_width == 0),
-              GSZ_STATUS_INTERNAL, "code stage: histograms counted for a layout it does not code");
     cuda::StageTrace trace(stream, "code stage");
     // Huffman's look-back states, initialized before the histogram's synchronization.
     if (mode == GSZ_LOSSLESS_NONE)
@@ -401,7 +380,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     const uint32_t lag_stride = try_lag2 ? encode::ans_class_lag_sample_stride(n) : 1u;
     const std::vector<AnsLayoutTry> tries =
         try_lag2 ? code_stage_ans_tries(shape, n) : std::vector<AnsLayoutTry>{AnsLayoutTry{}};
-    if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, tries, lag_stride, out, stream, counted);
+    if (try_ans) ans_histogram_launch(d_codes, n, radius, shape, tries, lag_stride, out, stream);
     // On a sample, the layout is chosen while the GPU counts the codes'
     // histogram, which is read after the chosen layout's full one (the
     // host's choice left the GPU idle: run 91, etopoT rel 1e-4 0.40 -> 0.27
@@ -424,8 +403,7 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
         GSZ_CUDA(cudaEventSynchronize(out.ans_sampled));
         trace.mark("ans samples");
     } else {
-        code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host, digit_words, count_sample,
-                                        counted);
+        code_hist = histogram_on_device(d_codes, n, alphabet, stream, out.hist, out.hist_host, digit_words, count_sample);
         trace.mark(try_ans ? "histograms" : "histogram");
         // GPU work that overlaps the host's codebook build and the class lag's
         // choice (it may use the histogram).
@@ -518,36 +496,6 @@ void code_stage_encode_cuda(const uint16_t* d_codes, uint64_t n, uint32_t radius
     out.words_pending = true;
     trace.mark("huffman encode");
     // d_tokens is released stream-ordered, after the encoder has read it.
-}
-
-// GSZ_LORENZO_FUSED_COUNTS=1 in the environment: the Lorenzo column encoders
-// count the code stage's histograms as they write the codes, instead of the
-// stage's own passes over the codes.  Opt-in until it has run on a GPU
-// (written in session 55 while no device could be started; bench/NOTES.md).
-bool fused_counts_enabled() {
-    static const bool enabled = [] {
-        const char* v = std::getenv("GSZ_LORENZO_FUSED_COUNTS");
-        return v && std::strcmp(v, "1") == 0;
-    }();
-    return enabled;
-}
-
-// Where the Lorenzo encoder can count the code stage's histograms as it
-// writes the codes (predict::LorenzoCodeCounts), the buffers for them, sized
-// as code_stage_encode_cuda sizes them (it then reads them: cs.counted).
-// None where the stage would not read them (Huffman only) or the encoder
-// cannot count.
-std::optional<predict::LorenzoCodeCounts> code_stage_counts(DeviceCodeStage& cs, const predict::LorenzoLayout& layout,
-                                                            uint32_t radius, uint64_t n, gsz_lossless mode,
-                                                            cudaStream_t stream) {
-    const uint32_t alphabet = 2 * radius;
-    if (!code_stage_try_ans(mode) || code_stage_try_class_lag2(lorenzo_ans_shape()) ||
-        !predict::lorenzo_counts_codes(layout, alphabet) || !fused_counts_enabled())
-        return std::nullopt;
-    const uint32_t extra = code_stage_sample_runs(mode, radius, n) ? static_cast<uint32_t>(encode::RunDigits{}.size()) : 0u;
-    cs.hist.allocate(size_t{alphabet} + 1 + extra, stream);
-    cs.ans_hist.allocate(kAnsMostBins + 1, stream);
-    return predict::LorenzoCodeCounts{cs.hist.data(), cs.ans_hist.data(), alphabet};
 }
 
 // The host copy of the device stage's output, for the archive writer.
@@ -706,11 +654,7 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
     auto* rb = dc.readback.data();
     GSZ_CUDA(cudaMemcpyAsync(&rb->range, d_range, sizeof(DeviceRange), cudaMemcpyDeviceToHost, stream));
     GSZ_CUDA(cudaEventRecord(dc.range_ready, stream));
-    const std::optional<predict::LorenzoCodeCounts> counts =
-        code_stage_counts(dc.codes, dc.layout, dc.radius, n, params.lossless, stream);
-    const predict::LorenzoCodeCounts* count_into = counts ? &*counts : nullptr;
-    predict::lorenzo_encode_cuda_async(d_data, dc.layout, predict::QuantParams{}, d_quant, dc.lorenzo, stream,
-                                       count_into);
+    predict::lorenzo_encode_cuda_async(d_data, dc.layout, predict::QuantParams{}, d_quant, dc.lorenzo, stream);
     GSZ_CUDA(cudaEventSynchronize(dc.range_ready));
     if (num_samples)
         dc.fill = choose_fill<T>(params, std::span<const T>(dc.sample_host.data(), num_samples),
@@ -729,14 +673,13 @@ void compress_on_device(const gsz_params& params, const T* d_data, DeviceCompres
         dc.stand_ins.allocate(n, stream);
         predict::fill_substitute_cuda(d_data, n, dc.fill, dc.stand_ins.data(), stream);
         predict::lorenzo_encode_cuda_async(dc.stand_ins.data(), dc.layout, predict::QuantParams{}, d_quant,
-                                           dc.lorenzo, stream, count_into);
+                                           dc.lorenzo, stream);
     }
     trace.mark("predict");
     GSZ_CUDA(cudaMemcpyAsync(&rb->outliers, dc.lorenzo.outlier_total(dc.layout), sizeof(uint64_t),
                              cudaMemcpyDeviceToHost, stream));
     // The code stage synchronizes after its histogram (rb->outliers is filled
     // then); the outliers are gathered while the host builds the codebook.
-    dc.codes.counted = counts.has_value();
     code_stage_encode_cuda(dc.lorenzo.codes.data(), n, dc.radius, lorenzo_ans_shape(), params.lossless, dc.codes,
                            stream, [&](uint64_t, cudaStream_t s) {
                                predict::lorenzo_compact_outliers_cuda(dc.layout, rb->outliers, dc.lorenzo, s);

@@ -9,12 +9,9 @@
 // the CPU backend's buffer).
 #include "predict/lorenzo/lorenzo_cuda.hpp"
 
-#include "encode/ans_math.hpp"
-
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
-#include <algorithm>
 #include <type_traits>
 
 namespace gsz::predict {
@@ -839,116 +836,15 @@ struct ColumnShared {
     Q exchange[(Rank == 3 ? kColumnSteps<3> : 1) * (kWarps + 1) * 32];
     uint32_t row_offset[kMaxRows];
     uint32_t total;
-    // Counting encoders (CountTarget): each row's zero-residual ballot and its last code.
-    uint32_t zero_mask[kMaxRows];
-    uint32_t last_code[kMaxRows];
 };
 
-// ---- Histograms counted while encoding (lorenzo_encode_cuda_async's counts) ----
-// The code stage needs the codes' histogram and the "ans" stage's (context,
-// symbol) histogram of Lorenzo's one context level at class lag 1.  As passes
-// of their own over the codes they cost more than the encoder itself (ncu,
-// H100, etopoT rel 1e-3: 63 + 271 us against the column encoder's 274; all
-// three instruction-bound).  In the column kernels a row of 32 codes lies in
-// one warp, so a code's context takes a ballot and a shuffle instead of a
-// walk over the 16 codes before it.  What a chunk cannot see is counted after
-// the encoder from the codes in memory (lorenzo_count_fixup_kernel): the
-// contexts of a whole chunk's first 16 codes, whose look-back reaches into the
-// chunk before, and every code of the chunks at the array's far edges.
-
-constexpr uint32_t kCountMaxAlphabet = 4096;  // shared-memory bins a block
-constexpr uint32_t kCountAnsBins = encode::kAnsClasses * encode::kAnsAlphabet;
-// The dominant bin (a zero residual after a long run of them), summed per warp
-// rather than by 32 atomics on one shared address.
-constexpr uint32_t kCountHotAnsBin = encode::kAnsLongRunClass * encode::kAnsAlphabet + encode::kAnsZeroSymbol;
-
-struct CountTarget {
-    unsigned long long* code_hist = nullptr;  // alphabet bins, then a flag: a code outside the alphabet
-    unsigned long long* ans_hist = nullptr;   // kCountAnsBins bins
-    uint32_t alphabet = 0;
-};
-
-// Shared bins of a counting block: the ans bins, then the codes'.
-__device__ inline uint32_t* count_bins() {
-    extern __shared__ uint32_t dynamic_shared[];
-    return dynamic_shared;
-}
-
-__device__ inline void count_bins_zero(uint32_t alphabet) {
-    uint32_t* s = count_bins();
-    for (uint32_t i = threadIdx.x; i < kCountAnsBins + alphabet; i += kThreads) s[i] = 0;
-}
-
-// Adds a block's bins to the device histograms (after a barrier).
-__device__ inline void count_bins_flush(const CountTarget& t) {
-    const uint32_t* s = count_bins();
-    for (uint32_t i = threadIdx.x; i < kCountAnsBins + t.alphabet; i += kThreads)
-        if (const uint32_t v = s[i]) atomicAdd(i < kCountAnsBins ? t.ans_hist + i : t.code_hist + (i - kCountAnsBins),
-                                               static_cast<unsigned long long>(v));
-}
-
-__device__ __forceinline__ uint32_t warp_sum(uint32_t v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    return __reduce_add_sync(0xffffffffu, v);
-#else
-    for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
-    return v;
-#endif
-}
-
-// The residual-0 codes just before lane `lane` of a group of 32 consecutive
-// codes (capped at kAnsLookBack): `mask` is the group's ballot of residual-0
-// codes, `before` the ballot of the 32 codes before it.
-__device__ __forceinline__ uint32_t zeros_before(uint32_t mask, uint32_t before, uint32_t lane) {
-    const uint64_t w = (uint64_t{mask} << 32 | before) << (32 - lane);
-    return min(static_cast<uint32_t>(__clzll(static_cast<long long>(~w))), encode::kAnsLookBack);
-}
-
-// The ans bin of the code at stream index `index` (ans_histogram_cpu's, one level, class lag 1).
-__device__ __forceinline__ uint32_t ans_bin_of(uint64_t index, uint32_t code, uint32_t prev, uint32_t zeros,
-                                               uint32_t radius) {
-    const uint32_t cls = encode::ans_context_class(index, zeros, encode::ans_class_of(prev, radius));
-    return cls * encode::kAnsAlphabet + encode::ans_symbol_of(code, radius).symbol;
-}
-
-// Counts one code into the block's bins; the dominant code and bin go to the
-// thread's registers (hot_code, hot_ans) instead.
-__device__ __forceinline__ void count_code(uint32_t code, uint32_t radius, uint32_t alphabet, uint32_t& hot_code,
-                                           unsigned long long* bad) {
-    if (code == radius) {
-        ++hot_code;
-    } else if (code < alphabet) {
-        atomicAdd(&count_bins()[kCountAnsBins + code], 1u);
-    } else {
-        *bad = 1;
-    }
-}
-__device__ __forceinline__ void count_ans(uint32_t bin, uint32_t& hot_ans) {
-    if (bin == kCountHotAnsBin)
-        ++hot_ans;
-    else
-        atomicAdd(&count_bins()[bin], 1u);
-}
-__device__ __forceinline__ void count_hot(uint32_t hot_code, uint32_t hot_ans, uint32_t radius) {
-    hot_code = warp_sum(hot_code);
-    hot_ans = warp_sum(hot_ans);
-    if ((threadIdx.x & 31) == 0) {
-        if (hot_code) atomicAdd(&count_bins()[kCountAnsBins + radius], hot_code);
-        if (hot_ans) atomicAdd(&count_bins()[kCountHotAnsBin], hot_ans);
-    }
-}
-
-// Count: a whole chunk's codes and their contexts are counted into the
-// block's bins (but for the first 16 contexts: lorenzo_count_fixup_kernel's).
-template <class T, int Rank, bool Whole, bool Count = false>
+template <class T, int Rank, bool Whole>
 __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const LorenzoLayout& L,
                                                const QuantParams& p_arg, const QuantParams* __restrict__ d_params,
-                                               const LorenzoLayout::ChunkBox& box, uint32_t chunk,
+                                               const LorenzoLayout::ChunkBox& box,
                                                uint16_t* __restrict__ codes, T* __restrict__ scratch,
                                                uint32_t* __restrict__ chunk_counts,
-                                               ColumnShared<Rank, typename LatticeInt<T>::type>& sh,
-                                               const CountTarget& count = {}) {
-    static_assert(!Count || Whole);
+                                               ColumnShared<Rank, typename LatticeInt<T>::type>& sh) {
     using Q = typename LatticeInt<T>::type;
     constexpr int S = kColumnSteps<Rank>;
     const Column<Rank, Whole> c(L, box);
@@ -1025,7 +921,6 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
     }
 
     uint32_t ballots[S];
-    [[maybe_unused]] uint32_t kept[Count ? S : 1];  // the codes, for counting
     bool any = false;
 #pragma unroll
     for (int j = 0; j < S; ++j) {
@@ -1039,35 +934,9 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
         ballots[j] = __ballot_sync(0xffffffffu, code == 0 && c.inside(j));
         if (lane == 0 && c.row_in(j)) sh.row_offset[c.row(j)] = __popc(ballots[j]);
         any |= ballots[j] != 0;
-        if constexpr (Count) {
-            kept[j] = code;
-            const uint32_t zeros = __ballot_sync(0xffffffffu, code == radius);
-            if (lane == 0) sh.zero_mask[c.row(j)] = zeros;
-            if (lane == 31) sh.last_code[c.row(j)] = code;
-        }
     }
-    const bool any_outlier = __syncthreads_or(any);
-    if constexpr (Count) {
-        // Row r's codes are the stream's [r·32, r·32 + 32) of the chunk; the
-        // row before is in shared memory.  Row 0's first 16 contexts look
-        // back into the chunk before: left to the fix-up kernel.
-        const uint32_t r32 = static_cast<uint32_t>(radius);
-        uint32_t hot_code = 0, hot_ans = 0;
-#pragma unroll
-        for (int j = 0; j < S; ++j) {
-            const uint32_t r = c.row(j), code = kept[j];
-            const uint32_t mask = __ballot_sync(0xffffffffu, code == r32);
-            uint32_t prev = __shfl_up_sync(0xffffffffu, code, 1);
-            if (lane == 0) prev = r > 0 ? sh.last_code[r - 1] : 0u;
-            const uint32_t before = r > 0 ? sh.zero_mask[r - 1] : 0u;
-            count_code(code, r32, count.alphabet, hot_code, count.code_hist + count.alphabet);
-            if (r > 0 || lane >= encode::kAnsLookBack)
-                count_ans(ans_bin_of(c.code_index(j), code, prev, zeros_before(mask, before, lane), r32), hot_ans);
-        }
-        count_hot(hot_code, hot_ans, r32);
-    }
-    if (!any_outlier) {
-        if (threadIdx.x == 0) chunk_counts[chunk] = 0;
+    if (!__syncthreads_or(any)) {
+        if (threadIdx.x == 0) chunk_counts[blockIdx.x] = 0;
         return;
     }
     scan_row_counts(sh.row_offset, c.rows, &sh.total);
@@ -1079,81 +948,20 @@ __device__ __forceinline__ void encode_columns(const T* __restrict__ data, const
             scratch[box.stream_offset + rank] = value[j];
         }
     }
-    if (threadIdx.x == 0) chunk_counts[chunk] = sh.total;
+    if (threadIdx.x == 0) chunk_counts[blockIdx.x] = sh.total;
 }
 
-// A block per chunk; counting (Count), a block walks chunks blockIdx.x,
-// + gridDim.x, ... so that its bins are added to the device's once.
-template <class T, int Rank, bool Count>
+template <class T, int Rank>
 __global__ void __launch_bounds__(kThreads)
     lorenzo_encode_columns_kernel(const T* __restrict__ data, LorenzoLayout L, QuantParams p_arg,
                                   const QuantParams* __restrict__ d_params, uint16_t* __restrict__ codes,
-                                  T* __restrict__ scratch, uint32_t* __restrict__ chunk_counts, CountTarget count) {
+                                  T* __restrict__ scratch, uint32_t* __restrict__ chunk_counts) {
     __shared__ ColumnShared<Rank, typename LatticeInt<T>::type> sh;
-    if constexpr (Count) {
-        count_bins_zero(count.alphabet);  // the chunk's first barrier comes before any count
-        for (uint32_t chunk = blockIdx.x; chunk < L.num_chunks; chunk += gridDim.x) {
-            const auto box = chunk_box_of(L, chunk);
-            if (whole_chunk<Rank>(box))
-                encode_columns<T, Rank, true, true>(data, L, p_arg, d_params, box, chunk, codes, scratch,
-                                                    chunk_counts, sh, count);
-            else
-                encode_columns<T, Rank, false>(data, L, p_arg, d_params, box, chunk, codes, scratch, chunk_counts,
-                                               sh);
-            __syncthreads();  // sh is the next chunk's
-        }
-        count_bins_flush(count);
-    } else {
-        const auto box = this_chunk_box(L);
-        if (whole_chunk<Rank>(box))
-            encode_columns<T, Rank, true>(data, L, p_arg, d_params, box, blockIdx.x, codes, scratch, chunk_counts,
-                                          sh);
-        else
-            encode_columns<T, Rank, false>(data, L, p_arg, d_params, box, blockIdx.x, codes, scratch, chunk_counts,
-                                           sh);
-    }
-}
-
-// The counts the column kernels leave out, from the codes in memory: a warp
-// per chunk walks groups of 32 consecutive codes (as the stream holds them,
-// across chunk boundaries), with the 32 codes before the first group as the
-// look-back (codes before the array read as 0: no zero residual, and the
-// array's first 16 codes take the lane-start class anyway).  Whole chunks:
-// the contexts of their first 16 codes; edge chunks: every code and context.
-__global__ void __launch_bounds__(kThreads)
-    lorenzo_count_fixup_kernel(const uint16_t* __restrict__ codes, LorenzoLayout L, uint32_t radius,
-                               CountTarget count) {
-    count_bins_zero(count.alphabet);
-    __syncthreads();
-    const uint32_t lane = threadIdx.x & 31;
-    uint32_t hot_code = 0, hot_ans = 0;
-    for (uint64_t chunk = uint64_t{blockIdx.x} * kWarps + (threadIdx.x >> 5); chunk < L.num_chunks;
-         chunk += uint64_t{gridDim.x} * kWarps) {
-        const auto box = chunk_box_of(L, static_cast<uint32_t>(chunk));
-        const bool whole = L.rank == 3 ? whole_chunk<3>(box) : whole_chunk<2>(box);
-        const uint64_t begin = box.stream_offset, end = begin + (whole ? encode::kAnsLookBack : box.size());
-        const int64_t back = static_cast<int64_t>(begin) - 32 + lane;
-        uint32_t code = back >= 0 ? codes[back] : 0u;
-        uint32_t before = __ballot_sync(0xffffffffu, back >= 0 && code == radius);
-        uint32_t carry = __shfl_sync(0xffffffffu, code, 31);
-        for (uint64_t g = begin; g < end; g += 32) {
-            const uint64_t i = g + lane;
-            const bool in = i < end;
-            code = in ? codes[i] : 0u;
-            const uint32_t mask = __ballot_sync(0xffffffffu, in && code == radius);
-            uint32_t prev = __shfl_up_sync(0xffffffffu, code, 1);
-            if (lane == 0) prev = carry;
-            if (in) {
-                if (!whole) count_code(code, radius, count.alphabet, hot_code, count.code_hist + count.alphabet);
-                count_ans(ans_bin_of(i, code, prev, zeros_before(mask, before, lane), radius), hot_ans);
-            }
-            before = mask;
-            carry = __shfl_sync(0xffffffffu, code, 31);
-        }
-    }
-    count_hot(hot_code, hot_ans, radius);
-    __syncthreads();
-    count_bins_flush(count);
+    const auto box = this_chunk_box(L);
+    if (whole_chunk<Rank>(box))
+        encode_columns<T, Rank, true>(data, L, p_arg, d_params, box, codes, scratch, chunk_counts, sh);
+    else
+        encode_columns<T, Rank, false>(data, L, p_arg, d_params, box, codes, scratch, chunk_counts, sh);
 }
 
 // The inverse of the encoder's differences: prefix sums along the column,
@@ -1451,17 +1259,10 @@ void scan_counts_async(const uint32_t* counts, cuda::DeviceBuffer<uint64_t>& off
 
 }  // namespace
 
-bool lorenzo_counts_codes(const LorenzoLayout& L, uint32_t alphabet) {
-    return columns_shape(L) && alphabet >= 2 && alphabet % 2 == 0 && alphabet <= kCountMaxAlphabet;
-}
-
 template <class T>
 void lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& L, const QuantParams& p,
-                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream,
-                               const LorenzoCodeCounts* counts) {
+                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream) {
     check_grid(L);
-    GSZ_CHECK(!counts || lorenzo_counts_codes(L, counts->alphabet), GSZ_STATUS_INTERNAL,
-              "lorenzo: the encoder cannot count this layout's codes");
     const uint64_t n = L.num_elements;
     out.codes.allocate(n, stream);
     out.scratch.allocate(n, stream);
@@ -1477,36 +1278,8 @@ void lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& L, const Qu
         kernel<<<grid, kThreads, shared_bytes, stream>>>(d_data, L, p, d_params, out.codes.data(), out.scratch.data(),
                                                          out.chunk_counts.data());
     };
-    if (counts) {
-        const CountTarget target{reinterpret_cast<unsigned long long*>(counts->code_hist),
-                                 reinterpret_cast<unsigned long long*>(counts->ans_hist), counts->alphabet};
-        GSZ_CUDA(cudaMemsetAsync(target.code_hist, 0, (counts->alphabet + 1) * sizeof(uint64_t), stream));
-        GSZ_CUDA(cudaMemsetAsync(target.ans_hist, 0, kCountAnsBins * sizeof(uint64_t), stream));
-        const size_t bins_bytes = (kCountAnsBins + counts->alphabet) * sizeof(uint32_t);
-        // Blocks that stay: as many as the multiprocessors hold at once, twice over.
-        const auto count_launch = [&](auto kernel) {
-            int device = 0, sms = 0, per_sm = 0;
-            GSZ_CUDA(cudaGetDevice(&device));
-            GSZ_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-            GSZ_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bins_bytes));
-            const uint64_t blocks = std::min<uint64_t>(L.num_chunks, uint64_t(std::max(per_sm, 1)) * sms * 2);
-            kernel<<<static_cast<unsigned>(blocks), kThreads, bins_bytes, stream>>>(
-                d_data, L, p, d_params, out.codes.data(), out.scratch.data(), out.chunk_counts.data(), target);
-        };
-        L.rank == 3 ? count_launch(lorenzo_encode_columns_kernel<T, 3, true>)
-                    : count_launch(lorenzo_encode_columns_kernel<T, 2, true>);
-        GSZ_CUDA_LAUNCHED("lorenzo_encode_columns_kernel (counting)");
-        const uint64_t fixup_blocks = std::min<uint64_t>((L.num_chunks + kWarps - 1) / kWarps, 1024);
-        lorenzo_count_fixup_kernel<<<static_cast<unsigned>(fixup_blocks), kThreads, bins_bytes, stream>>>(
-            out.codes.data(), L, counts->alphabet / 2, target);
-        GSZ_CUDA_LAUNCHED("lorenzo_count_fixup_kernel");
-    } else if (columns_shape(L)) {
-        const auto column_launch = [&](auto kernel) {
-            kernel<<<grid, kThreads, 0, stream>>>(d_data, L, p, d_params, out.codes.data(), out.scratch.data(),
-                                                  out.chunk_counts.data(), CountTarget{});
-        };
-        L.rank == 3 ? column_launch(lorenzo_encode_columns_kernel<T, 3, false>)
-                    : column_launch(lorenzo_encode_columns_kernel<T, 2, false>);
+    if (columns_shape(L)) {
+        L.rank == 3 ? launch(lorenzo_encode_columns_kernel<T, 3>, 0) : launch(lorenzo_encode_columns_kernel<T, 2>, 0);
     } else switch (L.rank) {
         case 1: rows ? launch(lorenzo_encode_rows_kernel<T, 1>, shared) : launch(lorenzo_encode_kernel<T, 1>, shared); break;
         case 2: rows ? launch(lorenzo_encode_rows_kernel<T, 2>, shared) : launch(lorenzo_encode_kernel<T, 2>, shared); break;
@@ -1530,7 +1303,7 @@ void lorenzo_compact_outliers_cuda(const LorenzoLayout& L, uint64_t num_outliers
 template <class T>
 void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& L, const QuantParams& p, LorenzoDeviceCodes<T>& out,
                          cudaStream_t stream) {
-    lorenzo_encode_cuda_async(d_data, L, p, nullptr, out, stream, nullptr);
+    lorenzo_encode_cuda_async(d_data, L, p, nullptr, out, stream);
     uint64_t total = 0;
     GSZ_CUDA(cudaMemcpyAsync(&total, out.outlier_total(L), sizeof total, cudaMemcpyDeviceToHost, stream));
     GSZ_CUDA(cudaStreamSynchronize(stream));
@@ -1593,11 +1366,9 @@ template void lorenzo_encode_cuda<float>(const float*, const LorenzoLayout&, con
 template void lorenzo_encode_cuda<double>(const double*, const LorenzoLayout&, const QuantParams&,
                                           LorenzoDeviceCodes<double>&, cudaStream_t);
 template void lorenzo_encode_cuda_async<float>(const float*, const LorenzoLayout&, const QuantParams&,
-                                               const QuantParams*, LorenzoDeviceCodes<float>&, cudaStream_t,
-                                               const LorenzoCodeCounts*);
+                                               const QuantParams*, LorenzoDeviceCodes<float>&, cudaStream_t);
 template void lorenzo_encode_cuda_async<double>(const double*, const LorenzoLayout&, const QuantParams&,
-                                                const QuantParams*, LorenzoDeviceCodes<double>&, cudaStream_t,
-                                                const LorenzoCodeCounts*);
+                                                const QuantParams*, LorenzoDeviceCodes<double>&, cudaStream_t);
 template void lorenzo_compact_outliers_cuda<float>(const LorenzoLayout&, uint64_t, LorenzoDeviceCodes<float>&,
                                                    cudaStream_t);
 template void lorenzo_compact_outliers_cuda<double>(const LorenzoLayout&, uint64_t, LorenzoDeviceCodes<double>&,

@@ -30,30 +30,14 @@ template <class T>
 void lorenzo_encode_cuda(const T* d_data, const LorenzoLayout& layout, const QuantParams& params,
                          LorenzoDeviceCodes<T>& out, cudaStream_t stream);
 
-// Histograms the code stage reads, counted by the column encoders while they
-// write the codes (lorenzo_encode_cuda_async's `counts`): the codes'
-// (alphabet = 2·radius bins, then a word set non-zero if a code fell outside)
-// and the "ans" stage's (context, symbol) histogram of Lorenzo's context
-// shape (encode::kAnsClasses × encode::kAnsAlphabet bins, class lag 1), equal
-// to histogram_cpu's and ans_histogram_cpu's of the codes.  Only where
-// lorenzo_counts_codes says the encoder can.
-struct LorenzoCodeCounts {
-    uint64_t* code_hist = nullptr;  // device memory, alphabet + 1 words
-    uint64_t* ans_hist = nullptr;   // device memory, kAnsClasses × kAnsAlphabet words
-    uint32_t alphabet = 0;
-};
-bool lorenzo_counts_codes(const LorenzoLayout& layout, uint32_t alphabet);
-
 // The same in two steps that do not wait: the codes, and each chunk's
 // outliers at its stream offset in `scratch` with the total at
 // out.outlier_total(); then, once the caller has read that total, the
 // outliers gathered into out.outliers.  d_params, when not null, is read on
-// the device instead of params (a bound the range pass derived there);
-// `counts`, where given, are zeroed and counted (LorenzoCodeCounts).
+// the device instead of params (a bound the range pass derived there).
 template <class T>
 void lorenzo_encode_cuda_async(const T* d_data, const LorenzoLayout& layout, const QuantParams& params,
-                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream,
-                               const LorenzoCodeCounts* counts = nullptr);
+                               const QuantParams* d_params, LorenzoDeviceCodes<T>& out, cudaStream_t stream);
 template <class T>
 void lorenzo_compact_outliers_cuda(const LorenzoLayout& layout, uint64_t num_outliers, LorenzoDeviceCodes<T>& out,
                                    cudaStream_t stream);
