@@ -142,6 +142,15 @@ TEST(FillMask, Detection) {
     auto rare = sample;
     for (size_t i = 0; i < rare.size(); i += 100) rare[i] = 1e20f;
     EXPECT_FALSE(fill_detect<float>(rare, 240, 1e20).on);
+    // The share's edge (the first pass's test and the full one agree): 64 of 4,096 is enough, 63 is not.
+    for (const int count : {64, 63}) {
+        auto edge = sample;
+        for (int k = 0; k < count; ++k) edge[static_cast<size_t>(k) * 64] = 1e20f;
+        EXPECT_EQ(fill_detect<float>(edge, 240.00001525878906, 1e20).on, count == 64) << count;
+        auto edge_nan = sample;
+        for (int k = 0; k < count; ++k) edge_nan[static_cast<size_t>(k) * 64] = std::bit_cast<float>(0x7fc00000u);
+        EXPECT_EQ(fill_detect<float>(edge_nan, 240, 300).on, count == 64) << count;
+    }
     // A minimum fill, on doubles.
     std::vector<double> d(land.begin(), land.end());
     for (double& x : d)
