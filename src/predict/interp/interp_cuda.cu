@@ -1313,7 +1313,8 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
         constexpr unsigned threads = full_tile::Geometry<R>::threads;
         out.loud_tiles.allocate(full, stream);
         with_fill(cfg, [&](auto fill) {
-            interp_encode_full_kernel<T, R, C, false, decltype(fill)::value><<<static_cast<unsigned>(full), threads, 0, stream>>>(
+            interp_encode_full_kernel<T, R, C, false, decltype(fill)::value>
+                <<<static_cast<unsigned>(full), threads, 0, stream>>>(
                 d_data, out.anchor_start.data(), anchor_codes, L, cfg, eb, radius, out.codes.data(), zeros,
                 out.loud_tiles.data());
             GSZ_CUDA_LAUNCHED("interp_encode_full_kernel");
@@ -1335,7 +1336,8 @@ void interp_encode_tiles_cuda(const T* d_data, const InterpLayout& L, const Inte
             launch_generic(interp_encode_kernel<T, false, decltype(fill)::value>, generic, split);
             GSZ_CUDA_LAUNCHED("interp_encode_kernel");
             if (cfg.jump != kInterpNoJump) {   // the loud tiles, as the full tiles'
-                launch_generic(interp_encode_kernel<T, true, decltype(fill)::value>, std::min<uint64_t>(generic, 2048), split);
+                launch_generic(interp_encode_kernel<T, true, decltype(fill)::value>,
+                               std::min<uint64_t>(generic, 2048), split);
                 GSZ_CUDA_LAUNCHED("interp_encode_kernel (loud tiles)");
             }
         });
